@@ -1,0 +1,82 @@
+// Fixed-arity wrappers around the variadic libvips calls viewerd uses.
+// Swift cannot call C functions with `...`, so every option is an explicit argument here.
+// VipsImage stays opaque to Swift: only this shim and the Rendering module see it.
+#ifndef VIEWERD_VIPS_SHIM_H
+#define VIEWERD_VIPS_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct _VipsImage VipsImage;
+
+/// Output encodings, matching ViewerProtocol.OutputFormat raw values.
+enum {
+    VS_FORMAT_JPEG = 1,
+    VS_FORMAT_WEBP = 2,
+    VS_FORMAT_PNG = 3,
+    VS_FORMAT_AVIF = 4,
+    VS_FORMAT_RAW = 5,
+};
+
+/// Crop anchors for fill mode (0 = no crop: fit inside the box).
+enum {
+    VS_CROP_NONE = 0,
+    VS_CROP_CENTRE = 1,
+    VS_CROP_ATTENTION = 2,
+    VS_CROP_ENTROPY = 3,
+};
+
+/// Start libvips once per process: operation cache off, one thread per render,
+/// untrusted loaders (ImageMagick, FITS, raw, ...) blocked except those we allow.
+/// Returns 0 on success.
+int vs_init(const char *argv0, int allow_svg, int allow_pdf, int allow_jxl);
+
+/// Release libvips' per-thread state; call on threads that rendered before they end.
+void vs_thread_shutdown(void);
+
+/// Takes (copies and clears) libvips' process-global error buffer. Never NULL.
+/// The caller frees the result with vs_free.
+char *vs_error_take(void);
+void vs_free(void *p);
+void vs_unref(VipsImage *image);
+
+/// What the header of a source says, read without decoding pixels.
+typedef struct {
+    int width;
+    int height;
+    int bands;
+    int pages;          // frames or pages; 1 when the format has none
+    int bits;           // bits per sample
+    int orientation;    // EXIF orientation 1-8 (1 when absent)
+    int interlaced;     // progressive JPEG / interlaced PNG
+    char loader[48];    // libvips loader nickname, e.g. "jpegload_source"
+} vs_header;
+
+/// Reads the header from an open file descriptor (the descriptor is not closed).
+int vs_header_fd(int fd, vs_header *out);
+
+/// Shrink-on-load thumbnail from an open file descriptor (not closed) or from memory.
+/// width/height: the box; size: 0 both, 1 up only, 2 down only, 3 force.
+int vs_thumbnail_fd(int fd, int width, int height, int crop, int size, int page, VipsImage **out);
+int vs_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int size,
+                        int page, VipsImage **out);
+
+/// Dimensions of a (lazy) image.
+void vs_image_size(VipsImage *image, int *width, int *height, int *bands);
+
+/// Encodes: flattens alpha onto `background` (0xRRGGBB) when the format has no alpha,
+/// strips metadata. RAW writes 8-bit sRGB RGBA pixels, tightly packed.
+/// On success *buf is g_malloc'd: free it with vs_free.
+int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background,
+                   void **buf, size_t *len, int *out_width, int *out_height);
+
+/// Writes 8-bit pixels (bands 1-4, packed rows) to a file whose suffix picks the format.
+/// For tests and fixtures. orientation > 1 is written as EXIF orientation (JPEG).
+int vs_write_pixels(const char *path, const uint8_t *pixels, int width, int height, int bands,
+                    int orientation, int quality);
+
+/// Decodes a whole image from memory into 8-bit pixels (for tests): *pixels is g_malloc'd.
+int vs_decode_buffer(const void *buf, size_t len, uint8_t **pixels, int *width, int *height,
+                     int *bands);
+
+#endif

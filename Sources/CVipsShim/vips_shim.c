@@ -1,0 +1,233 @@
+// Fixed-arity wrappers of the libvips calls viewerd uses. See include/vips_shim.h.
+#include "vips_shim.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <vips/vips.h>
+
+int vs_init(const char *argv0, int allow_svg, int allow_pdf, int allow_jxl) {
+    if (VIPS_INIT(argv0 ? argv0 : "viewerd")) return -1;
+    // The operation cache would hold decoded images between jobs and, on 8.14, can return
+    // stale pixels for a file rewritten in place.
+    vips_cache_set_max(0);
+    vips_cache_set_max_mem(0);
+    // One thread per render: parallelism comes from rendering several images at once.
+    vips_concurrency_set(1);
+    vips_leak_set(FALSE);
+    // ImageMagick, FITS, raw, matrix, CSV, OpenSlide, ... are attack surface with little
+    // use for a viewer. SVG, PDF and JPEG XL are "untrusted" in 8.14 but wanted; the caller
+    // chooses.
+    vips_block_untrusted_set(TRUE);
+    if (allow_svg) vips_operation_block_set("VipsForeignLoadSvg", FALSE);
+    if (allow_pdf) vips_operation_block_set("VipsForeignLoadPdf", FALSE);
+    if (allow_jxl) vips_operation_block_set("VipsForeignLoadJxl", FALSE);
+    return 0;
+}
+
+void vs_thread_shutdown(void) { vips_thread_shutdown(); }
+
+char *vs_error_take(void) {
+    // vips_error_buffer_copy copies and clears under libvips' own lock.
+    char *text = vips_error_buffer_copy();
+    return text ? text : g_strdup("");
+}
+
+void vs_free(void *p) { g_free(p); }
+
+void vs_unref(VipsImage *image) {
+    if (image) g_object_unref(image);
+}
+
+// A source on a duplicate of the descriptor, positioned at the start of the file.
+static VipsSource *source_for_fd(int fd) {
+    if (lseek(fd, 0, SEEK_SET) < 0) {
+        vips_error("viewerd", "cannot seek: %s", g_strerror(errno));
+        return NULL;
+    }
+    return vips_source_new_from_descriptor(fd);
+}
+
+int vs_header_fd(int fd, vs_header *out) {
+    memset(out, 0, sizeof(*out));
+    VipsSource *source = source_for_fd(fd);
+    if (!source) return -1;
+    const char *loader = vips_foreign_find_load_source(source);
+    if (!loader) {
+        g_object_unref(source);
+        return -2;  // not a format we load (or a blocked loader)
+    }
+    VipsImage *image = vips_image_new_from_source(source, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+    g_object_unref(source);
+    if (!image) return -1;
+    out->width = vips_image_get_width(image);
+    out->height = vips_image_get_page_height(image);
+    out->bands = vips_image_get_bands(image);
+    out->pages = vips_image_get_n_pages(image);
+    out->bits = (int)vips_format_sizeof(vips_image_get_format(image)) * 8;
+    out->orientation = vips_image_get_orientation(image);
+    int interlaced = 0;
+    if (vips_image_get_typeof(image, "interlaced") && !vips_image_get_int(image, "interlaced", &interlaced))
+        out->interlaced = interlaced;
+    g_strlcpy(out->loader, loader, sizeof(out->loader));
+    g_object_unref(image);
+    return 0;
+}
+
+static int thumbnail_common(VipsSource *source, const void *buf, size_t len, int width, int height,
+                            int crop, int size, int page, VipsImage **out) {
+    static const VipsInteresting crops[] = {
+        VIPS_INTERESTING_NONE, VIPS_INTERESTING_CENTRE, VIPS_INTERESTING_ATTENTION,
+        VIPS_INTERESTING_ENTROPY,
+    };
+    VipsInteresting interesting = (crop >= 0 && crop <= 3) ? crops[crop] : VIPS_INTERESTING_NONE;
+    char options[32] = "";
+    if (page > 0) snprintf(options, sizeof(options), "page=%d", page);
+    if (source)
+        return vips_thumbnail_source(source, out, width, "height", height, "crop", interesting,
+                                     "size", (VipsSize)size, "option_string", options, NULL);
+    return vips_thumbnail_buffer((void *)buf, len, out, width, "height", height, "crop", interesting,
+                                 "size", (VipsSize)size, "option_string", options, NULL);
+}
+
+int vs_thumbnail_fd(int fd, int width, int height, int crop, int size, int page, VipsImage **out) {
+    *out = NULL;
+    VipsSource *source = source_for_fd(fd);
+    if (!source) return -1;
+    int result = thumbnail_common(source, NULL, 0, width, height, crop, size, page, out);
+    g_object_unref(source);
+    return result;
+}
+
+int vs_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int size,
+                        int page, VipsImage **out) {
+    *out = NULL;
+    return thumbnail_common(NULL, buf, len, width, height, crop, size, page, out);
+}
+
+void vs_image_size(VipsImage *image, int *width, int *height, int *bands) {
+    *width = vips_image_get_width(image);
+    *height = vips_image_get_height(image);
+    *bands = vips_image_get_bands(image);
+}
+
+// Converts to 8-bit sRGB (keeping alpha), taking a new reference in *out.
+static int to_srgb8(VipsImage *in, VipsImage **out) {
+    VipsImage *t = NULL;
+    if (vips_colourspace(in, &t, VIPS_INTERPRETATION_sRGB, NULL)) return -1;
+    if (vips_image_get_format(t) != VIPS_FORMAT_UCHAR) {
+        VipsImage *c = NULL;
+        int r = vips_cast_uchar(t, &c, NULL);
+        g_object_unref(t);
+        if (r) return -1;
+        t = c;
+    }
+    *out = t;
+    return 0;
+}
+
+int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background,
+                   void **buf, size_t *len, int *out_width, int *out_height) {
+    *buf = NULL;
+    *len = 0;
+    VipsImage *img = NULL;
+    if (to_srgb8(image, &img)) return -1;
+    int has_alpha = vips_image_hasalpha(img);
+    if (has_alpha && format == VS_FORMAT_JPEG) {
+        double rgb[3] = {(background >> 16) & 0xff, (background >> 8) & 0xff, background & 0xff};
+        VipsArrayDouble *bg = vips_array_double_new(rgb, 3);
+        VipsImage *flat = NULL;
+        int r = vips_flatten(img, &flat, "background", bg, NULL);
+        vips_area_unref(VIPS_AREA(bg));
+        g_object_unref(img);
+        if (r) return -1;
+        img = flat;
+    }
+    int result = -1;
+    switch (format) {
+    case VS_FORMAT_JPEG:
+        result = vips_jpegsave_buffer(img, buf, len, "Q", quality, "optimize_coding", TRUE,
+                                      "interlace", FALSE, "strip", TRUE, NULL);
+        break;
+    case VS_FORMAT_WEBP:
+        result = vips_webpsave_buffer(img, buf, len, "Q", quality, "strip", TRUE, NULL);
+        break;
+    case VS_FORMAT_PNG:
+        result = vips_pngsave_buffer(img, buf, len, "compression", 6, "strip", TRUE, NULL);
+        break;
+    case VS_FORMAT_AVIF:
+        result = vips_heifsave_buffer(img, buf, len, "Q", quality, "compression",
+                                      VIPS_FOREIGN_HEIF_COMPRESSION_AV1, "effort", 2, "strip", TRUE,
+                                      NULL);
+        break;
+    case VS_FORMAT_RAW: {
+        VipsImage *rgba = NULL;
+        if (has_alpha) {
+            rgba = img;
+            g_object_ref(rgba);
+        } else if (vips_bandjoin_const1(img, &rgba, 255.0, NULL)) {
+            break;
+        }
+        size_t size = 0;
+        void *pixels = vips_image_write_to_memory(rgba, &size);
+        if (pixels) {
+            *buf = pixels;
+            *len = size;
+            result = 0;
+        }
+        g_object_unref(rgba);
+        break;
+    }
+    default:
+        vips_error("viewerd", "unknown output format %d", format);
+    }
+    if (result == 0) {
+        *out_width = vips_image_get_width(img);
+        *out_height = vips_image_get_height(img);
+    }
+    g_object_unref(img);
+    return result;
+}
+
+int vs_write_pixels(const char *path, const uint8_t *pixels, int width, int height, int bands,
+                    int orientation, int quality) {
+    VipsImage *mem = vips_image_new_from_memory_copy(pixels, (size_t)width * height * bands, width,
+                                                     height, bands, VIPS_FORMAT_UCHAR);
+    if (!mem) return -1;
+    VipsImage *img = NULL;
+    VipsInterpretation interpretation = bands < 3 ? VIPS_INTERPRETATION_B_W : VIPS_INTERPRETATION_sRGB;
+    int r = vips_copy(mem, &img, "interpretation", interpretation, NULL);
+    g_object_unref(mem);
+    if (r) return -1;
+    if (orientation > 1) vips_image_set_int(img, VIPS_META_ORIENTATION, orientation);
+    char target[4096];
+    if (quality > 0)
+        snprintf(target, sizeof(target), "%s[Q=%d]", path, quality);
+    else
+        snprintf(target, sizeof(target), "%s", path);
+    r = vips_image_write_to_file(img, target, NULL);
+    g_object_unref(img);
+    return r;
+}
+
+int vs_decode_buffer(const void *buf, size_t len, uint8_t **pixels, int *width, int *height,
+                     int *bands) {
+    *pixels = NULL;
+    VipsImage *img = vips_image_new_from_buffer(buf, len, "", NULL);
+    if (!img) return -1;
+    VipsImage *u8 = img;
+    if (vips_image_get_format(img) != VIPS_FORMAT_UCHAR) {
+        if (vips_cast_uchar(img, &u8, NULL)) {
+            g_object_unref(img);
+            return -1;
+        }
+        g_object_unref(img);
+    }
+    size_t size = 0;
+    *pixels = vips_image_write_to_memory(u8, &size);
+    *width = vips_image_get_width(u8);
+    *height = vips_image_get_height(u8);
+    *bands = vips_image_get_bands(u8);
+    g_object_unref(u8);
+    return *pixels ? 0 : -1;
+}

@@ -1,0 +1,52 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ViewerProtocol
+
+/// Why a rendition could not be made. Each case maps to one stable wire code.
+public enum RenderError: Error, Equatable, Sendable, CustomStringConvertible {
+    case invalidPath(String)
+    case notFound(String)
+    case permissionDenied(String)
+    case notRegularFile(String)
+    case unreadable(path: String, errno: Int32)
+    case unsupportedFormat(String)
+    case corrupt(path: String, detail: String)
+    case tooLarge(String)
+    case invalidSpec(String)
+
+    public var code: ErrorCode {
+        switch self {
+        case .invalidPath, .invalidSpec: .invalidArgument
+        case .notFound: .notFound
+        case .permissionDenied: .permissionDenied
+        case .notRegularFile: .notRegularFile
+        case .unreadable: .unreadable
+        case .unsupportedFormat: .unsupportedFormat
+        case .corrupt: .corruptImage
+        case .tooLarge: .tooLarge
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .invalidPath(let m), .invalidSpec(let m): m
+        case .notFound(let p): "no such file: \(p)"
+        case .permissionDenied(let p): "permission denied: \(p)"
+        case .notRegularFile(let p): "not a regular file: \(p)"
+        case .unreadable(let p, let e): "cannot read \(p): \(String(cString: strerror(e)))"
+        case .unsupportedFormat(let p): "unsupported format: no enabled loader recognises \(p)"
+        case .corrupt(let p, let detail): "corrupt image: \(detail) (\(p))"
+        case .tooLarge(let m): m
+        }
+    }
+
+    static func fromErrno(_ e: Int32, path: String) -> RenderError {
+        switch e {
+        case ENOENT, ENOTDIR: .notFound(path)
+        case EACCES, EPERM: .permissionDenied(path)
+        case ELOOP: .notRegularFile(path)
+        default: .unreadable(path: path, errno: e)
+        }
+    }
+}

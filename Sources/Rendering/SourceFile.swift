@@ -1,0 +1,77 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a file is now: changing its content changes at least one of these.
+/// Times are nanoseconds since the epoch (a one-second mtime misses quick rewrites).
+public struct AssetIdentity: Hashable, Sendable {
+    public var device: UInt64
+    public var inode: UInt64
+    public var size: UInt64
+    public var mtimeNanos: Int64
+    public var ctimeNanos: Int64
+
+    public init(device: UInt64, inode: UInt64, size: UInt64, mtimeNanos: Int64, ctimeNanos: Int64) {
+        self.device = device
+        self.inode = inode
+        self.size = size
+        self.mtimeNanos = mtimeNanos
+        self.ctimeNanos = ctimeNanos
+    }
+
+    init(_ st: stat) {
+        self.init(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), size: UInt64(st.st_size),
+                  mtimeNanos: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
+                  ctimeNanos: Int64(st.st_ctim.tv_sec) * 1_000_000_000 + Int64(st.st_ctim.tv_nsec))
+    }
+
+    /// Fixed 40-byte little-endian encoding, for keys and value headers.
+    public var bytes: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(40)
+        for v in [device, inode, size, UInt64(bitPattern: mtimeNanos), UInt64(bitPattern: ctimeNanos)] {
+            withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) }
+        }
+        return out
+    }
+}
+
+/// A source image opened for reading, owning its descriptor.
+///
+/// Opening never blocks (a FIFO opens and is then refused as not a regular file), and the
+/// identity comes from `fstat` of the very descriptor that is rendered, so the key and the
+/// pixels describe the same file.
+public final class SourceFile: Sendable {
+    public let path: String
+    public let descriptor: Int32
+    public let identity: AssetIdentity
+
+    /// Opens `path`, which must be absolute and name a regular file.
+    public init(path: String) throws(RenderError) {
+        guard path.hasPrefix("/") else { throw .invalidPath("path must be absolute: \(path)") }
+        var fd: Int32
+        repeat { fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) } while fd < 0 && errno == EINTR
+        guard fd >= 0 else { throw RenderError.fromErrno(errno, path: path) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let e = errno
+            close(fd)
+            throw RenderError.fromErrno(e, path: path)
+        }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            throw .notRegularFile(path)
+        }
+        self.path = path
+        self.descriptor = fd
+        self.identity = AssetIdentity(st)
+    }
+
+    /// The identity of the open file now (it changes if the file is rewritten in place).
+    public func currentIdentity() -> AssetIdentity? {
+        var st = stat()
+        return fstat(descriptor, &st) == 0 ? AssetIdentity(st) : nil
+    }
+
+    deinit { close(descriptor) }
+}

@@ -1,0 +1,101 @@
+import CChecksum
+
+/// The identity of a stored rendition: source identity + spec + renderer version, as bytes
+/// built by the caller. The store treats the parts as opaque.
+public struct RenditionKey: Hashable, Sendable {
+    public let bytes: [UInt8]
+
+    /// - Parameters:
+    ///   - source: the source file's identity (device, inode, size, times).
+    ///   - spec: the normalized spec's stable encoding.
+    ///   - rendererVersion: bumped when output for the same input changes.
+    public init(source: [UInt8], spec: [UInt8], rendererVersion: UInt16) {
+        var bytes: [UInt8] = [1, UInt8(rendererVersion & 0xff), UInt8(rendererVersion >> 8)]
+        bytes.append(contentsOf: source)
+        bytes.append(contentsOf: spec)
+        self.bytes = bytes
+    }
+}
+
+/// What is stored with each rendition's bytes.
+public struct RenditionMetadata: Sendable, Equatable {
+    /// The output format's wire number (ViewerProtocol.OutputFormat).
+    public var format: UInt8
+    public var width: UInt32
+    public var height: UInt32
+    /// Seconds since the epoch.
+    public var created: UInt64
+
+    public init(format: UInt8, width: UInt32, height: UInt32, created: UInt64) {
+        self.format = format
+        self.width = width
+        self.height = height
+        self.created = created
+    }
+}
+
+/// Value layout (little-endian), version 1:
+///
+/// ```
+/// 0  4 magic "VRN1"
+/// 4  1 format
+/// 5  3 reserved (0)
+/// 8  4 width
+/// 12 4 height
+/// 16 8 created (seconds)
+/// 24 4 byte count
+/// 28 4 CRC-32C of the bytes
+/// 32 … the encoded rendition
+/// ```
+enum StoredValue {
+    static let headerSize = 32
+    static let magic: [UInt8] = Array("VRN1".utf8)
+
+    static func encode(_ meta: RenditionMetadata, bytes: [UInt8]) -> [UInt8] {
+        var out = magic
+        out.reserveCapacity(headerSize + bytes.count)
+        out.append(meta.format)
+        out.append(contentsOf: [0, 0, 0])
+        out.appendLE(meta.width)
+        out.appendLE(meta.height)
+        out.appendLE(meta.created)
+        out.appendLE(UInt32(bytes.count))
+        out.appendLE(checksum(bytes))
+        out.append(contentsOf: bytes)
+        return out
+    }
+
+    /// The metadata and payload of a stored value, or nil when it does not verify.
+    static func decode(_ raw: UnsafeRawBufferPointer) -> (RenditionMetadata, UnsafeRawBufferPointer)? {
+        guard raw.count >= headerSize, raw[0] == magic[0], raw[1] == magic[1], raw[2] == magic[2],
+              raw[3] == magic[3] else { return nil }
+        let count = Int(raw.loadLE(UInt32.self, at: 24))
+        guard raw.count == headerSize + count else { return nil }
+        let payload = UnsafeRawBufferPointer(rebasing: raw[headerSize...])
+        guard checksum(payload) == raw.loadLE(UInt32.self, at: 28) else { return nil }
+        let meta = RenditionMetadata(format: raw[4], width: raw.loadLE(UInt32.self, at: 8),
+                                     height: raw.loadLE(UInt32.self, at: 12),
+                                     created: raw.loadLE(UInt64.self, at: 16))
+        return (meta, payload)
+    }
+
+    static func checksum(_ bytes: [UInt8]) -> UInt32 {
+        bytes.withUnsafeBytes { checksum($0) }
+    }
+
+    static func checksum(_ raw: UnsafeRawBufferPointer) -> UInt32 {
+        viewerd_crc32c(0, raw.baseAddress, raw.count)
+    }
+}
+
+extension Array where Element == UInt8 {
+    mutating func appendLE<T: FixedWidthInteger>(_ value: T) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    func loadLE<T: FixedWidthInteger>(_ type: T.Type, at offset: Int) -> T {
+        T(littleEndian: loadUnaligned(fromByteOffset: offset, as: T.self))
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import ViewerProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why a call to the daemon failed.
+public enum ViewerClientError: Error, CustomStringConvertible, Sendable {
+    /// No daemon answers at the socket (not running, or no permission).
+    case unavailable(socket: String, reason: String)
+    /// The daemon answered the request with an error.
+    case server(ErrorReply)
+    /// The daemon sent bytes this client cannot understand.
+    case protocolViolation(String)
+    /// The connection closed before the answer arrived.
+    case connectionClosed
+
+    public var description: String {
+        switch self {
+        case .unavailable(let socket, let reason): "viewerd is not available at \(socket): \(reason)"
+        case .server(let reply): "\(reply.message) [\(reply.code?.name ?? "error \(reply.rawCode)")]"
+        case .protocolViolation(let m): "protocol error: \(m)"
+        case .connectionClosed: "the connection to viewerd closed"
+        }
+    }
+}
+
+/// A blocking connection to viewerd: one request at a time, for scripts and `viewerctl`.
+/// Not shared between threads.
+///
+/// ```swift
+/// let connection = try ViewerConnection(socketPath: ViewerConnection.defaultSocketPath())
+/// let thumb = try connection.render(RenderRequest(path: "/pictures/a.jpg",
+///                                                 spec: RenditionSpec(width: 256, height: 256)))
+/// ```
+public final class ViewerConnection {
+    public let socketPath: String
+    public private(set) var welcome: Welcome
+    private let fd: Int32
+    private var decoder: FrameDecoder
+    private var nextRequestID: UInt32 = 1
+
+    /// The socket a client uses when not told: `VIEWERD_SOCKET`, else the daemon's default.
+    public static func defaultSocketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        DefaultPaths.socket(environment: environment, uid: getuid())
+    }
+
+    /// Connects and performs the handshake.
+    public init(socketPath: String, clientName: String = "viewerctl") throws(ViewerClientError) {
+        self.socketPath = socketPath
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .unavailable(socket: socketPath, reason: String(cString: strerror(errno))) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(socketPath.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            close(fd)
+            throw .unavailable(socket: socketPath, reason: "socket path too long")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let rc = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard rc == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw .unavailable(socket: socketPath, reason: reason)
+        }
+        self.fd = fd
+        self.decoder = FrameDecoder(maxBodyLength: UInt32.max)
+        self.welcome = Welcome(version: 0, serverVersion: "", maxRequestBody: 0, maxResponseBody: 0)
+        let reply = try exchange(.hello(Hello(clientName: clientName)), requestID: 0)
+        switch reply {
+        case .welcome(let welcome): self.welcome = welcome
+        case .error(let error): throw .server(error)
+        default: throw .protocolViolation("expected WELCOME, got \(reply.type)")
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// Renders (or fetches from the cache) one rendition.
+    public func render(_ request: RenderRequest) throws(ViewerClientError) -> RenderResult {
+        switch try call(.render(request)) {
+        case .result(let result): return result
+        case .error(let error): throw .server(error)
+        case let other: throw .protocolViolation("expected RESULT, got \(other.type)")
+        }
+    }
+
+    /// The daemon's counters.
+    public func stats() throws(ViewerClientError) -> StatsReply {
+        switch try call(.stats) {
+        case .statsReply(let stats): return stats
+        case .error(let error): throw .server(error)
+        case let other: throw .protocolViolation("expected STATS_REPLY, got \(other.type)")
+        }
+    }
+
+    /// One round trip; returns how long it took.
+    public func ping() throws(ViewerClientError) -> Duration {
+        let start = ContinuousClock.now
+        switch try call(.ping) {
+        case .pong: return ContinuousClock.now - start
+        case .error(let error): throw .server(error)
+        case let other: throw .protocolViolation("expected PONG, got \(other.type)")
+        }
+    }
+
+    /// Sends raw bytes (for tests of the daemon's handling of bad input).
+    public func sendRaw(_ bytes: [UInt8]) throws(ViewerClientError) {
+        try write(bytes)
+    }
+
+    /// Reads the next frame, whatever it answers.
+    public func readMessage() throws(ViewerClientError) -> (requestID: UInt32, message: Message) {
+        let frame = try readFrame()
+        do throws(ProtocolError) {
+            return (frame.requestID, try Message(frame: frame))
+        } catch {
+            throw .protocolViolation("\(error)")
+        }
+    }
+
+    private func call(_ message: Message) throws(ViewerClientError) -> Message {
+        let id = nextRequestID
+        nextRequestID = nextRequestID == UInt32.max ? 1 : nextRequestID + 1
+        return try exchange(message, requestID: id)
+    }
+
+    private func exchange(_ message: Message, requestID: UInt32) throws(ViewerClientError) -> Message {
+        try write(message.frame(requestID: requestID).bytes)
+        while true {
+            let (id, reply) = try readMessage()
+            if id == requestID { return reply }
+            if id == 0, case .error(let error) = reply { throw .server(error) }
+        }
+    }
+
+    private func write(_ bytes: [UInt8]) throws(ViewerClientError) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { raw in
+                send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .connectionClosed
+            }
+            offset += n
+        }
+    }
+
+    private func readFrame() throws(ViewerClientError) -> Frame {
+        var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+        while true {
+            do throws(ProtocolError) {
+                if let frame = try decoder.next() { return frame }
+            } catch {
+                throw .protocolViolation("\(error)")
+            }
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .connectionClosed
+            }
+            if n == 0 { throw .connectionClosed }
+            decoder.append(buffer[0..<n])
+        }
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import Rendering
+import ViewerProtocol
+
+/// Everything the daemon can be told. Every field has a zero-config default.
+public struct Configuration: Sendable {
+    /// Path of the listening Unix socket.
+    public var socketPath: String
+    /// Directory of the rendition store.
+    public var cacheDirectory: String
+    /// Size the store may take on disk.
+    public var cacheBudgetBytes: UInt64
+    /// Renders that run at once (default: one per core).
+    public var renderThreads: Int
+    public var limits: RenderLimits
+    /// Largest frame body accepted from a client.
+    public var maxRequestBody: UInt32
+    /// Bytes queued to one client before the daemon stops reading its requests.
+    public var clientOutboundLimit: Int
+    /// Requests one client may have unanswered at once; past it, `busy`.
+    public var maxOutstandingPerClient: Int
+
+    public init(socketPath: String, cacheDirectory: String) {
+        self.socketPath = socketPath
+        self.cacheDirectory = cacheDirectory
+        self.cacheBudgetBytes = 1 << 30
+        self.renderThreads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        self.limits = RenderLimits()
+        self.maxRequestBody = 1 << 20
+        self.clientOutboundLimit = 32 << 20
+        self.maxOutstandingPerClient = 4096
+    }
+
+    /// Defaults for the current user: socket under `$XDG_RUNTIME_DIR` (else a private
+    /// directory in /tmp), store under `$XDG_CACHE_HOME` (else `~/.cache`).
+    public static func defaults(environment: [String: String] = ProcessInfo.processInfo.environment) -> Configuration {
+        var env = environment
+        env["VIEWERD_SOCKET"] = nil  // a client-side override, not the daemon's
+        let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? NSHomeDirectory()
+        return Configuration(socketPath: DefaultPaths.socket(environment: env, uid: getuid()),
+                             cacheDirectory: DefaultPaths.cacheDirectory(environment: environment, home: home))
+    }
+
+    /// Largest RESULT body the daemon sends: the largest raw rendition plus headers.
+    public var maxResponseBody: UInt32 {
+        let side = UInt64(limits.maxOutputSide)
+        return UInt32(min(side * side * 4 + 4096, UInt64(UInt32.max)))
+    }
+}

@@ -1,0 +1,11 @@
+/// Counters of the daemon. Confined to the event loop thread.
+struct DaemonStats {
+    var connectionsAccepted: UInt64 = 0
+    var requests: UInt64 = 0
+    var hits: UInt64 = 0
+    var misses: UInt64 = 0
+    var renders: UInt64 = 0
+    var coalesced: UInt64 = 0
+    var errors: UInt64 = 0
+    var malformedFrames: UInt64 = 0
+}

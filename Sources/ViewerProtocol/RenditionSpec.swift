@@ -1,0 +1,165 @@
+/// How a rendition fits its box.
+public enum FitMode: UInt8, Sendable, CaseIterable {
+    /// Inside the box, aspect ratio kept: the longer side (relative to the box) touches it.
+    case fit = 0
+    /// Covers the box and is cropped to exactly the box.
+    case fill = 1
+}
+
+/// Where a `fill` crop is taken from.
+public enum CropAnchor: UInt8, Sendable, CaseIterable {
+    case centre = 1
+    /// libvips' attention strategy: skin tones, saturation and edges.
+    case attention = 2
+    /// libvips' entropy strategy: the busiest region.
+    case entropy = 3
+}
+
+/// The encoding of a rendition.
+public enum OutputFormat: UInt8, Sendable, CaseIterable {
+    case jpeg = 1, webp = 2, png = 3, avif = 4
+    /// 8-bit sRGB RGBA pixels, rows tightly packed (stride = width × 4).
+    case raw = 5
+
+    /// Quality used when a request leaves it 0 (imgproxy's defaults).
+    public var defaultQuality: UInt8 {
+        switch self {
+        case .jpeg: 80
+        case .webp: 79
+        case .avif: 63
+        case .png, .raw: 100
+        }
+    }
+
+    /// Whether quality changes the output (it does not for lossless formats).
+    public var usesQuality: Bool { self == .jpeg || self == .webp || self == .avif }
+
+    public var hasAlpha: Bool { self != .jpeg }
+
+    public var name: String {
+        switch self {
+        case .jpeg: "jpeg"
+        case .webp: "webp"
+        case .png: "png"
+        case .avif: "avif"
+        case .raw: "raw"
+        }
+    }
+
+    public init?(name: String) {
+        guard let match = Self.allCases.first(where: { $0.name == name.lowercased() }) else {
+            if name.lowercased() == "jpg" { self = .jpeg; return }
+            return nil
+        }
+        self = match
+    }
+}
+
+/// What a rendition should look like: box, fit, output. Value type; compare normalized forms.
+///
+/// ```swift
+/// let spec = RenditionSpec(width: 256, height: 256, format: .jpeg).normalized()
+/// ```
+public struct RenditionSpec: Hashable, Sendable {
+    /// The box in pixels; 0 on one side means unconstrained on that side.
+    public var width: UInt32
+    public var height: UInt32
+    public var fit: FitMode
+    /// Only meaningful for `.fill`.
+    public var crop: CropAnchor
+    public var format: OutputFormat
+    /// 1-100; 0 means the format's default.
+    public var quality: UInt8
+    /// 0xRRGGBB, used to flatten alpha when the format has none.
+    public var background: UInt32
+    /// Page or frame index for multi-page sources.
+    public var page: UInt32
+    /// Whether the rendition may be larger than the source.
+    public var upscale: Bool
+
+    public init(width: UInt32, height: UInt32, fit: FitMode = .fit, crop: CropAnchor = .centre,
+                format: OutputFormat = .jpeg, quality: UInt8 = 0, background: UInt32 = 0xFFFFFF,
+                page: UInt32 = 0, upscale: Bool = false) {
+        self.width = width
+        self.height = height
+        self.fit = fit
+        self.crop = crop
+        self.format = format
+        self.quality = quality
+        self.background = background
+        self.page = page
+        self.upscale = upscale
+    }
+
+    /// The canonical form: equivalent specs normalize to equal values (and equal keys).
+    public func normalized() -> RenditionSpec {
+        var spec = self
+        // Fill needs both sides; with one unconstrained it is the same as fit.
+        if spec.fit == .fill && (spec.width == 0 || spec.height == 0) { spec.fit = .fit }
+        if spec.fit == .fit { spec.crop = .centre }
+        if spec.quality == 0 || !spec.format.usesQuality { spec.quality = spec.format.defaultQuality }
+        spec.quality = min(spec.quality, 100)
+        // A background only matters where alpha is flattened.
+        if spec.format.hasAlpha { spec.background = 0xFFFFFF }
+        spec.background &= 0xFFFFFF
+        return spec
+    }
+
+    /// Checks the box against the limits; the message says what is wrong.
+    public func validate(maxSide: UInt32) -> String? {
+        if width == 0 && height == 0 { return "the box is 0x0: give a width, a height or both" }
+        if width > maxSide || height > maxSide {
+            return "the box \(width)x\(height) exceeds the limit of \(maxSide) pixels a side"
+        }
+        return nil
+    }
+
+    /// A stable byte encoding of the normalized spec, for cache keys (version 1, 20 bytes).
+    public var keyBytes: [UInt8] {
+        let spec = normalized()
+        var out: [UInt8] = [1]
+        out.reserveCapacity(20)
+        out.appendLE(spec.width)
+        out.appendLE(spec.height)
+        out.append(spec.fit.rawValue)
+        out.append(spec.crop.rawValue)
+        out.append(spec.format.rawValue)
+        out.append(spec.quality)
+        out.appendLE(spec.background)
+        out.appendLE(spec.page)
+        out.append(spec.upscale ? 1 : 0)
+        return out
+    }
+}
+
+/// How urgent a request is. Lower raw values are served first.
+public enum Priority: UInt8, Sendable, CaseIterable, Comparable {
+    case visible = 0, high = 1, normal = 2, prefetch = 3, background = 4
+
+    public static func < (a: Priority, b: Priority) -> Bool { a.rawValue < b.rawValue }
+
+    public var name: String {
+        switch self {
+        case .visible: "visible"
+        case .high: "high"
+        case .normal: "normal"
+        case .prefetch: "prefetch"
+        case .background: "background"
+        }
+    }
+
+    public init?(name: String) {
+        guard let match = Self.allCases.first(where: { $0.name == name.lowercased() }) else { return nil }
+        self = match
+    }
+}
+
+/// How many answers a render request may get before its terminal one.
+public enum DeliveryMode: UInt8, Sendable, CaseIterable {
+    /// Exactly one answer: the rendition or an error.
+    case final = 0
+    /// Degraded previews may come first, then the final rendition.
+    case opportunistic = 1
+    /// Answer from the cache or fail with `notCached`; never render.
+    case cacheOnly = 2
+}

@@ -1,0 +1,77 @@
+// viewerctl: drive viewerd from a shell.
+import Foundation
+import ViewerClient
+import ViewerProtocol
+
+let commands: [any Subcommand.Type] = [RenderCommand.self, StatsCommand.self, PingCommand.self]
+
+let topUsage = """
+    usage: viewerctl [--socket PATH] COMMAND [options]
+
+    Talks to viewerd, the thumbnail and rendition cache daemon.
+
+    commands:
+    \(commands.map { "  " + $0.name.padding(toLength: 10, withPad: " ", startingAt: 0) + $0.abstract }.joined(separator: "\n"))
+
+    global options:
+      --socket PATH   the daemon's socket (default: $VIEWERD_SOCKET, else viewerd's default)
+      --version       print the version
+      --help          this help; `viewerctl COMMAND --help` for a command's options
+
+    exit codes: 0 success, 1 failure, 64 usage error, 69 daemon unavailable
+
+    """
+
+@MainActor func main() -> Int32 {
+    var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
+    let socketOption: String?
+    do throws(UsageError) {
+        socketOption = try arguments.option("--socket")
+    } catch {
+        printError(error.message)
+        return ExitCode.usage
+    }
+    var rest = arguments.remaining
+    guard let name = rest.first else {
+        FileHandle.standardError.write(Data(topUsage.utf8))
+        return ExitCode.usage
+    }
+    rest.removeFirst()
+    if name == "--help" || name == "-h" || name == "help" {
+        print(topUsage, terminator: "")
+        return ExitCode.success
+    }
+    if name == "--version" {
+        print("viewerctl 0.1.0 (protocol \(ProtocolVersion.current))")
+        return ExitCode.success
+    }
+    guard let command = commands.first(where: { $0.name == name }) else {
+        printError("unknown command \(name); see viewerctl --help")
+        return ExitCode.usage
+    }
+    if rest.contains("--help") || rest.contains("-h") {
+        print("\(command.abstract)\n\nusage: \(command.usage)")
+        return ExitCode.success
+    }
+    var commandArguments = Arguments(rest)
+    let parsed: any Subcommand
+    do throws(UsageError) {
+        parsed = try command.init(&commandArguments)
+    } catch {
+        printError("\(error.message)\nusage: \(command.usage)")
+        return ExitCode.usage
+    }
+    let globals = Globals(socketPath: socketOption ?? ViewerConnection.defaultSocketPath())
+    do {
+        return try parsed.run(globals)
+    } catch let error as ViewerClientError {
+        printError(error.description)
+        if case .unavailable = error { return ExitCode.unavailable }
+        return ExitCode.failure
+    } catch {
+        printError("\(error)")
+        return ExitCode.failure
+    }
+}
+
+exit(main())
