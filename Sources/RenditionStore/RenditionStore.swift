@@ -97,13 +97,16 @@ public final class RenditionStore: Sendable {
 
     /// Queues a rendition for the writer thread, which commits in batches.
     public func put(_ key: RenditionKey, metadata: RenditionMetadata, bytes: [UInt8]) {
-        writer.enqueue(.put(key.bytes, StoredValue.encode(metadata, bytes: bytes)))
+        writer.put(key: key.bytes, value: StoredValue.encode(metadata, bytes: bytes))
     }
 
     /// Queues the removal of one rendition.
     public func remove(_ key: RenditionKey) {
-        writer.enqueue(.delete(key.bytes))
+        writer.delete(key: key.bytes)
     }
+
+    /// A rendition queued for writing and not yet committed.
+    func pendingValue(for key: RenditionKey) -> [UInt8]? { writer.pendingValue(for: key.bytes) }
 
     /// Blocks until everything queued so far is committed.
     public func flush() { writer.flush() }
@@ -143,7 +146,13 @@ public final class StoreReader {
             var k = MDB_val(mv_size: raw.count, mv_data: UnsafeMutableRawPointer(mutating: raw.baseAddress))
             return mdb_get(txn, env.renditions, &k, &value)
         }
-        guard rc == 0 else { return nil }
+        guard rc == 0 else {
+            // Not committed yet, perhaps: the writer thread may still hold it.
+            guard let pending = store.pendingValue(for: key) else { return nil }
+            return pending.withUnsafeBytes { raw in
+                StoredValue.decode(raw).map { body($0.0, $0.1) }
+            }
+        }
         guard let (meta, payload) = StoredValue.decode(value.buffer) else {
             store.corruptCount.add(1, ordering: .relaxed)
             store.remove(key)

@@ -6,7 +6,8 @@ import Synchronization
 /// and commits it as one transaction (per-item commits top out at a few thousand a second).
 final class StoreWriter: Sendable {
     enum Operation: Sendable {
-        case put([UInt8], [UInt8])
+        /// key, value, generation (matches the `pending` entry it came with)
+        case put([UInt8], [UInt8], UInt64)
         case delete([UInt8])
         case flush(DispatchSemaphore)
         case stop(DispatchSemaphore)
@@ -18,8 +19,16 @@ final class StoreWriter: Sendable {
         var failures: UInt64 = 0
     }
 
+    /// Queued operations, and the values put but not yet committed (so that a read right
+    /// after a put finds it: read-your-writes for every reader).
+    struct Queue {
+        var operations: [Operation] = []
+        var pending: [[UInt8]: (generation: UInt64, value: [UInt8])] = [:]
+        var generation: UInt64 = 0
+    }
+
     private let environment: Environment
-    private let queue = Mutex<[Operation]>([])
+    private let queue = Mutex<Queue>(Queue())
     private let wakeup = DispatchSemaphore(value: 0)
     private let stopped = Atomic<Bool>(false)
     private let state = Mutex<Counters>(Counters())
@@ -34,8 +43,30 @@ final class StoreWriter: Sendable {
 
     var counters: Counters { state.withLock { $0 } }
 
-    func enqueue(_ op: Operation) {
-        queue.withLock { $0.append(op) }
+    func put(key: [UInt8], value: [UInt8]) {
+        queue.withLock { q in
+            q.generation += 1
+            q.pending[key] = (q.generation, value)
+            q.operations.append(.put(key, value, q.generation))
+        }
+        wakeup.signal()
+    }
+
+    func delete(key: [UInt8]) {
+        queue.withLock { q in
+            q.pending[key] = nil
+            q.operations.append(.delete(key))
+        }
+        wakeup.signal()
+    }
+
+    /// A value put and not yet committed, if any.
+    func pendingValue(for key: [UInt8]) -> [UInt8]? {
+        queue.withLock { $0.pending[key]?.value }
+    }
+
+    private func enqueue(_ op: Operation) {
+        queue.withLock { $0.operations.append(op) }
         wakeup.signal()
     }
 
@@ -56,13 +87,18 @@ final class StoreWriter: Sendable {
     private func run() {
         while true {
             wakeup.wait()
-            let batch = queue.withLock { ops -> [Operation] in
-                let taken = ops
-                ops.removeAll(keepingCapacity: true)
+            let batch = queue.withLock { q -> [Operation] in
+                let taken = q.operations
+                q.operations.removeAll(keepingCapacity: true)
                 return taken
             }
             guard !batch.isEmpty else { continue }
             commit(batch)
+            queue.withLock { q in
+                for case .put(let key, _, let generation) in batch where q.pending[key]?.generation == generation {
+                    q.pending[key] = nil
+                }
+            }
             for op in batch {
                 switch op {
                 case .flush(let done): done.signal()
@@ -82,7 +118,7 @@ final class StoreWriter: Sendable {
                 var delta: Int64 = 0
                 for op in batch {
                     switch op {
-                    case .put(let key, let value):
+                    case .put(let key, let value, _):
                         delta -= Int64(Self.existingSize(txn, env, key))
                         try MDB_val.with(key) { (k) throws(StoreError) in
                             try MDB_val.with(value) { (v) throws(StoreError) in
