@@ -69,7 +69,9 @@ int vs_header_fd(int fd, vs_header *out) {
     int interlaced = 0;
     if (vips_image_get_typeof(image, "interlaced") && !vips_image_get_int(image, "interlaced", &interlaced))
         out->interlaced = interlaced;
-    g_strlcpy(out->loader, loader, sizeof(out->loader));
+    // find_load_source gives the class name; report the nickname people know ("jpegload_source").
+    const char *nickname = vips_nickname_find(g_type_from_name(loader));
+    g_strlcpy(out->loader, nickname ? nickname : loader, sizeof(out->loader));
     g_object_unref(image);
     return 0;
 }
