@@ -8,7 +8,9 @@ public enum ByteCount {
             digits = digits.dropLast(suffix.count)
             break
         }
-        if let last = digits.last, let power = "KMGT".firstIndex(of: Character(last.uppercased())) {
+        // Compare as strings: some characters uppercase to two ("ß" is "SS"), and a Character
+        // made from those traps.
+        if let last = digits.last, let power = "KMGT".firstIndex(where: { String($0) == last.uppercased() }) {
             multiplier = 1 << (10 * UInt64("KMGT".distance(from: "KMGT".startIndex, to: power) + 1))
             digits = digits.dropLast()
         }

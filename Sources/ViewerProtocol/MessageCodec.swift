@@ -59,7 +59,9 @@ extension Message {
         case .statsReply(let m):
             var list: [UInt8] = []
             for (name, value) in m.counters {
-                let utf8 = Array(name.utf8.prefix(255))
+                var utf8 = Array(name.utf8.prefix(255))
+                // Cut at a character boundary, or the receiver rejects the name as invalid UTF-8.
+                while String(validating: utf8, as: UTF8.self) == nil { utf8.removeLast() }
                 list.append(UInt8(utf8.count))
                 list.append(contentsOf: utf8)
                 list.appendLE(value)

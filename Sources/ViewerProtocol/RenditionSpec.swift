@@ -114,11 +114,11 @@ public struct RenditionSpec: Hashable, Sendable {
         return nil
     }
 
-    /// A stable byte encoding of the normalized spec, for cache keys (version 1, 20 bytes).
+    /// A stable byte encoding of the normalized spec, for cache keys (version 1, 22 bytes).
     public var keyBytes: [UInt8] {
         let spec = normalized()
         var out: [UInt8] = [1]
-        out.reserveCapacity(20)
+        out.reserveCapacity(22)
         out.appendLE(spec.width)
         out.appendLE(spec.height)
         out.append(spec.fit.rawValue)

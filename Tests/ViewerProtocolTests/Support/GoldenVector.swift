@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+import ViewerProtocol
+
+/// One file of `protocol/vectors/`: a whole frame written by hand from PROTOCOL.md, with the
+/// message it documents. The bytes were not produced by this module's encoder, so they check it.
+struct GoldenVector: CustomTestStringConvertible, Sendable {
+    let name: String
+    let requestID: UInt32
+    let message: Message
+    /// False when the file leaves out fields the encoder always writes (defaults apply).
+    let isCanonical: Bool
+
+    init(_ name: String, requestID: UInt32, _ message: Message, isCanonical: Bool = true) {
+        self.name = name
+        self.requestID = requestID
+        self.message = message
+        self.isCanonical = isCanonical
+    }
+
+    var testDescription: String { "\(name).bin" }
+
+    /// The file's bytes; a missing file fails the test that reads it.
+    var bytes: [UInt8] {
+        get throws { try Array(Data(contentsOf: Self.directory.appendingPathComponent("\(name).bin"))) }
+    }
+
+    /// The frame the file holds, header fields taken from the documented message.
+    var frame: Frame {
+        get throws { Frame(type: message.type.rawValue, requestID: requestID, body: Array(try bytes.dropFirst(FrameHeader.size))) }
+    }
+
+    /// `protocol/vectors/` of the package this file belongs to.
+    static let directory: URL = {
+        var url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        while !FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) {
+            let parent = url.deletingLastPathComponent()
+            precondition(parent.path != url.path, "no Package.swift above \(#filePath)")
+            url = parent
+        }
+        return url.appendingPathComponent("protocol/vectors")
+    }()
+
+    /// Every vector, in the order of `protocol/vectors/README.md`.
+    static let all: [GoldenVector] = [
+        GoldenVector("hello", requestID: 0, .hello(Hello(minVersion: 1, maxVersion: 1, clientName: "example"))),
+        GoldenVector("welcome", requestID: 0, .welcome(Welcome(version: 1, serverVersion: "0.1.0",
+                                                               maxRequestBody: 1_048_576,
+                                                               maxResponseBody: 268_439_552))),
+        GoldenVector("render", requestID: 7, .render(RenderRequest(
+            path: "/pictures/a.jpg",
+            spec: RenditionSpec(width: 320, height: 240, fit: .fill, crop: .attention, format: .jpeg,
+                                quality: 85, background: 0x102030, page: 0, upscale: true),
+            priority: .visible, delivery: .final))),
+        GoldenVector("render-minimal", requestID: 8,
+                     .render(RenderRequest(path: "/pictures/a.jpg", spec: RenditionSpec(width: 256, height: 0))),
+                     isCanonical: false),
+        GoldenVector("result", requestID: 7, .result(RenderResult(format: .jpeg, width: 320, height: 240,
+                                                                  fromCache: true, bytes: [0xFF, 0xD8, 0xFF, 0xD9]))),
+        GoldenVector("error", requestID: 9, .error(ErrorReply(.notFound, "no such file: /pictures/missing.jpg"))),
+        GoldenVector("stats", requestID: 10, .stats),
+        GoldenVector("stats-reply", requestID: 10, .statsReply(StatsReply(counters: [("requests", 3), ("hits", 1)]))),
+        GoldenVector("ping", requestID: 11, .ping),
+        GoldenVector("pong", requestID: 11, .pong),
+    ]
+
+    /// Every vector file back to back, as a peer would send them on one connection.
+    static var stream: [UInt8] {
+        get throws { try all.flatMap { try $0.bytes } }
+    }
+}
