@@ -40,6 +40,7 @@ let package = Package(
         .testTarget(name: "ViewerProtocolTests", dependencies: ["ViewerProtocol"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "ViewerProtocol"]),
         .testTarget(name: "RenditionStoreTests", dependencies: ["RenditionStore"]),
+        .executableTarget(name: "store-crash-writer", dependencies: ["RenditionStore"], path: "Tests/StoreCrashWriter"),
         .testTarget(name: "EndToEndTests", dependencies: ["ViewerClient", "ViewerProtocol", "Rendering"]),
     ],
     swiftLanguageModes: [.v6]

@@ -2,89 +2,81 @@ import CLMDB
 import Foundation
 import Synchronization
 
-/// Where and how large the store is.
-public struct StoreConfiguration: Sendable {
-    /// The cache directory; the LMDB environment lives in `<directory>/store`.
-    public var directory: String
-    /// Upper bound of the store's size on disk.
-    public var budgetBytes: UInt64
-
-    public init(directory: String, budgetBytes: UInt64 = 1 << 30) {
-        self.directory = directory
-        self.budgetBytes = budgetBytes
-    }
-}
-
-/// Figures for `viewerctl stats`.
-public struct StoreStats: Sendable {
-    public var entries: Int
-    public var bytes: UInt64
-    public var budgetBytes: UInt64
-    public var mapSize: Int
-    public var corrupt: UInt64
-    public var writeBatches: UInt64
-    public var writeFailures: UInt64
-}
-
 /// The persistent rendition cache: LMDB, one writer thread, reads from any thread.
 ///
 /// ```swift
 /// let store = try RenditionStore(StoreConfiguration(directory: cacheDir))
-/// store.put(key, metadata: meta, bytes: jpeg)          // queued for the writer thread
-/// let reader = store.makeReader()                       // one per reading thread
+/// store.put(key, path: "/photos/a.jpg", metadata: meta, bytes: jpeg)   // queued for the writer
+/// let reader = store.makeReader()                                       // one per reading thread
 /// let hit = reader.withRendition(key) { meta, bytes in Array(bytes) }
+/// store.invalidate(prefix: "/photos")                                   // waits, returns the count
 /// ```
+///
+/// Threads: every method may be called from any thread. Writes (puts, removals, failures,
+/// invalidations, sweeps' removals, eviction, recorded hits) are applied by the writer
+/// thread (`StoreWriter`); readers use their own read transactions; counters are atomics.
 public final class RenditionStore: Sendable {
-    /// Bumped when the layout of keys or values changes; an older store is moved aside.
-    public static let schemaVersion: UInt32 = 1
+    /// Bumped when the layout of keys, values or indexes changes; an older store is moved aside.
+    /// 2: path index, eviction queues, negative cache, persisted state.
+    public static let schemaVersion: UInt32 = 2
 
+    /// The configuration the store was opened with.
     public let configuration: StoreConfiguration
     let environment: Environment
-    private let writer: StoreWriter
-    let corruptCount = Atomic<UInt64>(0)
+    let writer: StoreWriter
+    let counters = SharedCounters()
+    let log: @Sendable (String) -> Void
+    /// One sweep at a time: each starts where the previous one stopped.
+    let sweepLock = Mutex<Void>(())
 
     /// Opens (or creates) the store. A store that cannot be opened or has another schema is
     /// moved aside to `store.broken-<time>` and a fresh one is created; `log` says so.
-    public init(_ configuration: StoreConfiguration, log: @Sendable (String) -> Void = { _ in }) throws(StoreError) {
+    public init(_ configuration: StoreConfiguration, log: @escaping @Sendable (String) -> Void = { _ in }) throws(StoreError) {
         self.configuration = configuration
+        self.log = log
         let path = configuration.directory + "/store"
-        // The sparse map may be larger than the budget: LMDB needs headroom for its own pages.
-        let mapSize = Int(configuration.budgetBytes) + Int(configuration.budgetBytes / 2) + (64 << 20)
         let environment: Environment
         do throws(StoreError) {
-            environment = try Self.openChecked(path: path, mapSize: mapSize)
+            environment = try Self.openChecked(path: path, configuration)
         } catch {
             let aside = path + ".broken-\(Int(Date().timeIntervalSince1970))"
             log("event=store-moved-aside path=\(path) to=\(aside) reason=\"\(error)\"")
             try? FileManager.default.removeItem(atPath: aside)
             guard rename(path, aside) == 0 else { throw StoreError(code: errno, operation: "rename \(path)") }
-            environment = try Self.openChecked(path: path, mapSize: mapSize)
+            environment = try Self.openChecked(path: path, configuration)
+        }
+        let state: PolicyState
+        do {
+            state = try environment.read { txn in try PolicyState.load(txn, environment) }
+        } catch {
+            throw StoreError.from(error)
         }
         self.environment = environment
-        self.writer = StoreWriter(environment: environment)
+        self.writer = StoreWriter(environment: environment, configuration: configuration, state: state,
+                                  counters: counters, log: log)
     }
 
-    private static func openChecked(path: String, mapSize: Int) throws(StoreError) -> Environment {
+    static let schemaKey = Array("schema".utf8)
+
+    private static func openChecked(path: String, _ configuration: StoreConfiguration) throws(StoreError) -> Environment {
         if mkdir(path, 0o700) != 0 && errno != EEXIST { throw StoreError(code: errno, operation: "mkdir \(path)") }
-        let env = try Environment(path: path, mapSize: mapSize, readOnly: false)
-        let schemaKey = Array("schema".utf8)
-        let found: UInt32? = try env.write { (txn) throws(StoreError) -> UInt32? in
-            var value = MDB_val()
-            let rc = try MDB_val.with(schemaKey) { (key) throws(StoreError) -> Int32 in
-                mdb_get(txn, env.meta, &key, &value)
-            }
-            if rc == MDB_NOTFOUND {
+        let env = try Environment(path: path, mapSize: configuration.initialMapSize, readOnly: false,
+                                  sync: configuration.syncCommits)
+        let found: UInt32?
+        do {
+            found = try env.write { txn -> UInt32? in
+                if let raw = try txn.get(env.meta, schemaKey) {
+                    return raw.count == 4 ? raw.loadLE(UInt32.self, at: 0) : nil
+                }
+                // An empty store is new; one with renditions and no schema is not ours.
+                guard txn.count(env.renditions) == 0 else { return nil }
                 var schema: [UInt8] = []
                 schema.appendLE(schemaVersion)
-                try MDB_val.with(schemaKey) { (key) throws(StoreError) in
-                    try MDB_val.with(schema) { (val) throws(StoreError) in
-                        try StoreError.check(mdb_put(txn, env.meta, &key, &val, 0), "mdb_put schema")
-                    }
-                }
+                try txn.put(env.meta, schemaKey, schema)
                 return schemaVersion
             }
-            try StoreError.check(rc, "mdb_get schema")
-            return value.mv_size == 4 ? value.buffer.loadLE(UInt32.self, at: 0) : nil
+        } catch {
+            throw StoreError.from(error)
         }
         guard found == schemaVersion else {
             throw StoreError(code: MDB_INCOMPATIBLE, operation: "schema \(found.map(String.init) ?? "unreadable"), expected \(schemaVersion)")
@@ -95,14 +87,53 @@ public final class RenditionStore: Sendable {
     /// A reader for the calling thread (not shared between threads at once).
     public func makeReader() -> StoreReader { StoreReader(store: self) }
 
-    /// Queues a rendition for the writer thread, which commits in batches.
-    public func put(_ key: RenditionKey, metadata: RenditionMetadata, bytes: [UInt8]) {
-        writer.put(key: key.bytes, value: StoredValue.encode(metadata, bytes: bytes))
+    /// Queues a rendition for the writer thread, which commits in batches. Readers see it at
+    /// once. A rendition too large for the budget (above the low watermark) is refused,
+    /// counted in `stats.refused` and logged.
+    ///
+    /// - Parameters:
+    ///   - path: the source file's path, for `invalidate` and `sweep`.
+    public func put(_ key: RenditionKey, path: String, metadata: RenditionMetadata, bytes: [UInt8]) {
+        let size = StoredValue.headerSize + bytes.count
+        guard UInt64(size) <= writer.limits.largestValue, size <= Int(UInt32.max),
+              key.sourceCount <= 255, key.bytes.count + 2 <= PathIndex.maximumItemSize else {
+            counters.refused.add(1, ordering: .relaxed)
+            log("event=store-put-refused bytes=\(size) budget=\(configuration.budgetBytes) key_bytes=\(key.bytes.count) path=\(path)")
+            return
+        }
+        writer.put(key, path: Array(path.utf8), value: StoredValue.encode(metadata, bytes: bytes))
     }
 
     /// Queues the removal of one rendition.
     public func remove(_ key: RenditionKey) {
         writer.delete(key: key.bytes)
+    }
+
+    /// Removes the renditions and the failure recorded for one path. Blocks until committed.
+    /// - Returns: how many renditions and failures were removed.
+    @discardableResult
+    public func invalidate(path: String) -> Int {
+        writer.perform { reply in .invalidate(.path(path), reply: reply) }
+    }
+
+    /// Removes everything for `prefix` and the paths under it, on path component boundaries:
+    /// `/a/b` covers `/a/b` and `/a/b/c.jpg`, not `/a/bc.jpg`; `/` covers everything, an
+    /// empty prefix nothing. Blocks until committed; takes time in proportion to what matches.
+    /// - Returns: how many renditions and failures were removed.
+    @discardableResult
+    public func invalidate(prefix: String) -> Int {
+        writer.perform { reply in .invalidate(.directory(prefix), reply: reply) }
+    }
+
+    /// Like `invalidate(path:)` without blocking: `completion` runs on the writer thread
+    /// once committed (keep it short).
+    public func invalidate(path: String, completion: @escaping @Sendable (Int) -> Void) {
+        writer.enqueue(.invalidate(.path(path), reply: completion))
+    }
+
+    /// Like `invalidate(prefix:)` without blocking: `completion` runs on the writer thread.
+    public func invalidate(prefix: String, completion: @escaping @Sendable (Int) -> Void) {
+        writer.enqueue(.invalidate(.directory(prefix), reply: completion))
     }
 
     /// A rendition queued for writing and not yet committed.
@@ -111,55 +142,65 @@ public final class RenditionStore: Sendable {
     /// Blocks until everything queued so far is committed.
     public func flush() { writer.flush() }
 
+    /// Entries, bytes, budget, counters: see `StoreStats`.
     public var stats: StoreStats {
-        let w = writer.counters
-        return StoreStats(entries: environment.entryCount, bytes: w.bytes, budgetBytes: configuration.budgetBytes,
-                          mapSize: environment.mapSize, corrupt: corruptCount.load(ordering: .relaxed),
-                          writeBatches: w.batches, writeFailures: w.failures)
+        let status = writer.status.withLock { $0 }
+        var state = status.state
+        state.hits = writer.base.hits + counters.hits.load(ordering: .relaxed)
+        state.misses = writer.base.misses + counters.misses.load(ordering: .relaxed)
+        state.corrupt = writer.base.corrupt + counters.corrupt.load(ordering: .relaxed)
+        state.refused = writer.base.refused + counters.refused.load(ordering: .relaxed)
+        state.budgetBytes = configuration.budgetBytes
+        let counts = (try? environment.read { txn in (txn.count(environment.renditions), txn.count(environment.failures)) })
+        var stats = StoreStats(state: state, entries: counts?.0 ?? 0, failures: counts?.1 ?? 0, mapSize: environment.mapSize)
+        stats.fileBytes = environment.fileBytes
+        stats.highWatermarkBytes = writer.limits.high
+        stats.lowWatermarkBytes = writer.limits.low
+        stats.writeFailures = status.writeFailures
+        stats.mapFullEvents = status.mapFullEvents
+        stats.mapResizes = status.mapResizes
+        stats.droppedPuts = status.droppedPuts
+        stats.droppedHits = writer.droppedHits
+        return stats
     }
 
-    /// Commits what is queued and stops the writer thread.
+    /// The stats of a store another process (the daemon) has open, read with a read-only
+    /// environment; for `viewerctl` and tools. Not for a store open in this process (LMDB
+    /// must not be opened twice by one process).
+    public static func readStats(directory: String) throws(StoreError) -> StoreStats {
+        let env = try Environment(path: directory + "/store", mapSize: nil, readOnly: true)
+        do {
+            return try env.read { txn in
+                let schema = try txn.get(env.meta, schemaKey)
+                guard let schema, schema.count == 4, schema.loadLE(UInt32.self, at: 0) == schemaVersion else {
+                    throw StoreError(code: MDB_INCOMPATIBLE, operation: "schema of \(directory)/store")
+                }
+                let state = try PolicyState.load(txn, env)
+                var stats = StoreStats(state: state, entries: txn.count(env.renditions),
+                                       failures: txn.count(env.failures), mapSize: env.mapSize)
+                stats.fileBytes = env.fileBytes
+                return stats
+            }
+        } catch {
+            throw StoreError.from(error)
+        }
+    }
+
+    /// Commits what is queued and stops the writer thread. The LMDB environment closes when
+    /// the store and its readers are released.
     public func close() { writer.stop() }
+
+    // A store released without `close()` would leave its writer thread (and environment)
+    // behind for the life of the process.
+    deinit { writer.stop() }
 }
 
-/// Reads renditions, reusing one LMDB read transaction (reset between reads, so a reader
-/// never pins old pages for long). Use each reader from one thread at a time.
-public final class StoreReader {
-    private let store: RenditionStore
-    private var txn: OpaquePointer?
-
-    init(store: RenditionStore) { self.store = store }
-
-    /// Calls `body` with the rendition's metadata and bytes, straight from the mapped page
-    /// (valid only inside `body`), or returns nil on a miss. A value that fails its checksum
-    /// is counted, queued for deletion, and reported as a miss.
-    public func withRendition<R>(_ key: RenditionKey, _ body: (RenditionMetadata, UnsafeRawBufferPointer) -> R) -> R? {
-        let env = store.environment
-        if let txn {
-            guard mdb_txn_renew(txn) == 0 else { return nil }
-        } else {
-            guard mdb_txn_begin(env.env, nil, UInt32(MDB_RDONLY), &txn) == 0 else { return nil }
-        }
-        defer { mdb_txn_reset(txn) }
-        var value = MDB_val()
-        let rc = key.bytes.withUnsafeBytes { raw -> Int32 in
-            var k = MDB_val(mv_size: raw.count, mv_data: UnsafeMutableRawPointer(mutating: raw.baseAddress))
-            return mdb_get(txn, env.renditions, &k, &value)
-        }
-        guard rc == 0 else {
-            // Not committed yet, perhaps: the writer thread may still hold it.
-            guard let pending = store.pendingValue(for: key) else { return nil }
-            return pending.withUnsafeBytes { raw in
-                StoredValue.decode(raw).map { body($0.0, $0.1) }
-            }
-        }
-        guard let (meta, payload) = StoredValue.decode(value.buffer) else {
-            store.corruptCount.add(1, ordering: .relaxed)
-            store.remove(key)
-            return nil
-        }
-        return body(meta, payload)
-    }
-
-    deinit { if let txn { mdb_txn_abort(txn) } }
+/// Counters bumped on readers' and callers' threads, persisted by the writer.
+///
+/// Threads: atomics only.
+final class SharedCounters: Sendable {
+    let hits = Atomic<UInt64>(0)
+    let misses = Atomic<UInt64>(0)
+    let corrupt = Atomic<UInt64>(0)
+    let refused = Atomic<UInt64>(0)
 }

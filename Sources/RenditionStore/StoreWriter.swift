@@ -3,71 +3,164 @@ import Foundation
 import Synchronization
 
 /// The one thread that writes to LMDB. Callers enqueue; the thread takes everything queued
-/// and commits it as one transaction (per-item commits top out at a few thousand a second).
+/// (plus the hits readers buffered) and commits it as one transaction, evicting in the same
+/// transaction when the budget's high watermark is crossed. Per-item commits would top out
+/// at a few thousand a second.
+///
+/// Threads: `queue`, `hits` and `status` are Mutex-protected and touched by any thread; only
+/// the writer thread mutates `status.state` (it copies it into each transaction and stores
+/// it back after the commit), so stats read a committed state.
 final class StoreWriter: Sendable {
     enum Operation: Sendable {
-        /// key, value, generation (matches the `pending` entry it came with)
-        case put([UInt8], [UInt8], UInt64)
+        /// generation matches the `pending` entry it came with
+        case put(RenditionKey, path: [UInt8], value: [UInt8], generation: UInt64)
         case delete([UInt8])
+        case invalidate(Invalidation, reply: @Sendable (Int) -> Void)
+        case recordFailure(identity: [UInt8], path: [UInt8], FailureRecord, generation: UInt64)
+        case sweep(SweepPlan, reply: @Sendable (Int) -> Void)
         case flush(DispatchSemaphore)
         case stop(DispatchSemaphore)
     }
 
-    struct Counters: Sendable {
-        var bytes: UInt64 = 0
-        var batches: UInt64 = 0
-        var failures: UInt64 = 0
+    enum Invalidation: Sendable {
+        case path(String)
+        case directory(String)
     }
 
-    /// Queued operations, and the values put but not yet committed (so that a read right
-    /// after a put finds it: read-your-writes for every reader).
+    /// Queued operations, and what was put but not yet committed (so that a read right after
+    /// a put finds it: read-your-writes for every reader).
     struct Queue {
         var operations: [Operation] = []
-        var pending: [[UInt8]: (generation: UInt64, value: [UInt8])] = [:]
+        var pendingValues: [[UInt8]: (generation: UInt64, value: [UInt8])] = [:]
+        var pendingFailures: [[UInt8]: (generation: UInt64, record: FailureRecord)] = [:]
         var generation: UInt64 = 0
     }
 
-    private let environment: Environment
-    private let queue = Mutex<Queue>(Queue())
-    private let wakeup = DispatchSemaphore(value: 0)
-    private let stopped = Atomic<Bool>(false)
-    private let state = Mutex<Counters>(Counters())
-
-    init(environment: Environment) {
-        self.environment = environment
-        state.withLock { $0.bytes = Self.storedBytes(environment) }
-        let thread = Thread { [self] in run() }
-        thread.name = "viewerd-store-writer"
-        thread.start()
+    /// Keys read since the last batch, for the eviction policy's frequencies. Bounded: when
+    /// full, hits are dropped (and counted), never turned into writes.
+    struct HitBuffer {
+        var keys: [[UInt8]] = []
+        var dropped: UInt64 = 0
     }
 
-    var counters: Counters { state.withLock { $0 } }
+    struct Status: Sendable {
+        var state = PolicyState()
+        var writeFailures: UInt64 = 0
+        var mapFullEvents: UInt64 = 0
+        var mapResizes: UInt64 = 0
+        var droppedPuts: UInt64 = 0
+    }
 
-    func put(key: [UInt8], value: [UInt8]) {
+    static let hitCapacity = 16_384
+    static let idleInterval: DispatchTimeInterval = .seconds(1)
+
+    let environment: Environment
+    let limits: StoreLimits
+    let counters: SharedCounters
+    let log: @Sendable (String) -> Void
+    /// The persisted counters as they were at open; `counters` adds what this process saw.
+    let base: PolicyState
+    let maximumMapSize: Int
+    private let queue = Mutex<Queue>(Queue())
+    private let hits = Mutex<HitBuffer>(HitBuffer())
+    let status: Mutex<Status>
+    private let wakeup = DispatchSemaphore(value: 0)
+    private let stopped = Atomic<Bool>(false)
+    private let exited = DispatchSemaphore(value: 0)
+
+    init(environment: Environment, configuration: StoreConfiguration, state: PolicyState,
+         counters: SharedCounters, log: @escaping @Sendable (String) -> Void) {
+        self.environment = environment
+        self.limits = StoreLimits(configuration)
+        self.counters = counters
+        self.log = log
+        self.base = state
+        self.maximumMapSize = configuration.mapSizeLimit
+        self.status = Mutex(Status(state: state))
+        // The thread holds the writer (and so the environment) only while `run` runs, and
+        // says when it has let go: `stop` waits for that, so that a store closed and released
+        // has closed its LMDB environment, and the same store can be opened again at once
+        // (LMDB must not have one environment open twice in a process).
+        let running = Unmanaged.passRetained(self)
+        let exited = self.exited
+        let thread = Thread {
+            running.takeRetainedValue().run()
+            exited.signal()
+        }
+        thread.name = "viewerd-store-writer"
+        thread.start()
+        // A budget lowered since the last run is enforced at once.
+        wakeup.signal()
+    }
+
+    // MARK: Enqueueing (any thread)
+
+    func put(_ key: RenditionKey, path: [UInt8], value: [UInt8]) {
         queue.withLock { q in
             q.generation += 1
-            q.pending[key] = (q.generation, value)
-            q.operations.append(.put(key, value, q.generation))
+            q.pendingValues[key.bytes] = (q.generation, value)
+            q.operations.append(.put(key, path: path, value: value, generation: q.generation))
         }
         wakeup.signal()
     }
 
     func delete(key: [UInt8]) {
         queue.withLock { q in
-            q.pending[key] = nil
+            q.pendingValues[key] = nil
             q.operations.append(.delete(key))
+        }
+        wakeup.signal()
+    }
+
+    func recordFailure(identity: [UInt8], path: [UInt8], record: FailureRecord) {
+        queue.withLock { q in
+            q.generation += 1
+            q.pendingFailures[identity] = (q.generation, record)
+            q.operations.append(.recordFailure(identity: identity, path: path, record, generation: q.generation))
         }
         wakeup.signal()
     }
 
     /// A value put and not yet committed, if any.
     func pendingValue(for key: [UInt8]) -> [UInt8]? {
-        queue.withLock { $0.pending[key]?.value }
+        queue.withLock { $0.pendingValues[key]?.value }
     }
 
-    private func enqueue(_ op: Operation) {
+    func pendingFailure(for identity: [UInt8]) -> FailureRecord? {
+        queue.withLock { $0.pendingFailures[identity]?.record }
+    }
+
+    func recordHit(_ key: [UInt8]) {
+        let halfFull = hits.withLock { buffer -> Bool in
+            guard buffer.keys.count < Self.hitCapacity else {
+                buffer.dropped += 1
+                return false
+            }
+            buffer.keys.append(key)
+            return buffer.keys.count == Self.hitCapacity / 2
+        }
+        // Under a read-only load nothing else wakes the writer before its idle tick.
+        if halfFull { wakeup.signal() }
+    }
+
+    var droppedHits: UInt64 { hits.withLock { $0.dropped } }
+
+    func enqueue(_ op: Operation) {
         queue.withLock { $0.operations.append(op) }
         wakeup.signal()
+    }
+
+    /// Runs `op` (which replies once committed) and waits for the reply; 0 once stopped.
+    func perform(_ make: (@escaping @Sendable (Int) -> Void) -> Operation) -> Int {
+        guard !stopped.load(ordering: .acquiring) else { return 0 }
+        let result = Mutex<Int>(0)
+        let done = DispatchSemaphore(value: 0)
+        enqueue(make { value in
+            result.withLock { $0 = value }
+            done.signal()
+        })
+        done.wait()
+        return result.withLock { $0 }
     }
 
     func flush() {
@@ -82,96 +175,50 @@ final class StoreWriter: Sendable {
         let done = DispatchSemaphore(value: 0)
         enqueue(.stop(done))
         done.wait()
+        exited.wait()
     }
+
+    // MARK: The writer thread
 
     private func run() {
         while true {
-            wakeup.wait()
+            _ = wakeup.wait(timeout: .now() + Self.idleInterval)
             let batch = queue.withLock { q -> [Operation] in
-                let taken = q.operations
-                q.operations.removeAll(keepingCapacity: true)
-                return taken
+                defer { q.operations.removeAll(keepingCapacity: true) }
+                return q.operations
             }
-            guard !batch.isEmpty else { continue }
-            commit(batch)
+            let read = hits.withLock { buffer -> [[UInt8]] in
+                defer { buffer.keys.removeAll(keepingCapacity: true) }
+                return buffer.keys
+            }
+            let overBudget = status.withLock { $0.state.bytes > limits.high }
+            guard !batch.isEmpty || !read.isEmpty || overBudget else { continue }
+            let replies = commit(batch, hits: read)
             queue.withLock { q in
-                for case .put(let key, _, let generation) in batch where q.pending[key]?.generation == generation {
-                    q.pending[key] = nil
+                for op in batch {
+                    switch op {
+                    case .put(let key, _, _, let generation) where q.pendingValues[key.bytes]?.generation == generation:
+                        q.pendingValues[key.bytes] = nil
+                    case .recordFailure(let identity, _, _, let generation)
+                        where q.pendingFailures[identity]?.generation == generation:
+                        q.pendingFailures[identity] = nil
+                    default: break
+                    }
                 }
             }
-            for op in batch {
+            var stopping: DispatchSemaphore?
+            for (index, op) in batch.enumerated() {
                 switch op {
+                case .invalidate(_, let reply), .sweep(_, let reply): reply(replies[index])
                 case .flush(let done): done.signal()
-                case .stop(let done):
-                    done.signal()
-                    return
+                case .stop(let done): stopping = done
                 default: break
                 }
             }
-        }
-    }
-
-    private func commit(_ batch: [Operation]) {
-        let env = environment
-        do {
-            let delta = try env.write { (txn) throws(StoreError) -> Int64 in
-                var delta: Int64 = 0
-                for op in batch {
-                    switch op {
-                    case .put(let key, let value, _):
-                        delta -= Int64(Self.existingSize(txn, env, key))
-                        try MDB_val.with(key) { (k) throws(StoreError) in
-                            try MDB_val.with(value) { (v) throws(StoreError) in
-                                try StoreError.check(mdb_put(txn, env.renditions, &k, &v, 0), "mdb_put")
-                            }
-                        }
-                        delta += Int64(value.count)
-                    case .delete(let key):
-                        let size = Self.existingSize(txn, env, key)
-                        if size > 0 {
-                            try MDB_val.with(key) { (k) throws(StoreError) in
-                                let rc = mdb_del(txn, env.renditions, &k, nil)
-                                if rc != MDB_NOTFOUND { try StoreError.check(rc, "mdb_del") }
-                            }
-                            delta -= Int64(size)
-                        }
-                    case .flush, .stop: break
-                    }
-                }
-                return delta
+            if let stopping {
+                stopping.signal()
+                return
             }
-            state.withLock {
-                $0.bytes = UInt64(max(0, Int64($0.bytes) + delta))
-                $0.batches += 1
-            }
-        } catch {
-            // A cache may lose writes; it must not lose its process. Issue: MAP_FULL evicts.
-            state.withLock { $0.failures += 1 }
-            FileHandle.standardError.write(Data("event=store-write-failed error=\"\(error)\" ops=\(batch.count)\n".utf8))
         }
-    }
-
-    private static func existingSize(_ txn: OpaquePointer, _ env: Environment, _ key: [UInt8]) -> Int {
-        var value = MDB_val()
-        let rc = (try? MDB_val.with(key) { (k) throws(StoreError) -> Int32 in mdb_get(txn, env.renditions, &k, &value) }) ?? -1
-        return rc == 0 ? value.mv_size : 0
-    }
-
-    /// Sum of value sizes, computed once at open.
-    private static func storedBytes(_ env: Environment) -> UInt64 {
-        var txn: OpaquePointer?
-        guard mdb_txn_begin(env.env, nil, UInt32(MDB_RDONLY), &txn) == 0 else { return 0 }
-        defer { mdb_txn_abort(txn) }
-        var cursor: OpaquePointer?
-        guard mdb_cursor_open(txn, env.renditions, &cursor) == 0 else { return 0 }
-        defer { mdb_cursor_close(cursor) }
-        var key = MDB_val(), value = MDB_val()
-        var total: UInt64 = 0
-        var op = MDB_FIRST
-        while mdb_cursor_get(cursor, &key, &value, op) == 0 {
-            total += UInt64(value.mv_size)
-            op = MDB_NEXT
-        }
-        return total
     }
 }

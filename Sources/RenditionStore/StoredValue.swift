@@ -2,8 +2,15 @@ import CChecksum
 
 /// The identity of a stored rendition: source identity + spec + renderer version, as bytes
 /// built by the caller. The store treats the parts as opaque.
+///
+/// Layout: `[1, rendererVersion lo, hi] + source + spec`. The store reads the source part
+/// back only to index it (path index, sweep) and never interprets it.
 public struct RenditionKey: Hashable, Sendable {
+    /// The key as stored in LMDB.
     public let bytes: [UInt8]
+    /// Length of the source identity, which starts at `identityOffset`.
+    let sourceCount: Int
+    static let identityOffset = 3
 
     /// - Parameters:
     ///   - source: the source file's identity (device, inode, size, times).
@@ -14,18 +21,25 @@ public struct RenditionKey: Hashable, Sendable {
         bytes.append(contentsOf: source)
         bytes.append(contentsOf: spec)
         self.bytes = bytes
+        self.sourceCount = source.count
     }
+
+    /// The source identity bytes this key was made with.
+    var source: ArraySlice<UInt8> { bytes[Self.identityOffset..<Self.identityOffset + sourceCount] }
 }
 
 /// What is stored with each rendition's bytes.
 public struct RenditionMetadata: Sendable, Equatable {
     /// The output format's wire number (ViewerProtocol.OutputFormat).
     public var format: UInt8
+    /// Width of the rendition in pixels.
     public var width: UInt32
+    /// Height of the rendition in pixels.
     public var height: UInt32
     /// Seconds since the epoch.
     public var created: UInt64
 
+    /// Metadata stored in the value header next to the bytes.
     public init(format: UInt8, width: UInt32, height: UInt32, created: UInt64) {
         self.format = format
         self.width = width

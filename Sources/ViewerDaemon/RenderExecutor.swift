@@ -110,7 +110,7 @@ final class RenderExecutor: Sendable {
             if case .success(let rendition) = result, job.source.currentIdentity() == job.source.identity {
                 // A file rewritten during the render would store old pixels under the old
                 // identity: harmless (that key never matches again) but wasteful, so skip it.
-                store.put(job.key, metadata: RenditionMetadata(format: rendition.format.rawValue,
+                store.put(job.key, path: job.source.path, metadata: RenditionMetadata(format: rendition.format.rawValue,
                                                               width: rendition.width, height: rendition.height,
                                                               created: UInt64(Date().timeIntervalSince1970)),
                           bytes: rendition.bytes)

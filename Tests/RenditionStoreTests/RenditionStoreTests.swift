@@ -2,83 +2,100 @@ import Foundation
 @testable import RenditionStore
 import Testing
 
-final class StoreDirectory {
-    let path: String
-    init() throws {
-        path = NSTemporaryDirectory() + "viewerd-store-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
-
-func key(_ n: Int) -> RenditionKey {
-    RenditionKey(source: Array("source-\(n)".utf8), spec: [1, 2, 3], rendererVersion: 1)
-}
-
-let meta = RenditionMetadata(format: 1, width: 256, height: 171, created: 1_700_000_000)
-
 @Suite("RenditionStore")
 struct RenditionStoreTests {
     @Test("put then get returns the same bytes and metadata, before and after the commit")
     func putGet() throws {
+        // Given a store and a rendition
         let dir = try StoreDirectory()
-        let store = try RenditionStore(StoreConfiguration(directory: dir.path))
+        let store = try RenditionStore(configuration(dir))
         let reader = store.makeReader()
         let bytes = (0..<5000).map { UInt8($0 % 251) }
-        store.put(key(1), metadata: meta, bytes: bytes)
-        // Visible at once, even if the writer has not committed yet
+        // When it is put
+        store.put(key(1), path: "/p/1.jpg", metadata: meta, bytes: bytes)
+        // Then it is visible at once, even if the writer has not committed yet
         #expect(reader.withRendition(key(1)) { m, b in (m, Array(b)) }.map { $0.0 == meta && $0.1 == bytes } == true)
         store.flush()
         #expect(reader.withRendition(key(1)) { m, b in (m, Array(b)) }.map { $0.0 == meta && $0.1 == bytes } == true)
         #expect(reader.withRendition(key(2)) { _, _ in true } == nil)
         #expect(store.stats.entries == 1)
         #expect(store.stats.bytes == UInt64(bytes.count + StoredValue.headerSize))
+        #expect(store.consistencyProblems() == [])
         store.close()
     }
 
     @Test("overwrite and remove keep the byte count right")
     func overwriteRemove() throws {
+        // Given a store with a rendition overwritten once and another one
         let dir = try StoreDirectory()
-        let store = try RenditionStore(StoreConfiguration(directory: dir.path))
-        store.put(key(1), metadata: meta, bytes: [UInt8](repeating: 1, count: 100))
-        store.put(key(1), metadata: meta, bytes: [UInt8](repeating: 2, count: 300))
-        store.put(key(2), metadata: meta, bytes: [UInt8](repeating: 3, count: 50))
+        let store = try RenditionStore(configuration(dir))
+        store.put(key(1), path: "/p/1.jpg", metadata: meta, bytes: [UInt8](repeating: 1, count: 100))
+        store.put(key(1), path: "/p/1.jpg", metadata: meta, bytes: [UInt8](repeating: 2, count: 300))
+        store.put(key(2), path: "/p/2.jpg", metadata: meta, bytes: [UInt8](repeating: 3, count: 50))
         store.flush()
+        // Then the newest value counts, once
         #expect(store.stats.bytes == UInt64(300 + 50 + 2 * StoredValue.headerSize))
         #expect(store.makeReader().withRendition(key(1)) { _, b in b.count } == 300)
+        // When one is removed
         store.remove(key(1))
         store.flush()
+        // Then it is gone and uncounted
         #expect(store.makeReader().withRendition(key(1)) { _, _ in true } == nil)
         #expect(store.stats.entries == 1)
         #expect(store.stats.bytes == UInt64(50 + StoredValue.headerSize))
+        #expect(store.consistencyProblems() == [])
         store.close()
     }
 
-    @Test("entries survive closing and reopening")
+    @Test("entries, totals and counters survive closing and reopening")
     func persistence() throws {
+        // Given a store with 100 renditions, one of them read
         let dir = try StoreDirectory()
         do {
-            let store = try RenditionStore(StoreConfiguration(directory: dir.path))
-            for n in 0..<100 { store.put(key(n), metadata: meta, bytes: Array("value \(n)".utf8)) }
+            let store = try RenditionStore(configuration(dir))
+            for n in 0..<100 { store.put(key(n), path: "/p/\(n).jpg", metadata: meta, bytes: Array("value \(n)".utf8)) }
+            store.flush()
+            _ = store.makeReader().withRendition(key(3)) { _, _ in true }
             store.close()
         }
-        let store = try RenditionStore(StoreConfiguration(directory: dir.path))
+        // When it is reopened
+        let store = try RenditionStore(configuration(dir))
         let reader = store.makeReader()
+        // Then everything is there
         for n in 0..<100 {
             #expect(reader.withRendition(key(n)) { _, b in Array(b) } == Array("value \(n)".utf8))
         }
         #expect(store.stats.entries == 100)
+        #expect(store.stats.hits == 101)
+        #expect(store.stats.bytes == (0..<100).reduce(0) { $0 + UInt64(StoredValue.headerSize + "value \($1)".utf8.count) })
+        #expect(store.consistencyProblems() == [])
+        store.close()
+    }
+
+    @Test("hits and misses are counted")
+    func hitsAndMisses() throws {
+        let dir = try StoreDirectory()
+        let store = try RenditionStore(configuration(dir))
+        let reader = store.makeReader()
+        store.put(key(1), path: "/p/1.jpg", metadata: meta, bytes: [1])
+        _ = reader.withRendition(key(1)) { _, _ in true }
+        _ = reader.withRendition(key(2)) { _, _ in true }
+        _ = reader.withRendition(key(3)) { _, _ in true }
+        #expect(store.stats.hits == 1)
+        #expect(store.stats.misses == 2)
         store.close()
     }
 
     @Test("a value whose checksum fails is never returned: it is counted and deleted")
     func corruptValue() throws {
+        // Given a stored value with one flipped bit in the payload
         let dir = try StoreDirectory()
-        let store = try RenditionStore(StoreConfiguration(directory: dir.path))
+        let store = try RenditionStore(configuration(dir))
         var value = StoredValue.encode(meta, bytes: Array("good bytes".utf8))
-        value[value.count - 1] ^= 0xFF  // one flipped bit in the payload
+        value[value.count - 1] ^= 0xFF
         store.writerPutRaw(key(7), value)
         store.flush()
+        // When it is read, then it is a miss, counted as corrupt, and deleted
         #expect(store.makeReader().withRendition(key(7)) { _, _ in true } == nil)
         #expect(store.stats.corrupt == 1)
         store.flush()
@@ -88,17 +105,20 @@ struct RenditionStoreTests {
 
     @Test("a store with another schema is moved aside and a fresh one works")
     func schemaMismatch() throws {
+        // Given a store whose schema says 99
         let dir = try StoreDirectory()
         do {
-            let store = try RenditionStore(StoreConfiguration(directory: dir.path))
-            store.put(key(1), metadata: meta, bytes: [1, 2, 3])
+            let store = try RenditionStore(configuration(dir))
+            store.put(key(1), path: "/p/1.jpg", metadata: meta, bytes: [1, 2, 3])
             store.setSchemaForTesting(99)
             store.close()
         }
+        // When it is opened
         let logged = LogLines()
-        let store = try RenditionStore(StoreConfiguration(directory: dir.path), log: { logged.append($0) })
+        let store = try RenditionStore(configuration(dir), log: { logged.append($0) })
+        // Then it is moved aside, said so, and a fresh store works
         #expect(store.makeReader().withRendition(key(1)) { _, _ in true } == nil)
-        store.put(key(2), metadata: meta, bytes: [4])
+        store.put(key(2), path: "/p/2.jpg", metadata: meta, bytes: [4])
         store.flush()
         #expect(store.makeReader().withRendition(key(2)) { _, b in Array(b) } == [4])
         #expect(logged.lines.contains { $0.contains("store-moved-aside") })
@@ -109,27 +129,44 @@ struct RenditionStoreTests {
 
     @Test("a truncated data file is moved aside and a fresh store works")
     func truncatedFile() throws {
+        // Given a store whose data file was cut short
         let dir = try StoreDirectory()
         do {
-            let store = try RenditionStore(StoreConfiguration(directory: dir.path))
-            store.put(key(1), metadata: meta, bytes: [1, 2, 3])
+            let store = try RenditionStore(configuration(dir))
+            store.put(key(1), path: "/p/1.jpg", metadata: meta, bytes: [1, 2, 3])
             store.close()
         }
         let data = dir.path + "/store/data.mdb"
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: data))
         try handle.truncate(atOffset: 100)
         try handle.close()
-        let store = try RenditionStore(StoreConfiguration(directory: dir.path))
-        store.put(key(2), metadata: meta, bytes: [9])
+        // When it is opened, then a fresh store works
+        let store = try RenditionStore(configuration(dir))
+        store.put(key(2), path: "/p/2.jpg", metadata: meta, bytes: [9])
         store.flush()
         #expect(store.makeReader().withRendition(key(2)) { _, b in Array(b) } == [9])
         store.close()
     }
-}
 
-final class LogLines: @unchecked Sendable {
-    private let lock = NSLock()
-    private var storage: [String] = []
-    func append(_ line: String) { lock.withLock { storage.append(line) } }
-    var lines: [String] { lock.withLock { storage } }
+    @Test("another process reads the stats read-only while the store is open here")
+    func readStatsFromAnotherProcess() throws {
+        // Given an open store with 10 renditions, flushed
+        let dir = try StoreDirectory()
+        let store = try RenditionStore(configuration(dir, budget: 5 << 20))
+        for n in 0..<10 { store.put(key(n), path: "/p/\(n).jpg", metadata: meta, bytes: [UInt8](repeating: 1, count: 100)) }
+        store.flush()
+        // When another process reads its stats
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: executable("store-crash-writer"))
+        child.arguments = ["stats", dir.path]
+        let pipe = Pipe()
+        child.standardOutput = pipe
+        try child.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        child.waitUntilExit()
+        // Then it sees what this process committed
+        #expect(child.terminationStatus == 0)
+        #expect(output.contains("entries=10 bytes=\(10 * (100 + StoredValue.headerSize)) budget=\(5 << 20)"))
+        store.close()
+    }
 }

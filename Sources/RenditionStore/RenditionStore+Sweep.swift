@@ -1,0 +1,103 @@
+import CLMDB
+
+/// What one sweep call decided to remove, handed to the writer thread.
+struct SweepPlan: Sendable {
+    /// Items to remove, with the path key they are indexed under.
+    var items: [(pathKey: [UInt8], item: PathIndex.Item)] = []
+    /// Where the next call starts (empty: from the beginning).
+    var cursor: [UInt8] = []
+
+    static let cursorKey = Array("sweep".utf8)
+}
+
+// Reclaiming entries of files that changed or vanished. The walk reads on the caller's
+// thread and asks `isCurrent` outside any transaction (it may stat files); only the removals
+// go through the writer thread.
+extension RenditionStore {
+    /// Walks the next `limit` paths of the path index (from where the previous call stopped,
+    /// wrapping around at the end) and removes the renditions and failures whose source
+    /// identity is no longer current, and transient failures past their backoff.
+    ///
+    /// ```swift
+    /// // every few seconds, on a thread of the daemon's own
+    /// store.sweep(limit: 200) { path, identity in
+    ///     (try? SourceFile(path: path))?.identity.bytes == identity
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - limit: how many paths to look at; bounds the time a call takes.
+    ///   - isCurrent: whether the file at `path` still has this identity; called once per
+    ///     path and identity, on the calling thread.
+    /// - Returns: the number of renditions and failures removed. Blocks until committed.
+    @discardableResult
+    public func sweep(limit: Int, isCurrent: (_ path: String, _ identity: [UInt8]) -> Bool) -> Int {
+        sweepLock.withLock { _ -> Int in
+            let env = environment
+            let now = configuration.nowMillis, backoff = configuration.failureBackoffMillis
+            guard let (groups, next) = try? env.read({ txn in try Self.nextPaths(limit, txn, env) }) else { return 0 }
+            var plan = SweepPlan(cursor: next)
+            for group in groups {
+                let path = String(decoding: group.path, as: UTF8.self)
+                var verdicts: [[UInt8]: Bool] = [:]
+                for (item, failure) in group.items {
+                    let identity = item.identity
+                    let current = verdicts[identity] ?? isCurrent(path, identity)
+                    verdicts[identity] = current
+                    let expired = failure.map { !$0.isLive(now: now, backoff: backoff) } ?? false
+                    if !current || expired { plan.items.append((group.pathKey, item)) }
+                }
+            }
+            return writer.perform { reply in .sweep(plan, reply: reply) }
+        }
+    }
+
+    private typealias PathGroup = (pathKey: [UInt8], path: [UInt8], items: [(PathIndex.Item, FailureRecord?)])
+
+    /// Up to `limit` paths from the persisted cursor, with their items (and failure records).
+    private static func nextPaths(_ limit: Int, _ txn: Transaction, _ env: Environment) throws -> ([PathGroup], [UInt8]) {
+        let start = try txn.get(env.meta, SweepPlan.cursorKey).map { Array($0) } ?? []
+        return try txn.withCursor(env.paths) { cursor in
+            var groups: [PathGroup] = []
+            var found = try cursor.seek(start)
+            while let first = found, groups.count < limit {
+                let pathKey = Array(first.key)
+                var items: [(PathIndex.Item, FailureRecord?)] = []
+                var raw: Cursor.Item? = first
+                while let value = raw?.value {
+                    if let item = PathIndex.Item(value) {
+                        var failure: FailureRecord?
+                        if case .failure(let identity) = item {
+                            failure = try txn.get(env.failures, identity).flatMap(FailureRecord.init)
+                        }
+                        items.append((item, failure))
+                    }
+                    raw = try cursor.move(MDB_NEXT_DUP)
+                }
+                groups.append((pathKey, try PathIndex.path(of: pathKey, txn, env), items))
+                found = try cursor.move(MDB_NEXT_NODUP)
+            }
+            return (groups, found.map { Array($0.key) } ?? [])
+        }
+    }
+}
+
+extension StoreTransaction {
+    /// Removes what a sweep found stale and moves the sweep's cursor.
+    mutating func apply(_ plan: SweepPlan) throws -> Int {
+        var removed = 0
+        for (pathKey, item) in plan.items {
+            switch item {
+            case .rendition(let key, _): if try removeRendition(key) { removed += 1 }
+            case .failure(let identity): if try removeFailure(identity) { removed += 1 }
+            }
+            try unindex(pathKey, item)
+        }
+        if plan.cursor.isEmpty {
+            try txn.delete(env.meta, SweepPlan.cursorKey)
+        } else {
+            try txn.put(env.meta, SweepPlan.cursorKey, plan.cursor)
+        }
+        state.swept += UInt64(removed)
+        return removed
+    }
+}

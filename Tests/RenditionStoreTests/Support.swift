@@ -1,0 +1,67 @@
+import Foundation
+@testable import RenditionStore
+import Synchronization
+
+/// A temporary cache directory, removed when released.
+final class StoreDirectory {
+    let path: String
+    init() throws {
+        path = NSTemporaryDirectory() + "viewerd-store-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// 40 bytes like Rendering.AssetIdentity: device, inode (= n), size, mtime, ctime (= version).
+func identity(_ n: Int, version: Int = 0) -> [UInt8] {
+    var out: [UInt8] = []
+    for value in [1, UInt64(n), 1000 + UInt64(n), UInt64(version), UInt64(version)] as [UInt64] {
+        withUnsafeBytes(of: value.littleEndian) { out.append(contentsOf: $0) }
+    }
+    return out
+}
+
+func key(_ n: Int, version: Int = 0, spec: UInt8 = 1) -> RenditionKey {
+    RenditionKey(source: identity(n, version: version), spec: [spec, 2, 3], rendererVersion: 1)
+}
+
+/// A key read back from the store (layout: [1, version lo, hi] + 40-byte identity + spec).
+func renditionKey(bytes: [UInt8]) -> RenditionKey {
+    RenditionKey(source: Array(bytes[3..<43]), spec: Array(bytes[43...]),
+                 rendererVersion: UInt16(bytes[1]) | UInt16(bytes[2]) << 8)
+}
+
+let meta = RenditionMetadata(format: 1, width: 256, height: 171, created: 1_700_000_000)
+
+/// A configuration for tests: no fsync per commit (a process crash loses nothing committed
+/// without it; only the crash test keeps it, to be realistic).
+func configuration(_ directory: StoreDirectory, budget: UInt64 = 1 << 30) -> StoreConfiguration {
+    var configuration = StoreConfiguration(directory: directory.path, budgetBytes: budget)
+    configuration.syncCommits = false
+    return configuration
+}
+
+final class LogLines: Sendable {
+    private let storage = Mutex<[String]>([])
+    func append(_ line: String) { storage.withLock { $0.append(line) } }
+    var lines: [String] { storage.withLock { $0 } }
+}
+
+/// A clock the test moves by hand.
+final class TestClock: Sendable {
+    private let now = Mutex<Date>(Date(timeIntervalSince1970: 1_700_000_000))
+    func advance(by seconds: TimeInterval) { now.withLock { $0 += seconds } }
+    var date: Date { now.withLock { $0 } }
+}
+
+/// A built executable next to the test bundle (as EndToEndTests' DaemonProcess finds them).
+func executable(_ name: String) -> String {
+    if let override = ProcessInfo.processInfo.environment["VIEWERD_BUILD_DIR"] { return override + "/" + name }
+    let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    var dir = URL(fileURLWithPath: me).deletingLastPathComponent()
+    // Swift Testing on Linux may run from inside the .xctest bundle directory.
+    while !FileManager.default.fileExists(atPath: dir.appendingPathComponent(name).path) && dir.path != "/" {
+        dir = dir.deletingLastPathComponent()
+    }
+    return dir.appendingPathComponent(name).path
+}
