@@ -1,12 +1,26 @@
 // Fixed-arity wrappers of the libvips calls viewerd uses. See include/vips_shim.h.
 #include "vips_shim.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <vips/vips.h>
 
+static pthread_rwlock_t gate;
+
+void vs_gate_shared_begin(void) { pthread_rwlock_rdlock(&gate); }
+void vs_gate_shared_end(void) { pthread_rwlock_unlock(&gate); }
+void vs_gate_exclusive_begin(void) { pthread_rwlock_wrlock(&gate); }
+void vs_gate_exclusive_end(void) { pthread_rwlock_unlock(&gate); }
+
 int vs_init(const char *argv0, int allow_svg, int allow_pdf, int allow_jxl) {
+    // Writers first: a failure waiting for its exact message must not starve behind renders.
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&gate, &attr);
+    pthread_rwlockattr_destroy(&attr);
     if (VIPS_INIT(argv0 ? argv0 : "viewerd")) return -1;
     // The operation cache would hold decoded images between jobs and, on 8.14, can return
     // stale pixels for a file rewritten in place.
@@ -69,6 +83,8 @@ int vs_header_fd(int fd, vs_header *out) {
     int interlaced = 0;
     if (vips_image_get_typeof(image, "interlaced") && !vips_image_get_int(image, "interlaced", &interlaced))
         out->interlaced = interlaced;
+    out->has_icc = vips_image_get_typeof(image, VIPS_META_ICC_NAME) != 0;
+    out->cmyk = vips_image_get_interpretation(image) == VIPS_INTERPRETATION_CMYK;
     // find_load_source gives the class name; report the nickname people know ("jpegload_source").
     const char *nickname = vips_nickname_find(g_type_from_name(loader));
     g_strlcpy(out->loader, nickname ? nickname : loader, sizeof(out->loader));
@@ -77,7 +93,7 @@ int vs_header_fd(int fd, vs_header *out) {
 }
 
 static int thumbnail_common(VipsSource *source, const void *buf, size_t len, int width, int height,
-                            int crop, int size, int page, VipsImage **out) {
+                            int crop, int size, int page, int to_srgb, VipsImage **out) {
     static const VipsInteresting crops[] = {
         VIPS_INTERESTING_NONE, VIPS_INTERESTING_CENTRE, VIPS_INTERESTING_ATTENTION,
         VIPS_INTERESTING_ENTROPY,
@@ -85,26 +101,63 @@ static int thumbnail_common(VipsSource *source, const void *buf, size_t len, int
     VipsInteresting interesting = (crop >= 0 && crop <= 3) ? crops[crop] : VIPS_INTERESTING_NONE;
     char options[32] = "";
     if (page > 0) snprintf(options, sizeof(options), "page=%d", page);
+    // Without an export profile 8.14 keeps the embedded profile's colour space; we strip
+    // profiles from outputs, so convert to sRGB here. NULL when there is nothing to convert.
+    const char *export_profile = to_srgb ? "srgb" : NULL;
     if (source)
         return vips_thumbnail_source(source, out, width, "height", height, "crop", interesting,
-                                     "size", (VipsSize)size, "option_string", options, NULL);
+                                     "size", (VipsSize)size, "option_string", options,
+                                     "export_profile", export_profile, NULL);
     return vips_thumbnail_buffer((void *)buf, len, out, width, "height", height, "crop", interesting,
-                                 "size", (VipsSize)size, "option_string", options, NULL);
+                                 "size", (VipsSize)size, "option_string", options,
+                                 "export_profile", export_profile, NULL);
 }
 
-int vs_thumbnail_fd(int fd, int width, int height, int crop, int size, int page, VipsImage **out) {
+int vs_thumbnail_fd(int fd, int width, int height, int crop, int size, int page, int to_srgb,
+                    VipsImage **out) {
     *out = NULL;
     VipsSource *source = source_for_fd(fd);
     if (!source) return -1;
-    int result = thumbnail_common(source, NULL, 0, width, height, crop, size, page, out);
+    int result = thumbnail_common(source, NULL, 0, width, height, crop, size, page, to_srgb, out);
     g_object_unref(source);
     return result;
 }
 
 int vs_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int size,
-                        int page, VipsImage **out) {
+                        int page, int to_srgb, VipsImage **out) {
     *out = NULL;
-    return thumbnail_common(NULL, buf, len, width, height, crop, size, page, out);
+    return thumbnail_common(NULL, buf, len, width, height, crop, size, page, to_srgb, out);
+}
+
+int vs_preview_fd(int fd, int shrink, int heif_thumbnail, VipsImage **out) {
+    *out = NULL;
+    VipsSource *source = source_for_fd(fd);
+    if (!source) return -1;
+    const char *loader = vips_foreign_find_load_source(source);
+    VipsImage *loaded = NULL;
+    int result = -2;
+    if (loader && strcmp(loader, "VipsForeignLoadJpegSource") == 0 && shrink > 1)
+        result = vips_jpegload_source(source, &loaded, "shrink", shrink, "access", VIPS_ACCESS_SEQUENTIAL,
+                                      NULL);
+    else if (loader && strcmp(loader, "VipsForeignLoadHeifSource") == 0 && heif_thumbnail)
+        result = vips_heifload_source(source, &loaded, "thumbnail", TRUE, NULL);
+    g_object_unref(source);
+    if (result) return result;
+    result = vips_autorot(loaded, out, NULL);
+    g_object_unref(loaded);
+    return result;
+}
+
+int vs_fit_cheap(VipsImage *in, int width, int height, VipsImage **out) {
+    double sx = (double)width / vips_image_get_width(in);
+    double sy = (double)height / vips_image_get_height(in);
+    double scale = sx < sy ? sx : sy;
+    if (scale >= 1.0) {
+        g_object_ref(in);
+        *out = in;
+        return 0;
+    }
+    return vips_resize(in, out, scale, "kernel", VIPS_KERNEL_LINEAR, NULL);
 }
 
 void vs_image_size(VipsImage *image, int *width, int *height, int *bands) {
@@ -192,7 +245,7 @@ int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t backgroun
 }
 
 int vs_write_pixels(const char *path, const uint8_t *pixels, int width, int height, int bands,
-                    int orientation, int quality) {
+                    int orientation, int pages, const char *options) {
     VipsImage *mem = vips_image_new_from_memory_copy(pixels, (size_t)width * height * bands, width,
                                                      height, bands, VIPS_FORMAT_UCHAR);
     if (!mem) return -1;
@@ -202,9 +255,13 @@ int vs_write_pixels(const char *path, const uint8_t *pixels, int width, int heig
     g_object_unref(mem);
     if (r) return -1;
     if (orientation > 1) vips_image_set_int(img, VIPS_META_ORIENTATION, orientation);
+    if (pages > 1) {
+        vips_image_set_int(img, VIPS_META_PAGE_HEIGHT, height / pages);
+        vips_image_set_int(img, VIPS_META_N_PAGES, pages);
+    }
     char target[4096];
-    if (quality > 0)
-        snprintf(target, sizeof(target), "%s[Q=%d]", path, quality);
+    if (options && *options)
+        snprintf(target, sizeof(target), "%s[%s]", path, options);
     else
         snprintf(target, sizeof(target), "%s", path);
     r = vips_image_write_to_file(img, target, NULL);

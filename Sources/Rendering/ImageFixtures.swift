@@ -4,12 +4,14 @@ import CVipsShim
 public enum ImageFixtures {
     /// Writes 8-bit pixels (1-4 bands, packed rows) to `path`; the suffix picks the format.
     /// `orientation` > 1 is stored as EXIF orientation where the format carries EXIF.
+    /// `pages` > 1 stacks that many frames vertically (GIF, WebP, TIFF); `options` are the
+    /// saver's options in libvips' form, e.g. "interlace", "palette", "lossless", "Q=90".
     public static func write(path: String, pixels: [UInt8], width: Int, height: Int, bands: Int,
-                             orientation: Int = 1, quality: Int = 0) throws(RenderError) {
+                             orientation: Int = 1, pages: Int = 1, options: String = "") throws(RenderError) {
         precondition(pixels.count == width * height * bands)
         let status = pixels.withUnsafeBufferPointer { buf in
             vs_write_pixels(path, buf.baseAddress, Int32(width), Int32(height), Int32(bands),
-                            Int32(orientation), Int32(quality))
+                            Int32(orientation), Int32(pages), options)
         }
         guard status == 0 else { throw .corrupt(path: path, detail: takeVipsError()) }
     }

@@ -41,6 +41,12 @@ public enum RenderError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether the error text came from libvips' (process-global) error buffer.
+    var carriesLibvipsMessage: Bool {
+        if case .corrupt = self { return true }
+        return false
+    }
+
     static func fromErrno(_ e: Int32, path: String) -> RenderError {
         switch e {
         case ENOENT, ENOTDIR: .notFound(path)

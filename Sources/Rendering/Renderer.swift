@@ -24,8 +24,17 @@ public struct SourceHeader: Sendable, Equatable {
     public var bitsPerSample: Int
     public var orientation: Int
     public var interlaced: Bool
+    /// An ICC profile is embedded (the render converts through it to sRGB).
+    public var hasICCProfile: Bool
+    public var isCMYK: Bool
     /// libvips' loader, e.g. "jpegload_source".
     public var loader: String
+
+    /// Vector sources are rasterized at the target size, not scaled from their nominal size.
+    public var isVector: Bool { loader.hasPrefix("svgload") || loader.hasPrefix("pdfload") }
+
+    /// width × height × pages.
+    public var totalPixels: UInt64 { UInt64(width) * UInt64(height) * UInt64(pages) }
 }
 
 /// A finished rendition.
@@ -77,8 +86,12 @@ public struct Renderer: Sendable {
     /// Releases libvips' state for the calling thread; call before a rendering thread ends.
     public static func threadWillExit() { vs_thread_shutdown() }
 
-    /// Reads the source's header.
+    /// Reads the source's header, without decoding pixels.
     public func header(of source: SourceFile) throws(RenderError) -> SourceHeader {
+        try Self.attributingErrors { () throws(RenderError) in try headerUngated(source) }
+    }
+
+    func headerUngated(_ source: SourceFile) throws(RenderError) -> SourceHeader {
         var h = vs_header()
         let status = vs_header_fd(source.descriptor, &h)
         if status == -2 {
@@ -91,46 +104,80 @@ public struct Renderer: Sendable {
         }
         return SourceHeader(width: Int(h.width), height: Int(h.height), bands: Int(h.bands),
                             pages: Int(max(h.pages, 1)), bitsPerSample: Int(h.bits),
-                            orientation: Int(h.orientation), interlaced: h.interlaced != 0, loader: loader)
+                            orientation: Int(h.orientation), interlaced: h.interlaced != 0,
+                            hasICCProfile: h.has_icc != 0, isCMYK: h.cmyk != 0, loader: loader)
     }
 
     /// Renders `source` to `spec`. The header is checked against the limits first.
     public func render(_ source: SourceFile, spec: RenditionSpec) throws(RenderError) -> Rendition {
-        let spec = spec.normalized()
-        if let problem = spec.validate(maxSide: limits.maxOutputSide) { throw .invalidSpec(problem) }
-        let header = try header(of: source)
-        let pixels = UInt64(header.width) * UInt64(header.height) * UInt64(header.pages)
-        guard pixels <= limits.maxSourcePixels else {
-            throw .tooLarge("too large: \(header.width)x\(header.height)" +
-                            (header.pages > 1 ? "x\(header.pages) pages" : "") +
-                            " is \(pixels) pixels, over the limit of \(limits.maxSourcePixels) (\(source.path))")
-        }
-        guard spec.page < header.pages || spec.page == 0 else {
-            throw .invalidSpec("page \(spec.page) does not exist: \(source.path) has \(header.pages)")
-        }
-        let box = Self.thumbnailBox(spec)
-        var out: OpaquePointer?
-        let status = vs_thumbnail_fd(source.descriptor, box.width, box.height, box.crop, box.size,
-                                     Int32(spec.page), &out)
-        guard status == 0, let out else { throw .corrupt(path: source.path, detail: takeVipsError()) }
-        return try encode(VipsImageRef(out), spec: spec, path: source.path)
+        try Self.attributingErrors { () throws(RenderError) in try renderUngated(source, spec: spec) }
     }
 
     /// Renders from an encoded image in memory (for previews and derivations).
     public func render(bytes: [UInt8], spec: RenditionSpec) throws(RenderError) -> Rendition {
+        try Self.attributingErrors { () throws(RenderError) in try renderUngated(bytes: bytes, spec: spec) }
+    }
+
+    /// Checks the source's header against the limits and returns it.
+    public func admit(_ source: SourceFile, spec: RenditionSpec) throws(RenderError) -> SourceHeader {
+        try Self.attributingErrors { () throws(RenderError) in try admitUngated(source, spec: spec) }
+    }
+
+    /// `admit` for callers already inside `attributingErrors` (the gate is not re-entrant).
+    func admitUngated(_ source: SourceFile, spec: RenditionSpec) throws(RenderError) -> SourceHeader {
+        if let problem = spec.validate(maxSide: limits.maxOutputSide) { throw .invalidSpec(problem) }
+        let header = try headerUngated(source)
+        guard header.totalPixels <= limits.maxSourcePixels else {
+            throw .tooLarge("too large: \(header.width)x\(header.height)" +
+                            (header.pages > 1 ? "x\(header.pages) pages" : "") +
+                            " is \(header.totalPixels) pixels, over the limit of \(limits.maxSourcePixels) (\(source.path))")
+        }
+        guard spec.page < header.pages || spec.page == 0 else {
+            throw .invalidSpec("page \(spec.page) does not exist: \(source.path) has \(header.pages)")
+        }
+        return header
+    }
+
+    private func renderUngated(_ source: SourceFile, spec: RenditionSpec) throws(RenderError) -> Rendition {
+        let spec = spec.normalized()
+        let header = try admitUngated(source, spec: spec)
+        let box = Self.thumbnailBox(spec, vector: header.isVector)
+        var out: OpaquePointer?
+        let toSRGB: Int32 = header.hasICCProfile && !header.isCMYK ? 1 : 0
+        let status = vs_thumbnail_fd(source.descriptor, box.width, box.height, box.crop, box.size,
+                                     Int32(spec.page), toSRGB, &out)
+        guard status == 0, let out else { throw .corrupt(path: source.path, detail: takeVipsError()) }
+        return try encode(VipsImageRef(out), spec: spec, path: source.path)
+    }
+
+    private func renderUngated(bytes: [UInt8], spec: RenditionSpec) throws(RenderError) -> Rendition {
         let spec = spec.normalized()
         if let problem = spec.validate(maxSide: limits.maxOutputSide) { throw .invalidSpec(problem) }
-        let box = Self.thumbnailBox(spec)
+        let box = Self.thumbnailBox(spec, vector: false)
         var out: OpaquePointer?
         let status = bytes.withUnsafeBytes { raw in
             vs_thumbnail_buffer(raw.baseAddress, raw.count, box.width, box.height, box.crop, box.size,
-                                Int32(spec.page), &out)
+                                Int32(spec.page), 0, &out)
         }
         guard status == 0, let out else { throw .corrupt(path: "<memory>", detail: takeVipsError()) }
         return try encode(VipsImageRef(out), spec: spec, path: "<memory>")
     }
 
-    private func encode(_ image: VipsImageRef, spec: RenditionSpec, path: String) throws(RenderError) -> Rendition {
+    /// Runs `body` holding the error gate shared. When it fails with a libvips message, it runs
+    /// again holding the gate exclusively, so that the message it reports is its own even when
+    /// other threads failed at the same moment (libvips' error buffer is process-global).
+    static func attributingErrors<R>(_ body: () throws(RenderError) -> R) throws(RenderError) -> R {
+        vs_gate_shared_begin()
+        let first = Result(catching: body)
+        vs_gate_shared_end()
+        guard case .failure(let error) = first, error.carriesLibvipsMessage else { return try first.get() }
+        vs_gate_exclusive_begin()
+        defer { vs_gate_exclusive_end() }
+        _ = takeVipsError()  // whatever others left
+        return try body()
+    }
+
+    func encode(_ image: VipsImageRef, spec: RenditionSpec, path: String) throws(RenderError) -> Rendition {
         var buffer: UnsafeMutableRawPointer?
         var length = 0
         var width: Int32 = 0, height: Int32 = 0
@@ -144,12 +191,13 @@ public struct Renderer: Sendable {
 
     /// Maps a spec onto vips_thumbnail's arguments. An unconstrained side becomes a side
     /// so large it never binds (what vipsthumbnail does for "256x" or "x256").
-    static func thumbnailBox(_ spec: RenditionSpec) -> (width: Int32, height: Int32, crop: Int32, size: Int32) {
+    static func thumbnailBox(_ spec: RenditionSpec, vector: Bool) -> (width: Int32, height: Int32, crop: Int32, size: Int32) {
         let unbounded: Int32 = 10_000_000
         let width = spec.width == 0 ? unbounded : Int32(spec.width)
         let height = spec.height == 0 ? unbounded : Int32(spec.height)
         let crop: Int32 = spec.fit == .fill ? Int32(spec.crop.rawValue) : 0
-        let size: Int32 = spec.upscale ? 0 : 2  // VIPS_SIZE_BOTH or VIPS_SIZE_DOWN
+        // Vectors have no pixels to enlarge: they are drawn at the size asked for.
+        let size: Int32 = spec.upscale || vector ? 0 : 2  // VIPS_SIZE_BOTH or VIPS_SIZE_DOWN
         return (width, height, crop, size)
     }
 }

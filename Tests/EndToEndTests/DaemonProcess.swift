@@ -123,7 +123,7 @@ enum Fixtures {
                 if bands > 3 { pixels[i + 3] = UInt8(x < width / 2 ? 255 : 128) }
             }
         }
-        try ImageFixtures.write(path: path, pixels: pixels, width: width, height: height, bands: bands, quality: 0)
+        try ImageFixtures.write(path: path, pixels: pixels, width: width, height: height, bands: bands)
         return path
     }
 }

@@ -3,41 +3,6 @@ import Rendering
 import Testing
 import ViewerProtocol
 
-/// A temporary directory with generated sources.
-final class Scratch {
-    let path: String
-
-    init() throws {
-        try Renderer.setUp(programName: "rendering-tests")
-        path = NSTemporaryDirectory() + "viewerd-render-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    /// Writes a gradient image; the suffix of `name` picks the format.
-    func image(_ name: String, width: Int, height: Int, bands: Int = 3, orientation: Int = 1) throws -> String {
-        var pixels = [UInt8](repeating: 0, count: width * height * bands)
-        for y in 0..<height {
-            for x in 0..<width {
-                let i = (y * width + x) * bands
-                for b in 0..<bands { pixels[i + b] = UInt8((x * 255 / max(width - 1, 1) + y * b) & 0xff) }
-                if bands == 4 { pixels[i + 3] = x < width / 2 ? 255 : 0 }
-            }
-        }
-        let file = path + "/" + name
-        try ImageFixtures.write(path: file, pixels: pixels, width: width, height: height, bands: bands,
-                                orientation: orientation)
-        return file
-    }
-
-    func file(_ name: String, _ bytes: [UInt8]) throws -> String {
-        let file = path + "/" + name
-        try Data(bytes).write(to: URL(fileURLWithPath: file))
-        return file
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
-
 @Suite("Renderer")
 struct RendererTests {
     let renderer = Renderer()

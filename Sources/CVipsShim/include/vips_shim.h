@@ -49,6 +49,8 @@ typedef struct {
     int bits;           // bits per sample
     int orientation;    // EXIF orientation 1-8 (1 when absent)
     int interlaced;     // progressive JPEG / interlaced PNG
+    int has_icc;        // an embedded ICC profile
+    int cmyk;           // CMYK pixels
     char loader[48];    // libvips loader nickname, e.g. "jpegload_source"
 } vs_header;
 
@@ -57,9 +59,28 @@ int vs_header_fd(int fd, vs_header *out);
 
 /// Shrink-on-load thumbnail from an open file descriptor (not closed) or from memory.
 /// width/height: the box; size: 0 both, 1 up only, 2 down only, 3 force.
-int vs_thumbnail_fd(int fd, int width, int height, int crop, int size, int page, VipsImage **out);
+/// to_srgb: convert through the embedded ICC profile to sRGB (the output is stripped of
+/// profiles, so colours must be sRGB when it is written).
+int vs_thumbnail_fd(int fd, int width, int height, int crop, int size, int page, int to_srgb,
+                    VipsImage **out);
 int vs_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int size,
-                        int page, VipsImage **out);
+                        int page, int to_srgb, VipsImage **out);
+
+/// A cheap degraded preview: JPEG decoded with DCT scaling by `shrink` (2, 4 or 8) and no
+/// resampling, or HEIF's embedded thumbnail (`heif_thumbnail` = 1). Upright. Returns -2 when
+/// the source has no such shortcut.
+int vs_preview_fd(int fd, int shrink, int heif_thumbnail, VipsImage **out);
+
+/// Shrinks an image to fit the box with a cheap kernel (for previews); no-op if it fits.
+int vs_fit_cheap(VipsImage *in, int width, int height, VipsImage **out);
+
+/// Error attribution gate. libvips' error buffer is global to the process: renders hold the
+/// gate shared; to learn the exact message of a failure, the failing render is repeated
+/// holding it exclusively (no other render runs, so the buffer holds only its messages).
+void vs_gate_shared_begin(void);
+void vs_gate_shared_end(void);
+void vs_gate_exclusive_begin(void);
+void vs_gate_exclusive_end(void);
 
 /// Dimensions of a (lazy) image.
 void vs_image_size(VipsImage *image, int *width, int *height, int *bands);
@@ -72,8 +93,10 @@ int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t backgroun
 
 /// Writes 8-bit pixels (bands 1-4, packed rows) to a file whose suffix picks the format.
 /// For tests and fixtures. orientation > 1 is written as EXIF orientation (JPEG).
+/// pages > 1 splits the height into that many pages or frames (GIF, WebP, TIFF).
+/// `options` are saver options in libvips' string form, e.g. "interlace" or "palette,Q=90".
 int vs_write_pixels(const char *path, const uint8_t *pixels, int width, int height, int bands,
-                    int orientation, int quality);
+                    int orientation, int pages, const char *options);
 
 /// Decodes a whole image from memory into 8-bit pixels (for tests): *pixels is g_malloc'd.
 int vs_decode_buffer(const void *buf, size_t len, uint8_t **pixels, int *width, int *height,

@@ -1,0 +1,85 @@
+import ViewerProtocol
+
+/// What a render is expected to cost, from the header alone.
+public struct RenderCost: Sendable, Equatable {
+    /// Peak memory of the decode and resample, in bytes (an estimate, on the safe side).
+    public var memoryBytes: UInt64
+    /// A decode much costlier than its output suggests (a large progressive JPEG, an
+    /// interlaced PNG, a HEIF): schedulers keep these out of the visible lane's way.
+    public var costly: Bool
+}
+
+extension Renderer {
+    /// Fixed overhead of any render: libvips' own state, line buffers, the encoder.
+    static let baseMemory: UInt64 = 16 << 20
+
+    /// Estimates the memory a render of `header` to `spec` needs, before decoding anything.
+    ///
+    /// The model, per loader (w × h the source, b bands, s bytes a sample, k the JPEG/WebP
+    /// shrink-on-load factor):
+    /// - baseline JPEG, non-interlaced PNG, TIFF: streamed; a band of rows, w/k × b × 256 rows
+    /// - progressive JPEG: libjpeg keeps every DCT coefficient, w × h × b × 2, whatever k is
+    /// - interlaced PNG, GIF, HEIF, JPEG XL and others: the whole decoded image, w × h × max(b,4) × s
+    /// - WebP: the scaled frame, w/k × h/k × 4
+    /// - SVG, PDF: rasterized at the target size
+    /// plus the output and resampling buffers (4 × output RGBA) and a fixed 16 MiB.
+    public static func estimateCost(_ header: SourceHeader, spec: RenditionSpec) -> RenderCost {
+        let w = UInt64(header.width), h = UInt64(header.height)
+        let b = UInt64(max(header.bands, 1)), s = UInt64(max(header.bitsPerSample / 8, 1))
+        let out = outputSize(header, spec: spec)
+        let outputBytes = UInt64(out.width) * UInt64(out.height) * 4
+        let shrink = jpegShrink(header, out)
+        let loader = header.loader
+        var decode: UInt64
+        var costly = false
+        if loader.hasPrefix("jpegload") {
+            if header.interlaced {
+                decode = w * h * b * 2
+                costly = w * h > 4_000_000
+            } else {
+                decode = (w / shrink) * b * 256
+            }
+        } else if loader.hasPrefix("pngload") || loader.hasPrefix("tiffload") {
+            if header.interlaced {
+                decode = w * h * b * s
+                costly = w * h > 4_000_000
+            } else {
+                decode = w * b * s * 256
+            }
+        } else if loader.hasPrefix("webpload") {
+            decode = (w / shrink) * (h / shrink) * 4
+        } else if header.isVector {
+            decode = outputBytes
+        } else {
+            decode = w * h * max(b, 4) * s
+            costly = w * h > 4_000_000
+        }
+        let memory = baseMemory + decode + outputBytes * 4
+        return RenderCost(memoryBytes: memory, costly: costly || memory > 256 << 20)
+    }
+
+    /// The rendition's size for a spec, from the header (what vips_thumbnail will produce,
+    /// to within rounding).
+    public static func outputSize(_ header: SourceHeader, spec: RenditionSpec) -> (width: Int, height: Int) {
+        let spec = spec.normalized()
+        // EXIF orientations 5-8 swap the sides.
+        let upright = header.orientation >= 5 && header.orientation <= 8
+        let sw = Double(upright ? header.height : header.width), sh = Double(upright ? header.width : header.height)
+        guard sw > 0, sh > 0 else { return (0, 0) }
+        let bw = spec.width == 0 ? Double.infinity : Double(spec.width)
+        let bh = spec.height == 0 ? Double.infinity : Double(spec.height)
+        if spec.fit == .fill { return (Int(bw), Int(bh)) }
+        var scale = min(bw / sw, bh / sh)
+        if !spec.upscale && !header.isVector { scale = min(scale, 1) }
+        return (max(1, Int((sw * scale).rounded())), max(1, Int((sh * scale).rounded())))
+    }
+
+    /// The largest power of two (up to 8) libjpeg can shrink by while staying above the output.
+    static func jpegShrink(_ header: SourceHeader, _ out: (width: Int, height: Int)) -> UInt64 {
+        guard out.width > 0, out.height > 0 else { return 1 }
+        let factor = min(header.width / out.width, header.height / out.height)
+        var shrink = 1
+        while shrink * 2 <= factor && shrink < 8 { shrink *= 2 }
+        return UInt64(shrink)
+    }
+}

@@ -1,0 +1,32 @@
+import CVipsShim
+import ViewerProtocol
+
+extension Renderer {
+    /// A fast, degraded rendition for showing something while the final one renders:
+    /// a JPEG decoded with DCT scaling (no resampling filter), or a HEIF's embedded thumbnail,
+    /// brought into the box with a cheap kernel. Returns nil when the source has no such
+    /// shortcut (the caller then waits for the final rendition).
+    ///
+    /// Only worth it when the source is much larger than the box (k ≥ 4): otherwise the final
+    /// render is about as fast.
+    public func preview(_ source: SourceFile, spec: RenditionSpec) throws(RenderError) -> Rendition? {
+        let spec = spec.normalized()
+        let header = try admit(source, spec: spec)
+        let out = Self.outputSize(header, spec: spec)
+        let shrink = Self.jpegShrink(header, out)
+        let isJPEG = header.loader.hasPrefix("jpegload"), isHEIF = header.loader.hasPrefix("heifload")
+        guard (isJPEG && shrink >= 4) || isHEIF else { return nil }
+        return try Self.attributingErrors { () throws(RenderError) -> Rendition? in
+            var loaded: OpaquePointer?
+            let status = vs_preview_fd(source.descriptor, Int32(shrink), isHEIF ? 1 : 0, &loaded)
+            if status == -2 { return nil }
+            guard status == 0, let loaded else { throw .corrupt(path: source.path, detail: takeVipsError()) }
+            let image = VipsImageRef(loaded)
+            var fitted: OpaquePointer?
+            guard vs_fit_cheap(image.pointer, Int32(out.width), Int32(out.height), &fitted) == 0, let fitted else {
+                throw .corrupt(path: source.path, detail: takeVipsError())
+            }
+            return try encode(VipsImageRef(fitted), spec: spec, path: source.path)
+        }
+    }
+}

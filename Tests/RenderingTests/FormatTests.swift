@@ -1,0 +1,120 @@
+import Foundation
+import Rendering
+import Testing
+import ViewerProtocol
+
+/// Every common input format, written by libvips' own savers, renders to the box.
+@Suite("Input formats")
+struct FormatTests {
+    let renderer = Renderer()
+    let spec = RenditionSpec(width: 160, height: 160, format: .png)
+
+    @Test("raster formats and their variants", arguments: [
+        ("baseline.jpg", ""), ("progressive.jpg", "interlace"), ("grey.jpg", "grey"),
+        ("plain.png", ""), ("palette.png", "palette"), ("interlaced.png", "interlace"), ("alpha.png", "alpha"),
+        ("lossy.webp", ""), ("lossless.webp", "lossless"), ("still.gif", ""),
+        ("plain.tif", ""), ("tiled.tif", "tile"), ("photo.heic", ""), ("photo.avif", "compression=av1"),
+        ("photo.jxl", ""),
+    ])
+    func raster(_ name: String, _ options: String) throws {
+        let scratch = try Scratch()
+        let bands = options == "alpha" ? 4 : options == "grey" ? 1 : 3
+        let saverOptions = ["alpha", "grey"].contains(options) ? "" : options
+        var path = name.hasSuffix(".jxl") ? "" : try scratch.image(name, width: 640, height: 320, bands: bands, options: saverOptions)
+        if name.hasSuffix(".jxl") {
+            // jxlsave from a memory image fails on 8.14 ("bad seek"); convert a PNG instead.
+            let png = try scratch.image("for-jxl.png", width: 640, height: 320)
+            path = scratch.path + "/" + name
+            try scratch.tool("vips", ["copy", png, path])
+        }
+        let header = try renderer.header(of: SourceFile(path: path))
+        if options == "interlace" { #expect(header.interlaced, "\(name) is interlaced") }
+        let result = try renderer.render(SourceFile(path: path), spec: spec)
+        #expect((result.width, result.height) == (160, 80), "\(name) via \(header.loader)")
+        let decoded = try ImageFixtures.decode(result.bytes)
+        #expect((decoded.width, decoded.height) == (160, 80))
+    }
+
+    @Test("16-bit PNG comes out as correct 8-bit")
+    func sixteenBit() throws {
+        let scratch = try Scratch()
+        let eight = try scratch.pixels("eight.png", Paint.solid(100, 100, [200, 100, 50]), width: 100, height: 100)
+        let sixteen = scratch.path + "/sixteen.png"
+        try scratch.tool("vips", ["linear", eight, scratch.path + "/wide.v", "257", "0"])
+        try scratch.tool("vips", ["cast", scratch.path + "/wide.v", scratch.path + "/cast.v", "ushort"])
+        try scratch.tool("vips", ["copy", scratch.path + "/cast.v", sixteen, "--interpretation", "rgb16"])
+        #expect(try renderer.header(of: SourceFile(path: sixteen)).bitsPerSample == 16)
+        let image = try ImageFixtures.decode(renderer.render(SourceFile(path: sixteen), spec: spec).bytes)
+        #expect(Paint.close(Paint.at(image, 50, 50), [200, 100, 50], within: 2))
+    }
+
+    @Test("animated and multi-page sources: the first frame by default, or the page asked for",
+          arguments: ["anim.gif", "anim.webp", "pages.tif"])
+    func pages(_ name: String) throws {
+        let scratch = try Scratch()
+        // Three 100 × 80 frames: red, green, blue.
+        let frames = Paint.solid(100, 80, [255, 0, 0]) + Paint.solid(100, 80, [0, 255, 0]) + Paint.solid(100, 80, [0, 0, 255])
+        let path = try scratch.pixels(name, frames, width: 100, height: 240, pages: 3)
+        #expect(try renderer.header(of: SourceFile(path: path)).pages == 3)
+        for (page, colour) in [(0, [255, 0, 0]), (1, [0, 255, 0]), (2, [0, 0, 255])] {
+            var spec = self.spec
+            spec.page = UInt32(page)
+            let result = try renderer.render(SourceFile(path: path), spec: spec)
+            #expect((result.width, result.height) == (100, 80), "\(name) page \(page)")
+            let image = try ImageFixtures.decode(result.bytes)
+            #expect(Paint.close(Paint.at(image, 50, 40), colour, within: 40), "\(name) page \(page)")
+        }
+        var beyond = spec
+        beyond.page = 3
+        #expect(throws: RenderError.self) { try renderer.render(SourceFile(path: path), spec: beyond) }
+    }
+
+    @Test("SVG is rasterized at the target size, not scaled up from its nominal size")
+    func svg() throws {
+        let scratch = try Scratch()
+        // 20 × 10 nominal: black left half, white right half.
+        let path = try scratch.file("edge.svg", Array("""
+            <svg xmlns="http://www.w3.org/2000/svg" width="20" height="10">
+            <rect width="10" height="10" fill="#000"/><rect x="10" width="10" height="10" fill="#fff"/></svg>
+            """.utf8))
+        let result = try renderer.render(SourceFile(path: path), spec: RenditionSpec(width: 400, height: 400, format: .png))
+        #expect((result.width, result.height) == (400, 200))
+        let image = try ImageFixtures.decode(result.bytes)
+        // A crisp edge at x = 200: scaled-up pixels would blur over ~20 pixels.
+        #expect(Paint.at(image, 196, 100).allSatisfy { $0 < 16 })
+        #expect(Paint.at(image, 204, 100).allSatisfy { $0 > 239 })
+    }
+
+    @Test("PDF renders its first page at the target size")
+    func pdf() throws {
+        let scratch = try Scratch()
+        let path = try scratch.file("doc.pdf", Self.pdf(width: 200, height: 100))
+        let result = try renderer.render(SourceFile(path: path), spec: RenditionSpec(width: 400, height: 400, format: .png))
+        #expect((result.width, result.height) == (400, 200))
+        let image = try ImageFixtures.decode(result.bytes)
+        #expect(Paint.close(Paint.at(image, 50, 100), [255, 0, 0], within: 10), "the red square on the left")
+        #expect(Paint.close(Paint.at(image, 350, 100), [255, 255, 255], within: 10), "white on the right")
+    }
+
+    /// A one-page PDF: a red square filling the left half of a width × height page.
+    static func pdf(width: Int, height: Int) -> [UInt8] {
+        let content = "1 0 0 rg 0 0 \(width / 2) \(height) re f\n"
+        let objects = [
+            "<< /Type /Catalog /Pages 2 0 R >>",
+            "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 \(width) \(height)] /Contents 4 0 R >>",
+            "<< /Length \(content.utf8.count) >>\nstream\n\(content)endstream",
+        ]
+        var out = "%PDF-1.4\n"
+        var offsets: [Int] = []
+        for (i, body) in objects.enumerated() {
+            offsets.append(out.utf8.count)
+            out += "\(i + 1) 0 obj\n\(body)\nendobj\n"
+        }
+        let xref = out.utf8.count
+        out += "xref\n0 \(objects.count + 1)\n0000000000 65535 f \n"
+        for offset in offsets { out += String(repeating: "0", count: 10 - String(offset).count) + "\(offset) 00000 n \n" }
+        out += "trailer\n<< /Size \(objects.count + 1) /Root 1 0 R >>\nstartxref\n\(xref)\n%%EOF\n"
+        return Array(out.utf8)
+    }
+}

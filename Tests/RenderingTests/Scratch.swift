@@ -1,0 +1,91 @@
+import Foundation
+import Rendering
+import Testing
+import ViewerProtocol
+
+/// A temporary directory with generated sources.
+final class Scratch {
+    let path: String
+
+    init() throws {
+        try Renderer.setUp(programName: "rendering-tests")
+        path = NSTemporaryDirectory() + "viewerd-render-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    /// Writes a gradient image; the suffix of `name` picks the format.
+    func image(_ name: String, width: Int, height: Int, bands: Int = 3, orientation: Int = 1,
+               options: String = "") throws -> String {
+        var pixels = [UInt8](repeating: 0, count: width * height * bands)
+        for y in 0..<height {
+            for x in 0..<width {
+                let i = (y * width + x) * bands
+                for b in 0..<bands { pixels[i + b] = UInt8((x * 255 / max(width - 1, 1) + y * b) & 0xff) }
+                if bands == 4 { pixels[i + 3] = x < width / 2 ? 255 : 0 }
+            }
+        }
+        let file = path + "/" + name
+        try ImageFixtures.write(path: file, pixels: pixels, width: width, height: height, bands: bands,
+                                orientation: orientation, options: options)
+        return file
+    }
+
+    func file(_ name: String, _ bytes: [UInt8]) throws -> String {
+        let file = path + "/" + name
+        try Data(bytes).write(to: URL(fileURLWithPath: file))
+        return file
+    }
+
+    // KEEP_SCRATCH=1 keeps the files for a look after a failure.
+    deinit { if ProcessInfo.processInfo.environment["KEEP_SCRATCH"] == nil { try? FileManager.default.removeItem(atPath: path) } }
+}
+
+
+extension Scratch {
+    /// Writes pixels as they are (packed RGB or RGBA rows).
+    func pixels(_ name: String, _ pixels: [UInt8], width: Int, height: Int, bands: Int = 3, pages: Int = 1,
+                orientation: Int = 1, options: String = "") throws -> String {
+        let file = path + "/" + name
+        try ImageFixtures.write(path: file, pixels: pixels, width: width, height: height, bands: bands,
+                                orientation: orientation, pages: pages, options: options)
+        return file
+    }
+
+    /// Runs a libvips command-line tool (from libvips-tools, installed by `make deps`).
+    func tool(_ name: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/" + name)
+        process.arguments = arguments
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw RenderError.invalidSpec("\(name) \(arguments.joined(separator: " ")) failed")
+        }
+    }
+}
+
+/// Solid colours and simple drawings, as packed 8-bit pixels.
+enum Paint {
+    static func solid(_ width: Int, _ height: Int, _ rgb: [UInt8]) -> [UInt8] {
+        Array([[UInt8]](repeating: rgb, count: width * height).joined())
+    }
+
+    /// `rgb` everywhere, with a `mark`-coloured square of `size` at the top-left corner.
+    static func marked(_ width: Int, _ height: Int, size: Int, background: [UInt8] = [0, 0, 255],
+                       mark: [UInt8] = [255, 0, 0]) -> [UInt8] {
+        var pixels = solid(width, height, background)
+        for y in 0..<size { for x in 0..<size { pixels.replaceSubrange(((y * width + x) * 3)..<((y * width + x) * 3 + 3), with: mark) } }
+        return pixels
+    }
+
+    /// The RGB value at (x, y) of decoded pixels.
+    static func at(_ image: (pixels: [UInt8], width: Int, height: Int, bands: Int), _ x: Int, _ y: Int) -> [Int] {
+        let i = (y * image.width + x) * image.bands
+        return (0..<min(3, image.bands)).map { Int(image.pixels[i + $0]) }
+    }
+
+    static func close(_ a: [Int], _ b: [Int], within tolerance: Int) -> Bool {
+        zip(a, b).allSatisfy { abs($0 - $1) <= tolerance }
+    }
+}
