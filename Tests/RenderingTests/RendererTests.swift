@@ -41,7 +41,7 @@ struct RendererTests {
         #expect((bigger.width, bigger.height) == (400, 200))
     }
 
-    @Test("every output format encodes and decodes", arguments: [OutputFormat.jpeg, .webp, .png, .raw])
+    @Test("every output format encodes and decodes", arguments: [OutputFormat.jpeg, .webp, .png, .avif, .raw])
     func outputs(_ format: OutputFormat) throws {
         let scratch = try Scratch()
         let source = try SourceFile(path: try scratch.image("alpha.png", width: 300, height: 200, bands: 4))
