@@ -25,6 +25,14 @@ public struct AssetIdentity: Hashable, Sendable {
                   ctimeNanos: Int64(st.st_ctim.tv_sec) * 1_000_000_000 + Int64(st.st_ctim.tv_nsec))
     }
 
+    /// The identity of the file at `path` now (following symlinks, as opening does), or nil
+    /// when it cannot be read.
+    public static func of(path: String) -> AssetIdentity? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return AssetIdentity(st)
+    }
+
     /// Fixed 40-byte little-endian encoding, for keys and value headers.
     public var bytes: [UInt8] {
         var out: [UInt8] = []

@@ -92,6 +92,12 @@ extension Daemon {
             return
         }
         stats.misses += 1
+        // A file that failed before fails again without a render, until it changes.
+        if let failure = store.failure(source: source.identity.bytes) {
+            stats.negativeHits += 1
+            send(connection, .error(ErrorReply(rawCode: failure.code, message: failure.message)), requestID: requestID)
+            return
+        }
         guard request.delivery != .cacheOnly else {
             send(connection, .error(ErrorReply(.notCached, "not in the cache: \(request.path)")), requestID: requestID)
             return
@@ -131,6 +137,7 @@ extension Daemon {
             case .failure(let error):
                 Log.info("event=render-failed code=\(error.code.name) path=\(Log.quote(completion.job.source.path)) " +
                          "detail=\(Log.quote(error.description))")
+                recordFailure(error, of: completion.job)
                 for waiter in entry.waiters {
                     answer(waiter, .error(ErrorReply(error.code, error.description)))
                 }
@@ -142,6 +149,20 @@ extension Daemon {
                 }
             }
         }
+    }
+
+    /// Remembers a failure so the file is not decoded again for nothing. Corrupt and
+    /// unsupported files stay failed until they change; a size over the limit and read errors
+    /// are retried after the store's backoff (the limit or the disk may change).
+    func recordFailure(_ error: RenderError, of job: RenderJob) {
+        let permanent: Bool
+        switch error.code {
+        case .corruptImage, .unsupportedFormat, .decoderCrashed: permanent = true
+        case .tooLarge, .unreadable, .timeout: permanent = false
+        default: return
+        }
+        store.recordFailure(source: job.source.identity.bytes, path: job.source.path, code: error.code.rawValue,
+                            message: error.description, permanent: permanent)
     }
 
     /// Sends a terminal answer to one waiter, if its connection is still open.
@@ -167,13 +188,26 @@ extension Daemon {
             ("malformed_frames", stats.malformedFrames),
             ("jobs_queued", UInt64(executor.queuedCount)),
             ("jobs_running", UInt64(executor.runningCount)),
+            ("negative_hits", stats.negativeHits),
             ("store_entries", UInt64(s.entries)),
             ("store_bytes", s.bytes),
             ("store_budget_bytes", s.budgetBytes),
+            ("store_high_watermark_bytes", s.highWatermarkBytes),
+            ("store_file_bytes", UInt64(s.fileBytes)),
             ("store_map_bytes", UInt64(s.mapSize)),
+            ("store_hits", s.hits),
+            ("store_misses", s.misses),
+            ("store_evictions", s.evictions),
+            ("store_evicted_bytes", s.evictedBytes),
+            ("store_invalidated", s.invalidated),
+            ("store_swept", s.swept),
+            ("store_failures", UInt64(s.failures)),
+            ("store_failures_recorded", s.failuresRecorded),
+            ("store_refused", s.refused),
             ("store_corrupt", s.corrupt),
             ("store_write_batches", s.writeBatches),
             ("store_write_failures", s.writeFailures),
+            ("store_map_full_events", s.mapFullEvents),
         ])
     }
 }

@@ -33,6 +33,7 @@ public final class Daemon {
     let wakeup: Wakeup
     let signalFD: Int32
     var executor: RenderExecutor!
+    var maintenance: StoreMaintenance!
     let completions = CompletionQueue()
     let started = ContinuousClock.now
 
@@ -96,6 +97,7 @@ public final class Daemon {
             completions.append(done)
             wakeup.signal()
         }
+        maintenance = StoreMaintenance(store: store)
     }
 
     /// Serves until SIGTERM or SIGINT, then answers what is in flight, flushes the store and
@@ -287,6 +289,7 @@ public final class Daemon {
 
     private func finishShutdown() {
         executor.stop(threads: configuration.renderThreads)
+        maintenance.stop()
         for connection in Array(connections.values) { close(connection) }
         store.close()
         Log.info("event=stopped requests=\(stats.requests) renders=\(stats.renders) hits=\(stats.hits)")

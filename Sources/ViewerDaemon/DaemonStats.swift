@@ -8,4 +8,6 @@ struct DaemonStats {
     var coalesced: UInt64 = 0
     var errors: UInt64 = 0
     var malformedFrames: UInt64 = 0
+    /// Requests answered from the negative cache (a recorded failure) without a render.
+    var negativeHits: UInt64 = 0
 }

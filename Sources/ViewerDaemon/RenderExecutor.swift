@@ -43,6 +43,7 @@ final class RenderExecutor: Sendable {
     private let onComplete: @Sendable (RenderCompletion) -> Void
     private let stopping = Atomic<Bool>(false)
     private let running = Atomic<Int>(0)
+    private let threadsAlive = DispatchGroup()
 
     init(threads: Int, renderer: Renderer, store: RenditionStore,
          onComplete: @escaping @Sendable (RenderCompletion) -> Void) {
@@ -50,7 +51,11 @@ final class RenderExecutor: Sendable {
         self.store = store
         self.onComplete = onComplete
         for index in 0..<threads {
-            let thread = Thread { [self] in work() }
+            threadsAlive.enter()
+            let thread = Thread { [self] in
+                work()
+                threadsAlive.leave()
+            }
             thread.name = "viewerd-render-\(index)"
             thread.start()
         }
@@ -74,10 +79,14 @@ final class RenderExecutor: Sendable {
     var queuedCount: Int { queue.withLock { $0.count } }
     var runningCount: Int { running.load(ordering: .relaxed) }
 
-    /// Lets the threads end once the queue is empty.
-    func stop(threads: Int) {
+    /// Lets the threads end once the queue is empty, and waits (up to `timeout`) for them,
+    /// so that nothing writes to the store after it closes.
+    func stop(threads: Int, timeout: Duration = .seconds(30)) {
         stopping.store(true, ordering: .releasing)
         for _ in 0..<threads { available.signal() }
+        if threadsAlive.wait(timeout: .now() + .seconds(Int(timeout.components.seconds))) == .timedOut {
+            Log.warning("event=render-threads-still-busy running=\(runningCount)")
+        }
     }
 
     private func takeNext() -> RenderJob? {

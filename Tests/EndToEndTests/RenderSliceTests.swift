@@ -174,3 +174,53 @@ struct RenderSliceTests {
         daemon.stop()
     }
 }
+
+@Suite("Store behaviour through the daemon")
+struct StoreThroughDaemonTests {
+    @Test("a corrupt file is decoded once: the second request is answered from the negative cache, until the file changes")
+    func negativeCache() throws {
+        let daemon = try DaemonProcess()
+        let path = daemon.directory + "/broken.gif"
+        try Data(Array("GIF89a".utf8) + [UInt8](repeating: 0x30, count: 200)).write(to: URL(fileURLWithPath: path))
+        let client = try daemon.connect()
+        let request = RenderRequest(path: path, spec: RenditionSpec(width: 64, height: 64))
+        var messages: [String] = []
+        for _ in 0..<2 {
+            do {
+                _ = try client.render(request)
+                Issue.record("a broken GIF rendered")
+            } catch ViewerClientError.server(let reply) {
+                #expect(reply.code == .corruptImage)
+                messages.append(reply.message)
+            }
+        }
+        #expect(messages.count == 2 && messages[0] == messages[1], "the same message both times")
+        var stats = try client.stats()
+        #expect(stats["negative_hits"] == 1)
+
+        // Repaired in place: a new identity, rendered for real
+        try Fixtures.write(path, width: 128, height: 64)
+        #expect(try client.render(request).width == 64)
+        stats = try client.stats()
+        #expect(stats["renders"] == 1)
+        #expect(stats["negative_hits"] == 1)
+        daemon.stop()
+    }
+
+    @Test("stats show the store's budget, size and policy counters; a small budget is kept")
+    func budgetInStats() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--cache-budget", "256K"])
+        let client = try daemon.connect()
+        // About 40 renditions of ~12 KiB: several times the budget.
+        for i in 0..<40 {
+            let path = try Fixtures.write(daemon.directory + "/p\(i).png", width: 200, height: 200, seed: i * 13)
+            _ = try client.render(RenderRequest(path: path, spec: RenditionSpec(width: 150, height: 150, format: .png)))
+        }
+        let stats = try client.stats()
+        #expect(stats["store_budget_bytes"] == 256 * 1024)
+        #expect(stats["renders"] == 40)
+        #expect((stats["store_evictions"] ?? 0) > 0)
+        #expect((stats["store_bytes"] ?? .max) <= 256 * 1024)
+        daemon.stop()
+    }
+}
