@@ -18,7 +18,7 @@ import Synchronization
 public final class RenditionStore: Sendable {
     /// Bumped when the layout of keys, values or indexes changes; an older store is moved aside.
     /// 2: path index, eviction queues, negative cache, persisted state.
-    public static let schemaVersion: UInt32 = 2
+    public static let schemaVersion: UInt32 = 3
 
     /// The configuration the store was opened with.
     public let configuration: StoreConfiguration
@@ -101,7 +101,7 @@ public final class RenditionStore: Sendable {
             log("event=store-put-refused bytes=\(size) budget=\(configuration.budgetBytes) key_bytes=\(key.bytes.count) path=\(path)")
             return
         }
-        writer.put(key, path: Array(path.utf8), value: StoredValue.encode(metadata, bytes: bytes))
+        writer.put(key, path: Array(path.utf8), value: StoredValue.encode(metadata, source: key.source, bytes: bytes))
     }
 
     /// Queues the removal of one rendition.

@@ -35,11 +35,11 @@ public final class StoreReader {
         guard rc == 0 else {
             // Not committed yet, perhaps: the writer thread may still hold it.
             guard let pending = store.pendingValue(for: key),
-                  let result = pending.withUnsafeBytes({ raw in StoredValue.decode(raw).map { body($0.0, $0.1) } })
+                  let result = pending.withUnsafeBytes({ raw in StoredValue.decode(raw, for: key).map { body($0.0, $0.1) } })
             else { return miss() }
             return hit(key, result)
         }
-        guard let (meta, payload) = StoredValue.decode(value.buffer) else {
+        guard let (meta, payload) = StoredValue.decode(value.buffer, for: key) else {
             store.counters.corrupt.add(1, ordering: .relaxed)
             store.remove(key)
             return miss()

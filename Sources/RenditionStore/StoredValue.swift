@@ -48,48 +48,57 @@ public struct RenditionMetadata: Sendable, Equatable {
     }
 }
 
-/// Value layout (little-endian), version 1:
+/// Value layout (little-endian), version 2:
 ///
 /// ```
-/// 0  4 magic "VRN1"
+/// 0  4 magic "VRN2"
 /// 4  1 format
 /// 5  3 reserved (0)
 /// 8  4 width
 /// 12 4 height
-/// 16 8 created (seconds)
+/// 16 4 created (seconds since the epoch, unsigned)
+/// 20 4 CRC-32C of the source identity the rendition was made from
 /// 24 4 byte count
 /// 28 4 CRC-32C of the bytes
 /// 32 … the encoded rendition
 /// ```
+///
+/// The identity itself is in the key; the value carries its checksum so that a value can
+/// never be served for another source than the one it was rendered from, whatever put it
+/// under that key.
 enum StoredValue {
     static let headerSize = 32
-    static let magic: [UInt8] = Array("VRN1".utf8)
+    static let magic: [UInt8] = Array("VRN2".utf8)
 
-    static func encode(_ meta: RenditionMetadata, bytes: [UInt8]) -> [UInt8] {
+    static func encode(_ meta: RenditionMetadata, source: ArraySlice<UInt8>, bytes: [UInt8]) -> [UInt8] {
         var out = magic
         out.reserveCapacity(headerSize + bytes.count)
         out.append(meta.format)
         out.append(contentsOf: [0, 0, 0])
         out.appendLE(meta.width)
         out.appendLE(meta.height)
-        out.appendLE(meta.created)
+        out.appendLE(UInt32(truncatingIfNeeded: meta.created))
+        out.appendLE(checksum(Array(source)))
         out.appendLE(UInt32(bytes.count))
         out.appendLE(checksum(bytes))
         out.append(contentsOf: bytes)
         return out
     }
 
-    /// The metadata and payload of a stored value, or nil when it does not verify.
-    static func decode(_ raw: UnsafeRawBufferPointer) -> (RenditionMetadata, UnsafeRawBufferPointer)? {
+    /// The metadata and payload of a stored value, or nil when it does not verify: its
+    /// bytes against their checksum, and its source against the key's.
+    static func decode(_ raw: UnsafeRawBufferPointer, for key: RenditionKey) -> (RenditionMetadata, UnsafeRawBufferPointer)? {
         guard raw.count >= headerSize, raw[0] == magic[0], raw[1] == magic[1], raw[2] == magic[2],
               raw[3] == magic[3] else { return nil }
         let count = Int(raw.loadLE(UInt32.self, at: 24))
         guard raw.count == headerSize + count else { return nil }
         let payload = UnsafeRawBufferPointer(rebasing: raw[headerSize...])
         guard checksum(payload) == raw.loadLE(UInt32.self, at: 28) else { return nil }
+        let source = key.source.withUnsafeBytes { checksum($0) }
+        guard source == raw.loadLE(UInt32.self, at: 20) else { return nil }
         let meta = RenditionMetadata(format: raw[4], width: raw.loadLE(UInt32.self, at: 8),
                                      height: raw.loadLE(UInt32.self, at: 12),
-                                     created: raw.loadLE(UInt64.self, at: 16))
+                                     created: UInt64(raw.loadLE(UInt32.self, at: 16)))
         return (meta, payload)
     }
 

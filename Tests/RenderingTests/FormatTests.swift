@@ -118,3 +118,27 @@ struct FormatTests {
         return Array(out.utf8)
     }
 }
+
+/// Each input format through each fit mode into each output format.
+@Suite("Formats × fit modes × outputs")
+struct FormatMatrixTests {
+    @Test("dimensions are exact and the bytes decode", arguments: ["m.jpg", "m.png", "m.webp", "m.gif", "m.tif", "m.heic"])
+    func matrix(_ name: String) throws {
+        let scratch = try Scratch()
+        let path = try scratch.image(name, width: 480, height: 240)
+        let renderer = Renderer()
+        for format in OutputFormat.allCases {
+            for (fit, expected) in [(FitMode.fit, (120, 60)), (.fill, (120, 120))] {
+                let spec = RenditionSpec(width: 120, height: 120, fit: fit, format: format)
+                let result = try renderer.render(SourceFile(path: path), spec: spec)
+                #expect((Int(result.width), Int(result.height)) == expected, "\(name) \(fit) \(format)")
+                if format == .raw {
+                    #expect(result.bytes.count == expected.0 * expected.1 * 4)
+                } else {
+                    let decoded = try ImageFixtures.decode(result.bytes)
+                    #expect((decoded.width, decoded.height) == expected, "\(name) \(fit) \(format)")
+                }
+            }
+        }
+    }
+}

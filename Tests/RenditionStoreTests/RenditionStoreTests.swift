@@ -91,7 +91,7 @@ struct RenditionStoreTests {
         // Given a stored value with one flipped bit in the payload
         let dir = try StoreDirectory()
         let store = try RenditionStore(configuration(dir))
-        var value = StoredValue.encode(meta, bytes: Array("good bytes".utf8))
+        var value = StoredValue.encode(meta, source: key(7).source, bytes: Array("good bytes".utf8))
         value[value.count - 1] ^= 0xFF
         store.writerPutRaw(key(7), value)
         store.flush()
@@ -168,5 +168,17 @@ struct RenditionStoreTests {
         #expect(child.terminationStatus == 0)
         #expect(output.contains("entries=10 bytes=\(10 * (100 + StoredValue.headerSize)) budget=\(5 << 20)"))
         store.close()
+    }
+}
+
+@Suite("StoredValue")
+struct StoredValueTests {
+    @Test("a value is only valid under a key for the source it was made from")
+    func sourceCheck() throws {
+        let value = StoredValue.encode(meta, source: key(1).source, bytes: [1, 2, 3])
+        value.withUnsafeBytes { raw in
+            #expect(StoredValue.decode(raw, for: key(1)) != nil)
+            #expect(StoredValue.decode(raw, for: key(2)) == nil)
+        }
     }
 }
