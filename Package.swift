@@ -32,7 +32,7 @@ let package = Package(
         // epoll, eventfd, signalfd, SO_PEERCRED: Linux calls Swift's Glibc does not export.
         .target(name: "CPosix"),
         // Client library for viewers and for viewerctl.
-        .target(name: "ViewerClient", dependencies: ["ViewerProtocol"]),
+        .target(name: "ViewerClient", dependencies: ["ViewerProtocol", "CPosix"]),
 
         .executableTarget(name: "viewerd", dependencies: ["ViewerDaemon"]),
         .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol"]),
@@ -40,8 +40,10 @@ let package = Package(
         .testTarget(name: "ViewerProtocolTests", dependencies: ["ViewerProtocol"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "ViewerProtocol"]),
         .testTarget(name: "RenditionStoreTests", dependencies: ["RenditionStore"]),
+        .testTarget(name: "ViewerDaemonTests", dependencies: ["ViewerDaemon", "ViewerProtocol"]),
         .executableTarget(name: "store-crash-writer", dependencies: ["RenditionStore"], path: "Tests/StoreCrashWriter"),
-        .testTarget(name: "EndToEndTests", dependencies: ["ViewerClient", "ViewerProtocol", "Rendering"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ViewerClient", "ViewerProtocol", "Rendering", "CPosix"]),
+        .testTarget(name: "ViewerClientTests", dependencies: ["ViewerClient", "ViewerProtocol"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -9,7 +9,13 @@
 #include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 int vd_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 
@@ -76,4 +82,125 @@ int vd_accept(int fd) {
         c = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     } while (c < 0 && errno == EINTR);
     return c;
+}
+
+ssize_t vd_recv_with_fds(int fd, void *buf, size_t len, int *fds, int max_fds, int *nfds) {
+    union {
+        char bytes[CMSG_SPACE(sizeof(int) * 16)];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    struct msghdr msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.bytes;
+    msg.msg_controllen = sizeof(control.bytes);
+    *nfds = 0;
+    ssize_t n;
+    do {
+        n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) return n;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        int count = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        int *received = (int *)CMSG_DATA(c);
+        for (int i = 0; i < count; i++) {
+            // Keep what fits; close the rest rather than leak them.
+            if (*nfds < max_fds) fds[(*nfds)++] = received[i];
+            else close(received[i]);
+        }
+    }
+    if (msg.msg_flags & MSG_CTRUNC) errno = 0;  // descriptors beyond our buffer were dropped by the kernel
+    return n;
+}
+
+ssize_t vd_send_with_fd(int fd, const void *buf, size_t len, int passed_fd) {
+    union {
+        char bytes[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof(control));
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    struct msghdr msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.bytes;
+    msg.msg_controllen = sizeof(control.bytes);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &passed_fd, sizeof(int));
+    ssize_t n;
+    do {
+        n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    return n;
+}
+
+pid_t vd_spawn_worker(const char *exe, int sock, const char *arg1, const char *arg2, const char *arg3,
+                      const char *arg4) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, sock, 3);
+    // The worker must not inherit the daemon's blocked signals: SIGTERM must end it.
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGPIPE);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    char *argv[7] = {(char *)exe, "--worker", (char *)arg1, (char *)arg2, (char *)arg3, (char *)arg4, NULL};
+    pid_t pid = -1;
+    int rc = posix_spawn(&pid, exe, &actions, &attr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0) {
+        errno = rc;
+        return -1;
+    }
+    return pid;
+}
+
+pid_t vd_wait(pid_t pid, int *status, int block) {
+    pid_t r;
+    do {
+        r = waitpid(pid, status, block ? 0 : WNOHANG);
+    } while (r < 0 && errno == EINTR);
+    return r;
+}
+
+int vd_limit_address_space(unsigned long long bytes) {
+    struct rlimit limit = {.rlim_cur = bytes, .rlim_max = bytes};
+    return setrlimit(RLIMIT_AS, &limit);
+}
+
+int vd_poll2(int fd1, int fd2, int timeout_ms) {
+    struct pollfd fds[2] = {{.fd = fd1, .events = POLLIN}, {.fd = fd2, .events = POLLIN}};
+    int n;
+    do {
+        n = poll(fds, fd2 >= 0 ? 2 : 1, timeout_ms);
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) return n;
+    int mask = 0;
+    if (fds[0].revents & POLLIN) mask |= 1;
+    if (fds[0].revents & (POLLHUP | POLLERR)) mask |= 4;
+    if (fd2 >= 0 && (fds[1].revents & POLLIN)) mask |= 2;
+    return mask;
+}
+
+long vd_raise_nofile(void) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return -1;
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+    getrlimit(RLIMIT_NOFILE, &limit);
+    return (long)limit.rlim_cur;
 }

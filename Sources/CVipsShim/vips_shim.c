@@ -2,12 +2,25 @@
 #include "vips_shim.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <vips/vips.h>
 
 static pthread_rwlock_t gate;
+static volatile sig_atomic_t cancel_flag;
+
+void vs_request_cancel(void) { cancel_flag = 1; }
+void vs_clear_cancel(void) { cancel_flag = 0; }
+int vs_cancel_requested(void) { return cancel_flag; }
+
+// Called by libvips as the pipeline is evaluated; kills it when a cancel was asked for.
+static void on_eval(VipsImage *image, VipsProgress *progress, void *user) {
+    (void)progress;
+    (void)user;
+    if (cancel_flag) vips_image_set_kill(image, TRUE);
+}
 
 void vs_gate_shared_begin(void) { pthread_rwlock_rdlock(&gate); }
 void vs_gate_shared_end(void) { pthread_rwlock_unlock(&gate); }
@@ -187,6 +200,8 @@ int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t backgroun
     *len = 0;
     VipsImage *img = NULL;
     if (to_srgb8(image, &img)) return -1;
+    vips_image_set_progress(img, TRUE);
+    g_signal_connect(img, "eval", G_CALLBACK(on_eval), NULL);
     int has_alpha = vips_image_hasalpha(img);
     if (has_alpha && format == VS_FORMAT_JPEG) {
         double rgb[3] = {(background >> 16) & 0xff, (background >> 8) & 0xff, background & 0xff};

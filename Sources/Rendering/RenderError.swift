@@ -14,6 +14,12 @@ public enum RenderError: Error, Equatable, Sendable, CustomStringConvertible {
     case corrupt(path: String, detail: String)
     case tooLarge(String)
     case invalidSpec(String)
+    /// The decoder process died (signal or exit) on this file.
+    case decoderCrashed(path: String, detail: String)
+    /// The render ran past the job timeout and its process was killed.
+    case timedOut(path: String, seconds: Int)
+    /// An error relayed from a worker process, as it reported it.
+    case reported(code: ErrorCode, message: String)
 
     public var code: ErrorCode {
         switch self {
@@ -25,6 +31,9 @@ public enum RenderError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unsupportedFormat: .unsupportedFormat
         case .corrupt: .corruptImage
         case .tooLarge: .tooLarge
+        case .decoderCrashed: .decoderCrashed
+        case .timedOut: .timeout
+        case .reported(let code, _): code
         }
     }
 
@@ -38,6 +47,9 @@ public enum RenderError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unsupportedFormat(let p): "unsupported format: no enabled loader recognises \(p)"
         case .corrupt(let p, let detail): "corrupt image: \(detail) (\(p))"
         case .tooLarge(let m): m
+        case .decoderCrashed(let p, let detail): "decoder crashed: \(detail) (\(p))"
+        case .timedOut(let p, let seconds): "timeout: rendering took more than \(seconds) s (\(p))"
+        case .reported(_, let message): message
         }
     }
 
@@ -47,7 +59,7 @@ public enum RenderError: Error, Equatable, Sendable, CustomStringConvertible {
         return false
     }
 
-    static func fromErrno(_ e: Int32, path: String) -> RenderError {
+    public static func fromErrno(_ e: Int32, path: String) -> RenderError {
         switch e {
         case ENOENT, ENOTDIR: .notFound(path)
         case EACCES, EPERM: .permissionDenied(path)

@@ -7,6 +7,11 @@ public struct RenderCost: Sendable, Equatable {
     /// A decode much costlier than its output suggests (a large progressive JPEG, an
     /// interlaced PNG, a HEIF): schedulers keep these out of the visible lane's way.
     public var costly: Bool
+
+    public init(memoryBytes: UInt64, costly: Bool) {
+        self.memoryBytes = memoryBytes
+        self.costly = costly
+    }
 }
 
 extension Renderer {

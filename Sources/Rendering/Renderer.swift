@@ -30,6 +30,20 @@ public struct SourceHeader: Sendable, Equatable {
     /// libvips' loader, e.g. "jpegload_source".
     public var loader: String
 
+    public init(width: Int, height: Int, bands: Int, pages: Int = 1, bitsPerSample: Int = 8, orientation: Int = 1,
+                interlaced: Bool = false, hasICCProfile: Bool = false, isCMYK: Bool = false, loader: String) {
+        self.width = width
+        self.height = height
+        self.bands = bands
+        self.pages = pages
+        self.bitsPerSample = bitsPerSample
+        self.orientation = orientation
+        self.interlaced = interlaced
+        self.hasICCProfile = hasICCProfile
+        self.isCMYK = isCMYK
+        self.loader = loader
+    }
+
     /// Vector sources are rasterized at the target size, not scaled from their nominal size.
     public var isVector: Bool { loader.hasPrefix("svgload") || loader.hasPrefix("pdfload") }
 
@@ -82,6 +96,13 @@ public struct Renderer: Sendable {
         }
         if failed { throw .corrupt(path: "libvips", detail: "libvips failed to start: \(takeVipsError())") }
     }
+
+    /// Asks the render in progress in this process to stop (from any thread); it then fails.
+    public static func requestCancel() { vs_request_cancel() }
+    /// Clears a cancel request before the next render.
+    public static func clearCancel() { vs_clear_cancel() }
+    /// Whether a cancel was requested since the last `clearCancel`.
+    public static var cancelRequested: Bool { vs_cancel_requested() != 0 }
 
     /// Releases libvips' state for the calling thread; call before a rendering thread ends.
     public static func threadWillExit() { vs_thread_shutdown() }

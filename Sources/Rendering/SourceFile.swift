@@ -75,6 +75,36 @@ public final class SourceFile: Sendable {
         self.identity = AssetIdentity(st)
     }
 
+    /// Takes ownership of a descriptor a client passed (proof that it may read the file);
+    /// `path` only names it. It must be open for reading and be a regular file.
+    public init(descriptor fd: Int32, path: String) throws(RenderError) {
+        let name = path.isEmpty ? "descriptor" : path
+        let mode = fcntl(fd, F_GETFL)
+        guard mode >= 0 else {
+            let e = errno
+            close(fd)
+            throw .unreadable(path: name, errno: e)
+        }
+        let openPath: Int32 = 0o10000000  // O_PATH: a handle that cannot read
+        guard (mode & O_ACCMODE) != O_WRONLY, (mode & openPath) == 0 else {
+            close(fd)
+            throw .permissionDenied("\(name) (the descriptor is not open for reading)")
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let e = errno
+            close(fd)
+            throw RenderError.fromErrno(e, path: name)
+        }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            throw .notRegularFile(name)
+        }
+        self.path = name
+        self.descriptor = fd
+        self.identity = AssetIdentity(st)
+    }
+
     /// The identity of the open file now (it changes if the file is rewritten in place).
     public func currentIdentity() -> AssetIdentity? {
         var st = stat()

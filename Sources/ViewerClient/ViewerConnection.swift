@@ -4,27 +4,6 @@ import ViewerProtocol
 import Glibc
 #endif
 
-/// Why a call to the daemon failed.
-public enum ViewerClientError: Error, CustomStringConvertible, Sendable {
-    /// No daemon answers at the socket (not running, or no permission).
-    case unavailable(socket: String, reason: String)
-    /// The daemon answered the request with an error.
-    case server(ErrorReply)
-    /// The daemon sent bytes this client cannot understand.
-    case protocolViolation(String)
-    /// The connection closed before the answer arrived.
-    case connectionClosed
-
-    public var description: String {
-        switch self {
-        case .unavailable(let socket, let reason): "viewerd is not available at \(socket): \(reason)"
-        case .server(let reply): "\(reply.message) [\(reply.code?.name ?? "error \(reply.rawCode)")]"
-        case .protocolViolation(let m): "protocol error: \(m)"
-        case .connectionClosed: "the connection to viewerd closed"
-        }
-    }
-}
-
 /// A blocking connection to viewerd: one request at a time, for scripts and `viewerctl`.
 /// Not shared between threads.
 ///
@@ -48,29 +27,7 @@ public final class ViewerConnection {
     /// Connects and performs the handshake.
     public init(socketPath: String, clientName: String = "viewerctl") throws(ViewerClientError) {
         self.socketPath = socketPath
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .unavailable(socket: socketPath, reason: String(cString: strerror(errno))) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(socketPath.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            close(fd)
-            throw .unavailable(socket: socketPath, reason: "socket path too long")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let rc = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard rc == 0 else {
-            let reason = String(cString: strerror(errno))
-            close(fd)
-            throw .unavailable(socket: socketPath, reason: reason)
-        }
+        let fd = try Posix.connectUnix(path: socketPath)
         self.fd = fd
         self.decoder = FrameDecoder(maxBodyLength: UInt32.max)
         self.welcome = Welcome(version: 0, serverVersion: "", maxRequestBody: 0, maxResponseBody: 0)

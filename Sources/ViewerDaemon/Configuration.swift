@@ -10,8 +10,15 @@ public struct Configuration: Sendable {
     public var cacheDirectory: String
     /// Size the store may take on disk.
     public var cacheBudgetBytes: UInt64
-    /// Renders that run at once (default: one per core).
+    /// Worker processes, i.e. renders that run at once (default: one per core).
     public var renderThreads: Int
+    /// Wall-clock limit of one render; past it the worker is killed and the request gets
+    /// `timeout`.
+    public var jobTimeout: Duration = .seconds(30)
+    /// Address-space limit of each worker process (RLIMIT_AS).
+    public var workerMemoryLimit: UInt64 = 4 << 30
+    /// Memory that renders in flight may use together, by their estimates.
+    public var memoryBudget: UInt64 = 1 << 30
     public var limits: RenderLimits
     /// Largest frame body accepted from a client.
     public var maxRequestBody: UInt32
@@ -19,6 +26,11 @@ public struct Configuration: Sendable {
     public var clientOutboundLimit: Int
     /// Requests one client may have unanswered at once; past it, `busy`.
     public var maxOutstandingPerClient: Int
+    /// Directories whose files any connected user may have rendered by path. Other users'
+    /// peers must pass a descriptor. Empty for a per-user daemon.
+    public var sharedRoots: [String] = []
+    /// A group allowed to connect: the socket becomes 0660 and owned by it (else 0600).
+    public var socketGroup: String?
 
     public init(socketPath: String, cacheDirectory: String) {
         self.socketPath = socketPath

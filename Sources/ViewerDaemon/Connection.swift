@@ -1,3 +1,4 @@
+import RenditionStore
 import ViewerProtocol
 
 /// One client connection. Confined to the event loop thread.
@@ -17,6 +18,15 @@ final class Connection {
     var readPaused = false
     /// Requests accepted and not yet answered.
     var outstanding = 0
+    /// Render requests waiting for a job, by request id.
+    var requests: [UInt32: RenditionKey] = [:]
+    /// Keys this connection prefetches.
+    var prefetches: Set<RenditionKey> = []
+    /// Descriptors received (SCM_RIGHTS) and not yet matched to their frames.
+    var descriptors: [Int32] = []
+    /// The peer's credentials (SO_PEERCRED), read at accept.
+    var peerUID: UInt32 = UInt32.max
+    var peerPID: Int32 = 0
     /// The epoll mask currently registered.
     var registeredEvents: UInt32 = 0
 

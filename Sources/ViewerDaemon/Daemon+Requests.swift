@@ -3,84 +3,76 @@ import Rendering
 import RenditionStore
 import ViewerProtocol
 
+/// Who waits for a job: a request (answered when the job ends) or a prefetch (no answer).
+struct Waiter {
+    let connection: UInt64
+    /// nil for a prefetch.
+    let requestID: UInt32?
+    var priority: Priority
+    let delivery: DeliveryMode
+}
+
+/// A job and its waiters. Confined to the event loop.
+final class JobEntry {
+    let job: RenderJob
+    var waiters: [Waiter] = []
+
+    init(job: RenderJob) { self.job = job }
+
+    /// The job runs at the urgency of its most urgent waiter. Returns true if that changed.
+    @discardableResult
+    func updatePriority() -> Bool {
+        let best = waiters.map(\.priority.rawValue).min() ?? Priority.background.rawValue
+        job.wantsPreview.store(waiters.contains { $0.delivery == .opportunistic }, ordering: .relaxed)
+        return job.priority.exchange(best, ordering: .relaxed) != best
+    }
+}
+
 extension Daemon {
-    func handleFrame(_ frame: Frame, on connection: Connection) {
-        let message: Message
-        do throws(ProtocolError) {
-            message = try Message(frame: frame)
-        } catch {
-            if connection.version == nil {
-                reject(connection, ErrorReply(.handshakeRequired, "the first frame must be HELLO (\(error))"))
-            } else if case .unexpectedMessage = error {
-                send(connection, .error(ErrorReply(.unknownMessage, "\(error)")), requestID: frame.requestID)
-            } else {
-                send(connection, .error(ErrorReply(.malformedFrame, "\(error)")), requestID: frame.requestID)
-            }
-            return
-        }
-        guard connection.version != nil else {
-            guard case .hello(let hello) = message else {
-                reject(connection, ErrorReply(.handshakeRequired, "the first frame must be HELLO, not \(message.type)"))
-                return
-            }
-            greet(connection, hello)
-            return
-        }
-        switch message {
-        case .render(let request):
-            handleRender(request, requestID: frame.requestID, on: connection)
-        case .stats:
-            send(connection, .statsReply(statsReply()), requestID: frame.requestID)
-        case .ping:
-            send(connection, .pong, requestID: frame.requestID)
-        case .hello:
-            send(connection, .error(ErrorReply(.invalidArgument, "HELLO was already received")), requestID: frame.requestID)
-        case .welcome, .result, .error, .statsReply, .pong:
-            send(connection, .error(ErrorReply(.unknownMessage, "\(message.type) is sent by servers, not clients")),
-                 requestID: frame.requestID)
-        }
-    }
-
-    private func greet(_ connection: Connection, _ hello: Hello) {
-        let lower = max(hello.minVersion, ProtocolVersion.supported.lowerBound)
-        let upper = min(hello.maxVersion, ProtocolVersion.supported.upperBound)
-        guard lower <= upper else {
-            reject(connection, ErrorReply(.unsupportedVersion,
-                                          "client speaks \(hello.minVersion)-\(hello.maxVersion), server speaks " +
-                                          "\(ProtocolVersion.supported.lowerBound)-\(ProtocolVersion.supported.upperBound)"))
-            return
-        }
-        connection.version = upper
-        connection.clientName = String(hello.clientName.prefix(64))
-        send(connection, .welcome(Welcome(version: upper, serverVersion: viewerdVersion,
-                                          maxRequestBody: configuration.maxRequestBody,
-                                          maxResponseBody: configuration.maxResponseBody)), requestID: 0)
-    }
-
-    func handleRender(_ request: RenderRequest, requestID: UInt32, on connection: Connection) {
+    func handleRender(_ request: RenderRequest, descriptor: Int32?, requestID: UInt32, on connection: Connection) {
         stats.requests += 1
-        guard !shuttingDown else {
-            send(connection, .error(ErrorReply(.shuttingDown, "viewerd is shutting down")), requestID: requestID)
-            return
+        let fail = { (code: ErrorCode, message: String) in
+            self.send(connection, .error(ErrorReply(code, message)), requestID: requestID)
         }
-        guard connection.outstanding < configuration.maxOutstandingPerClient else {
-            send(connection, .error(ErrorReply(.busy, "more than \(configuration.maxOutstandingPerClient) requests outstanding")),
-                 requestID: requestID)
-            return
+        guard !shuttingDown else {
+            if let descriptor { Posix.close(descriptor) }
+            return fail(.shuttingDown, "viewerd is shutting down")
+        }
+        guard connection.requests[requestID] == nil else {
+            if let descriptor { Posix.close(descriptor) }
+            return fail(.invalidArgument, "request id \(requestID) is already in use on this connection")
         }
         let spec = request.spec.normalized()
         if let problem = spec.validate(maxSide: configuration.limits.maxOutputSide) {
-            send(connection, .error(ErrorReply(.invalidArgument, problem)), requestID: requestID)
-            return
+            if let descriptor { Posix.close(descriptor) }
+            return fail(.invalidArgument, problem)
         }
         let source: SourceFile
         do throws(RenderError) {
-            source = try SourceFile(path: request.path)
+            source = try openSource(path: request.path, descriptor: descriptor, for: connection)
         } catch {
-            send(connection, .error(ErrorReply(error.code, error.description)), requestID: requestID)
-            return
+            return fail(error.code, error.description)
         }
         let key = RenditionKey(source: source.identity.bytes, spec: spec.keyBytes, rendererVersion: Renderer.version)
+        if serveFromStore(key, requestID: requestID, on: connection) { return }
+        // A file that failed before fails again without a render, until it changes.
+        if let failure = store.failure(source: source.identity.bytes) {
+            stats.negativeHits += 1
+            return send(connection, .error(ErrorReply(rawCode: failure.code, message: failure.message)), requestID: requestID)
+        }
+        guard request.delivery != .cacheOnly else { return fail(.notCached, "not in the cache: \(request.path)") }
+        guard connection.outstanding < configuration.maxOutstandingPerClient else {
+            return fail(.busy, "more than \(configuration.maxOutstandingPerClient) requests outstanding on this connection")
+        }
+        connection.outstanding += 1
+        connection.requests[requestID] = key
+        join(key, source: source, spec: spec,
+             Waiter(connection: connection.id, requestID: requestID, priority: request.priority, delivery: request.delivery))
+    }
+
+    /// Answers from the store if the rendition is there (the hit path: one copy, from the
+    /// mapped page into the connection's buffer).
+    func serveFromStore(_ key: RenditionKey, requestID: UInt32, on connection: Connection) -> Bool {
         let hit: Bool? = reader.withRendition(key) { meta, payload in
             guard let format = OutputFormat(rawValue: meta.format) else { return false }
             connection.enqueueResult(requestID: requestID, format: format, width: meta.width, height: meta.height,
@@ -89,65 +81,146 @@ extension Daemon {
         }
         if hit == true {
             stats.hits += 1
-            return
+            return true
         }
         stats.misses += 1
-        // A file that failed before fails again without a render, until it changes.
-        if let failure = store.failure(source: source.identity.bytes) {
-            stats.negativeHits += 1
-            send(connection, .error(ErrorReply(rawCode: failure.code, message: failure.message)), requestID: requestID)
-            return
-        }
-        guard request.delivery != .cacheOnly else {
-            send(connection, .error(ErrorReply(.notCached, "not in the cache: \(request.path)")), requestID: requestID)
-            return
-        }
-        connection.outstanding += 1
-        let waiter = Waiter(connection: connection.id, requestID: requestID)
-        if var entry = inflight[key] {
-            // Identical work in flight: wait for it, and lend it our urgency.
+        return false
+    }
+
+    /// Adds a waiter to the job of `key`, starting the job if none is in flight.
+    func join(_ key: RenditionKey, source: SourceFile, spec: RenditionSpec, _ waiter: Waiter) {
+        if let entry = inflight[key] {
+            // Identical work in flight: wait for it, and lend it our urgency. A new visible
+            // waiter also makes it the newest visible work (it just scrolled into view).
             stats.coalesced += 1
             entry.waiters.append(waiter)
-            inflight[key] = entry
-            let current = entry.job.priority.load(ordering: .relaxed)
-            if request.priority.rawValue < current { entry.job.priority.store(request.priority.rawValue, ordering: .relaxed) }
+            let raised = entry.updatePriority()
+            if raised || waiter.priority == .visible { pool.reprioritize(entry.job, renew: waiter.priority == .visible) }
             return
         }
         nextSequence += 1
-        let job = RenderJob(key: key, source: source, spec: spec, priority: request.priority, sequence: nextSequence)
-        inflight[key] = (job, [waiter])
-        executor.submit(job)
+        let job = RenderJob(key: key, source: source, spec: spec, priority: waiter.priority, sequence: nextSequence)
+        let entry = JobEntry(job: job)
+        entry.waiters = [waiter]
+        entry.updatePriority()
+        inflight[key] = entry
+        let cost = HeaderSniffer.cost(of: source, spec: spec)
+        for dropped in pool.submit(job, client: waiter.connection, cost: cost) {
+            // Over the client's queue limit: its least urgent, oldest work gives way.
+            guard let droppedEntry = inflight.removeValue(forKey: dropped.key) else { continue }
+            stats.busy += 1
+            for w in droppedEntry.waiters {
+                answer(w, key: dropped.key, .error(ErrorReply(.busy, "too much work queued for this client; dropped the least urgent")))
+            }
+        }
+    }
+
+    /// Removes the waiters that match; a job nobody waits for any more is abandoned (if it
+    /// has not started, it never will).
+    func leave(_ key: RenditionKey, where matches: (Waiter) -> Bool) {
+        guard let entry = inflight[key] else { return }
+        entry.waiters.removeAll(where: matches)
+        if entry.waiters.isEmpty {
+            inflight[key] = nil
+            if pool.abandon(entry.job) { stats.cancelledQueued += 1 } else { stats.cancelledRunning += 1 }
+        } else if entry.updatePriority() {
+            pool.reprioritize(entry.job, renew: false)
+        }
+    }
+
+    func cancel(requestID: UInt32, on connection: Connection) {
+        // Already answered (or never known): nothing to cancel, nothing to say.
+        guard let key = connection.requests.removeValue(forKey: requestID) else { return }
+        connection.outstanding -= 1
+        leave(key) { $0.connection == connection.id && $0.requestID == requestID }
+        send(connection, .cancelled, requestID: requestID)
+    }
+
+    func setPriority(_ priority: Priority, requestID: UInt32, on connection: Connection) {
+        guard let key = connection.requests[requestID], let entry = inflight[key] else { return }
+        for i in entry.waiters.indices where entry.waiters[i].connection == connection.id && entry.waiters[i].requestID == requestID {
+            entry.waiters[i].priority = priority
+        }
+        if entry.updatePriority() { pool.reprioritize(entry.job, renew: priority == .visible) }
+    }
+
+    /// A closed connection leaves every job it waited for.
+    func leaveAll(_ connection: Connection) {
+        for key in Set(connection.requests.values).union(connection.prefetches) {
+            leave(key) { $0.connection == connection.id }
+        }
+        connection.requests.removeAll()
+        connection.prefetches.removeAll()
     }
 
     func deliverCompletions() {
         for completion in completions.takeAll() {
-            guard let entry = inflight.removeValue(forKey: completion.job.key) else { continue }
-            switch completion.result {
-            case .success(let rendition):
-                stats.renders += 1
-                rendition.bytes.withUnsafeBytes { payload in
-                    for waiter in entry.waiters {
-                        guard let connection = connectionsByID[waiter.connection] else { continue }
-                        connection.outstanding -= 1
-                        connection.enqueueResult(requestID: waiter.requestID, format: rendition.format,
-                                                 width: rendition.width, height: rendition.height,
-                                                 fromCache: false, payload: payload)
-                    }
-                }
-            case .failure(let error):
-                Log.info("event=render-failed code=\(error.code.name) path=\(Log.quote(completion.job.source.path)) " +
-                         "detail=\(Log.quote(error.description))")
-                recordFailure(error, of: completion.job)
+            switch completion {
+            case .rendered(let done): deliver(done)
+            case .preview(let job, let rendition): deliverPreview(rendition, of: job)
+            case .ack(let connectionID, let requestID, let count):
+                guard let connection = connectionsByID[connectionID] else { continue }
+                send(connection, .ack(count: UInt64(count)), requestID: requestID)
+                flush(connection)
+                updateInterest(connection)
+            }
+        }
+    }
+
+    private func deliver(_ completion: RenderCompletion) {
+        // The entry may be gone (everyone left) or belong to a newer job for the same key.
+        guard let entry = inflight[completion.job.key], entry.job === completion.job else { return }
+        inflight[completion.job.key] = nil
+        var touched: [Connection] = []
+        switch completion.result {
+        case .success(let rendition):
+            stats.renders += 1
+            rendition.bytes.withUnsafeBytes { payload in
                 for waiter in entry.waiters {
-                    answer(waiter, .error(ErrorReply(error.code, error.description)))
+                    guard let connection = settle(waiter, key: completion.job.key), let id = waiter.requestID else { continue }
+                    connection.enqueueResult(requestID: id, format: rendition.format, width: rendition.width,
+                                             height: rendition.height, fromCache: false, payload: payload)
+                    touched.append(connection)
                 }
             }
+        case .failure(let error):
+            Log.info("event=render-failed code=\(error.code.name) path=\(Log.quote(completion.job.source.path)) " +
+                     "detail=\(Log.quote(error.description))")
+            recordFailure(error, of: completion.job)
             for waiter in entry.waiters {
-                if let connection = connectionsByID[waiter.connection] {
-                    flush(connection)
-                    updateInterest(connection)
-                }
+                guard let connection = settle(waiter, key: completion.job.key), let id = waiter.requestID else { continue }
+                send(connection, .error(ErrorReply(error.code, error.description)), requestID: id)
+                touched.append(connection)
             }
+        }
+        for connection in touched {
+            flush(connection)
+            updateInterest(connection)
+        }
+    }
+
+    /// Forgets a waiter's bookkeeping on its connection; returns the connection if open.
+    private func settle(_ waiter: Waiter, key: RenditionKey) -> Connection? {
+        guard let connection = connectionsByID[waiter.connection] else { return nil }
+        if let id = waiter.requestID {
+            guard connection.requests.removeValue(forKey: id) != nil else { return nil }
+            connection.outstanding -= 1
+        } else {
+            connection.prefetches.remove(key)
+        }
+        return connection
+    }
+
+    private func deliverPreview(_ rendition: Rendition, of job: RenderJob) {
+        guard let entry = inflight[job.key], entry.job === job else { return }
+        for waiter in entry.waiters where waiter.delivery == .opportunistic {
+            guard let id = waiter.requestID, let connection = connectionsByID[waiter.connection] else { continue }
+            stats.previews += 1
+            connection.enqueue(.preview(RenderResult(format: rendition.format, width: rendition.width,
+                                                     height: rendition.height, fromCache: false,
+                                                     bytes: rendition.bytes)), requestID: id)
+            flush(connection)
+            updateInterest(connection)
         }
     }
 
@@ -157,8 +230,9 @@ extension Daemon {
     func recordFailure(_ error: RenderError, of job: RenderJob) {
         let permanent: Bool
         switch error.code {
-        case .corruptImage, .unsupportedFormat, .decoderCrashed: permanent = true
-        case .tooLarge, .unreadable, .timeout: permanent = false
+        // A file that crashed or hung a decoder would do it again: not until it changes.
+        case .corruptImage, .unsupportedFormat, .decoderCrashed, .timeout: permanent = true
+        case .tooLarge, .unreadable: permanent = false
         default: return
         }
         store.recordFailure(source: job.source.identity.bytes, path: job.source.path, code: error.code.rawValue,
@@ -166,49 +240,9 @@ extension Daemon {
     }
 
     /// Sends a terminal answer to one waiter, if its connection is still open.
-    func answer(_ waiter: Waiter, _ message: Message) {
-        guard let connection = connectionsByID[waiter.connection] else { return }
-        connection.outstanding -= 1
-        send(connection, message, requestID: waiter.requestID)
-    }
-
-    func statsReply() -> StatsReply {
-        let s = store.stats
-        let uptime = ContinuousClock.now - started
-        return StatsReply(counters: [
-            ("uptime_seconds", UInt64(uptime.components.seconds)),
-            ("connections", UInt64(connections.count)),
-            ("connections_accepted", stats.connectionsAccepted),
-            ("requests", stats.requests),
-            ("hits", stats.hits),
-            ("misses", stats.misses),
-            ("renders", stats.renders),
-            ("coalesced", stats.coalesced),
-            ("errors", stats.errors),
-            ("malformed_frames", stats.malformedFrames),
-            ("jobs_queued", UInt64(executor.queuedCount)),
-            ("jobs_running", UInt64(executor.runningCount)),
-            ("negative_hits", stats.negativeHits),
-            ("store_entries", UInt64(s.entries)),
-            ("store_bytes", s.bytes),
-            ("store_budget_bytes", s.budgetBytes),
-            ("store_high_watermark_bytes", s.highWatermarkBytes),
-            ("store_file_bytes", UInt64(s.fileBytes)),
-            ("store_map_bytes", UInt64(s.mapSize)),
-            ("store_hits", s.hits),
-            ("store_misses", s.misses),
-            ("store_evictions", s.evictions),
-            ("store_evicted_bytes", s.evictedBytes),
-            ("store_invalidated", s.invalidated),
-            ("store_swept", s.swept),
-            ("store_failures", UInt64(s.failures)),
-            ("store_failures_recorded", s.failuresRecorded),
-            ("store_refused", s.refused),
-            ("store_corrupt", s.corrupt),
-            ("store_write_batches", s.writeBatches),
-            ("store_write_failures", s.writeFailures),
-            ("store_map_full_events", s.mapFullEvents),
-        ])
+    func answer(_ waiter: Waiter, key: RenditionKey, _ message: Message) {
+        guard let connection = settle(waiter, key: key), let id = waiter.requestID else { return }
+        send(connection, message, requestID: id)
     }
 }
 

@@ -19,12 +19,6 @@ public struct StartupError: Error, CustomStringConvertible {
 /// try daemon.run()   // until SIGTERM or SIGINT
 /// ```
 public final class Daemon {
-    /// A request waiting for a render.
-    struct Waiter {
-        let connection: UInt64
-        let requestID: UInt32
-    }
-
     let configuration: Configuration
     let store: RenditionStore
     let reader: StoreReader
@@ -32,7 +26,7 @@ public final class Daemon {
     let epoll: Epoll
     let wakeup: Wakeup
     let signalFD: Int32
-    var executor: RenderExecutor!
+    var pool: WorkerPool!
     var maintenance: StoreMaintenance!
     let completions = CompletionQueue()
     let started = ContinuousClock.now
@@ -40,20 +34,31 @@ public final class Daemon {
     var connections: [Int32: Connection] = [:]
     var connectionsByID: [UInt64: Connection] = [:]
     var nextConnectionID: UInt64 = 1
-    var inflight: [RenditionKey: (job: RenderJob, waiters: [Waiter])] = [:]
+    var inflight: [RenditionKey: JobEntry] = [:]
     var nextSequence: UInt64 = 0
     var stats = DaemonStats()
     var shuttingDown = false
     var shutdownDeadline: ContinuousClock.Instant?
+    var drainDeadline: ContinuousClock.Instant?
     var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+    var receivedFDs = [Int32](repeating: -1, count: 16)
 
     public init(configuration: Configuration) throws(StartupError) {
         // Before any thread starts, so every thread inherits the blocked mask.
         let signalFD = vd_signalfd_for_termination()
         guard signalFD >= 0 else { throw StartupError("signalfd: \(SystemError("signalfd"))") }
         self.signalFD = signalFD
+        // Every queued render holds its source open (the descriptor that proves access and
+        // pins the identity): allow as many as the system lets us.
+        _ = vd_raise_nofile()
+        var configuration = configuration
+        // Shared roots are compared with resolved paths: resolve them once.
+        configuration.sharedRoots = configuration.sharedRoots.map { root in
+            guard let real = realpath(root, nil) else { return root }
+            defer { free(real) }
+            return String(cString: real)
+        }
         self.configuration = configuration
-        do throws(RenderError) { try Renderer.setUp() } catch { throw StartupError("\(error)") }
 
         do {
             try FileManager.default.createDirectory(atPath: configuration.cacheDirectory,
@@ -74,7 +79,7 @@ public final class Daemon {
         }
         reader = store.makeReader()
         do throws(Listener.Failure) {
-            listener = try Listener(path: configuration.socketPath)
+            listener = try Listener(path: configuration.socketPath, group: configuration.socketGroup)
         } catch {
             store.close()
             throw StartupError("\(error)")
@@ -92,10 +97,15 @@ public final class Daemon {
         }
         let completions = self.completions
         let wakeup = self.wakeup
-        executor = RenderExecutor(threads: configuration.renderThreads,
-                                  renderer: Renderer(limits: configuration.limits), store: store) { done in
-            completions.append(done)
-            wakeup.signal()
+        do throws(SystemError) {
+            pool = try WorkerPool(configuration: configuration, store: store) { event in
+                completions.append(event)
+                wakeup.signal()
+            }
+        } catch {
+            listener.close()
+            store.close()
+            throw StartupError("cannot start the decode pool: \(error)")
         }
         maintenance = StoreMaintenance(store: store)
     }
@@ -104,7 +114,7 @@ public final class Daemon {
     /// returns.
     public func run() {
         Log.info("event=listening socket=\(Log.quote(configuration.socketPath)) " +
-                 "cache=\(Log.quote(configuration.cacheDirectory)) render_threads=\(configuration.renderThreads) " +
+                 "cache=\(Log.quote(configuration.cacheDirectory)) workers=\(configuration.renderThreads) " +
                  "pid=\(getpid())")
         while true {
             let timeout: Int32 = shuttingDown ? 50 : -1
@@ -139,6 +149,11 @@ public final class Daemon {
             }
             let connection = Connection(id: nextConnectionID, fd: fd, maxRequestBody: configuration.maxRequestBody)
             nextConnectionID += 1
+            var pid: pid_t = 0, uid: uid_t = 0, gid: gid_t = 0
+            if vd_peer_credentials(fd, &pid, &uid, &gid) == 0 {
+                connection.peerUID = uid
+                connection.peerPID = pid
+            }
             stats.connectionsAccepted += 1
             connections[fd] = connection
             connectionsByID[connection.id] = connection
@@ -158,18 +173,27 @@ public final class Daemon {
         guard !connection.readPaused && !connection.closing else { return }
         // A bounded number of reads per wakeup keeps one busy client from starving others.
         for _ in 0..<8 {
-            let result = scratch.withUnsafeMutableBytes { buffer -> Result<Int?, SystemError> in
-                Result { () throws(SystemError) -> Int? in
-                    guard let n = try Posix.read(connection.fd, into: buffer) else { return nil }
-                    if n > 0 { connection.decoder.append(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) }
-                    return n
+            var count: Int32 = 0
+            let n = scratch.withUnsafeMutableBytes { buffer in
+                receivedFDs.withUnsafeMutableBufferPointer { fds in
+                    vd_recv_with_fds(connection.fd, buffer.baseAddress, buffer.count, fds.baseAddress, Int32(fds.count), &count)
                 }
             }
-            guard case .success(let read) = result else {
+            for i in 0..<Int(count) {
+                stats.descriptorsReceived += 1
+                connection.descriptors.append(receivedFDs[i])
+            }
+            if n < 0 {
+                if errno == EAGAIN { break }
                 close(connection)
                 return
             }
-            guard let n = read else { break }
+            if n > 0 { scratch.withUnsafeBytes { connection.decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) } }
+            // Descriptors no frame claims pile up only for a broken or hostile client.
+            if connection.descriptors.count > 64 {
+                reject(connection, ErrorReply(.malformedFrame, "more than 64 descriptors sent ahead of their frames"))
+                return
+            }
             if n == 0 {
                 close(connection)  // the client went away; its requests have no one to answer
                 return
@@ -262,6 +286,9 @@ public final class Daemon {
         Posix.close(connection.fd)
         connections[connection.fd] = nil
         connectionsByID[connection.id] = nil
+        leaveAll(connection)
+        for fd in connection.descriptors { Posix.close(fd) }
+        connection.descriptors.removeAll()
     }
 
     // MARK: - Shutdown
@@ -273,22 +300,29 @@ public final class Daemon {
         Log.info("event=shutdown signal=\(signal) in_flight=\(inflight.count) connections=\(connections.count)")
         epoll.remove(listener.fd)
         listener.close()
-        for job in executor.cancelQueued() {
+        for job in pool.cancelQueued() {
             guard let entry = inflight.removeValue(forKey: job.key) else { continue }
             for waiter in entry.waiters {
-                answer(waiter, .error(ErrorReply(.shuttingDown, "viewerd is shutting down")))
+                answer(waiter, key: job.key, .error(ErrorReply(.shuttingDown, "viewerd is shutting down")))
             }
         }
         for connection in Array(connections.values) { flush(connection); updateInterest(connection) }
     }
 
+    /// Done when every render in flight is answered and every answer sent, or at the
+    /// deadlines: 10 s for the renders, then 2 s for clients to read what is theirs (one that
+    /// never reads must not hold the exit hostage).
     private func shutdownComplete() -> Bool {
-        if let deadline = shutdownDeadline, ContinuousClock.now >= deadline { return true }
-        return inflight.isEmpty && connections.values.allSatisfy { $0.pendingOutbound == 0 }
+        let now = ContinuousClock.now
+        if let deadline = shutdownDeadline, now >= deadline { return true }
+        guard inflight.isEmpty else { return false }
+        if connections.values.allSatisfy({ $0.pendingOutbound == 0 }) { return true }
+        if drainDeadline == nil { drainDeadline = now + .seconds(2) }
+        return now >= drainDeadline!
     }
 
     private func finishShutdown() {
-        executor.stop(threads: configuration.renderThreads)
+        pool.stop()
         maintenance.stop()
         for connection in Array(connections.values) { close(connection) }
         store.close()
@@ -296,13 +330,13 @@ public final class Daemon {
     }
 }
 
-/// Finished renders handed from render threads to the event loop.
+/// Events handed from other threads (render threads, the store's writer) to the event loop.
 final class CompletionQueue: Sendable {
-    private let items = Mutex<[RenderCompletion]>([])
+    private let items = Mutex<[LoopEvent]>([])
 
-    func append(_ completion: RenderCompletion) { items.withLock { $0.append(completion) } }
+    func append(_ event: LoopEvent) { items.withLock { $0.append(event) } }
 
-    func takeAll() -> [RenderCompletion] {
+    func takeAll() -> [LoopEvent] {
         items.withLock { list in
             let taken = list
             list.removeAll()

@@ -10,4 +10,12 @@ struct DaemonStats {
     var malformedFrames: UInt64 = 0
     /// Requests answered from the negative cache (a recorded failure) without a render.
     var negativeHits: UInt64 = 0
+    /// Jobs abandoned by all their waiters before they started, and while running.
+    var cancelledQueued: UInt64 = 0
+    var cancelledRunning: UInt64 = 0
+    var previews: UInt64 = 0
+    var prefetched: UInt64 = 0
+    var descriptorsReceived: UInt64 = 0
+    /// Requests answered `busy` because their client's queue was full.
+    var busy: UInt64 = 0
 }

@@ -26,7 +26,8 @@ final class Listener {
         }
     }
 
-    init(path: String) throws(Failure) {
+    /// - Parameter group: a group whose members may connect (socket mode 0660), else 0600.
+    init(path: String, group: String? = nil) throws(Failure) {
         self.path = path
         let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
         if !directory.isEmpty { try Self.makePrivateDirectory(directory) }
@@ -56,6 +57,17 @@ final class Listener {
                 let e = SystemError("bind \(path)")
                 Posix.close(fd)
                 throw e
+            }
+            if let group {
+                guard let entry = getgrnam(group) else {
+                    Posix.close(fd)
+                    throw SystemError("unknown socket group \(group)", ENOENT)
+                }
+                guard chown(path, getuid(), entry.pointee.gr_gid) == 0, chmod(path, 0o660) == 0 else {
+                    let e = SystemError("chown/chmod \(path)")
+                    Posix.close(fd)
+                    throw e
+                }
             }
             guard listen(fd, 512) == 0 else {
                 let e = SystemError("listen")

@@ -2,14 +2,49 @@
 public enum MessageType: UInt8, Sendable, CaseIterable {
     case hello = 0x01
     case render = 0x02
+    /// The frame's request id names the request to cancel.
+    case cancel = 0x03
+    /// The frame's request id names the request to change.
+    case setPriority = 0x04
+    case prefetch = 0x05
+    case stopPrefetch = 0x06
+    case stopPrefetchAll = 0x07
+    case invalidate = 0x08
     case stats = 0x09
     case ping = 0x0A
 
     case welcome = 0x81
     case result = 0x82
+    case preview = 0x83
     case error = 0x84
+    case cancelled = 0x85
     case statsReply = 0x86
     case pong = 0x87
+    case ack = 0x88
+}
+
+/// Frame header flag bits.
+public enum FrameFlags {
+    /// One file descriptor travels with this frame (SCM_RIGHTS, on the `sendmsg` that
+    /// carries the frame's first byte). Descriptors are matched to flagged frames in order.
+    public static let descriptor: UInt16 = 0x0001
+}
+
+/// What a server can do, announced in WELCOME.
+public struct Capabilities: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+    /// RENDER accepts a file descriptor instead of (or with) a path.
+    public static let descriptorPassing = Capabilities(rawValue: 1 << 0)
+    /// `opportunistic` delivery sends PREVIEW frames.
+    public static let previews = Capabilities(rawValue: 1 << 1)
+    /// PREFETCH, STOP_PREFETCH, STOP_PREFETCH_ALL.
+    public static let prefetch = Capabilities(rawValue: 1 << 2)
+    /// INVALIDATE.
+    public static let invalidate = Capabilities(rawValue: 1 << 3)
+    /// CANCEL and SET_PRIORITY.
+    public static let cancellation = Capabilities(rawValue: 1 << 4)
 }
 
 /// Protocol versions this code speaks.
@@ -40,28 +75,63 @@ public struct Welcome: Sendable, Equatable {
     public var maxRequestBody: UInt32
     /// Largest body the server will send.
     public var maxResponseBody: UInt32
+    public var capabilities: Capabilities
+    /// Requests a client may have unanswered at once; past it, RENDER gets `busy`.
+    public var maxOutstanding: UInt32
 
-    public init(version: UInt16, serverVersion: String, maxRequestBody: UInt32, maxResponseBody: UInt32) {
+    public init(version: UInt16, serverVersion: String, maxRequestBody: UInt32, maxResponseBody: UInt32,
+                capabilities: Capabilities = [], maxOutstanding: UInt32 = 0) {
         self.version = version
         self.serverVersion = serverVersion
         self.maxRequestBody = maxRequestBody
         self.maxResponseBody = maxResponseBody
+        self.capabilities = capabilities
+        self.maxOutstanding = maxOutstanding
     }
 }
 
 /// Client → server: render (or fetch from the cache) one rendition of one file.
 public struct RenderRequest: Sendable, Equatable {
-    /// Absolute path of the source file.
+    /// Absolute path of the source file. With a descriptor attached (flag `descriptor`),
+    /// the descriptor is the source and the path only names it (for logs and invalidation).
     public var path: String
     public var spec: RenditionSpec
     public var priority: Priority
     public var delivery: DeliveryMode
+    /// A cached rendition up to 25 % larger than the box may answer (PhotoKit's `.fast`).
+    public var allowLarger: Bool
 
-    public init(path: String, spec: RenditionSpec, priority: Priority = .normal, delivery: DeliveryMode = .final) {
+    public init(path: String, spec: RenditionSpec, priority: Priority = .normal, delivery: DeliveryMode = .final,
+                allowLarger: Bool = false) {
         self.path = path
         self.spec = spec
         self.priority = priority
         self.delivery = delivery
+        self.allowLarger = allowLarger
+    }
+}
+
+/// Client → server: render these files ahead of time (start caching), or stop.
+public struct PrefetchRequest: Sendable, Equatable {
+    public var paths: [String]
+    public var spec: RenditionSpec
+    public var priority: Priority
+
+    public init(paths: [String], spec: RenditionSpec, priority: Priority = .prefetch) {
+        self.paths = paths
+        self.spec = spec
+        self.priority = priority
+    }
+}
+
+/// Client → server: forget the renditions of a file, or of everything under a directory.
+public struct InvalidateRequest: Sendable, Equatable {
+    public var path: String
+    public var recursive: Bool
+
+    public init(path: String, recursive: Bool = false) {
+        self.path = path
+        self.recursive = recursive
     }
 }
 
@@ -72,6 +142,7 @@ public struct RenderResult: Sendable, Equatable {
     public var height: UInt32
     /// True when the bytes came from the store, false when rendered for this request.
     public var fromCache: Bool
+    /// Rendition bytes; for `raw`, RGBA rows of `width × 4` bytes.
     public var bytes: [UInt8]
 
     public init(format: OutputFormat, width: UInt32, height: UInt32, fromCache: Bool, bytes: [UInt8]) {
@@ -120,24 +191,53 @@ public enum Message: Sendable, Equatable {
     case hello(Hello)
     case welcome(Welcome)
     case render(RenderRequest)
-    case result(RenderResult)
-    case error(ErrorReply)
+    case cancel
+    case setPriority(Priority)
+    case prefetch(PrefetchRequest)
+    case stopPrefetch(PrefetchRequest)
+    case stopPrefetchAll
+    case invalidate(InvalidateRequest)
     case stats
-    case statsReply(StatsReply)
     case ping
+    case result(RenderResult)
+    /// A degraded rendition before the final one (not terminal); `fromCache` is unused.
+    case preview(RenderResult)
+    case error(ErrorReply)
+    /// The request was cancelled (terminal).
+    case cancelled
+    case statsReply(StatsReply)
     case pong
+    /// A control request was done; `count` says how many items it touched.
+    case ack(count: UInt64)
 
     public var type: MessageType {
         switch self {
         case .hello: .hello
         case .welcome: .welcome
         case .render: .render
-        case .result: .result
-        case .error: .error
+        case .cancel: .cancel
+        case .setPriority: .setPriority
+        case .prefetch: .prefetch
+        case .stopPrefetch: .stopPrefetch
+        case .stopPrefetchAll: .stopPrefetchAll
+        case .invalidate: .invalidate
         case .stats: .stats
-        case .statsReply: .statsReply
         case .ping: .ping
+        case .result: .result
+        case .preview: .preview
+        case .error: .error
+        case .cancelled: .cancelled
+        case .statsReply: .statsReply
         case .pong: .pong
+        case .ack: .ack
+        }
+    }
+
+    /// Whether this server → client message ends its request.
+    public var isTerminal: Bool {
+        switch self {
+        case .result, .error, .cancelled, .statsReply, .pong, .ack, .welcome: true
+        default: false
         }
     }
 }

@@ -4,12 +4,20 @@ enum Tag {
     enum Welcome {
         static let version: UInt16 = 1, serverVersion: UInt16 = 2
         static let maxRequestBody: UInt16 = 3, maxResponseBody: UInt16 = 4
+        static let capabilities: UInt16 = 5, maxOutstanding: UInt16 = 6
     }
+    /// RENDER, and the spec fields (2-10) of PREFETCH and STOP_PREFETCH.
     enum Render {
         static let path: UInt16 = 1, width: UInt16 = 2, height: UInt16 = 3, fit: UInt16 = 4
         static let crop: UInt16 = 5, format: UInt16 = 6, quality: UInt16 = 7, background: UInt16 = 8
         static let page: UInt16 = 9, upscale: UInt16 = 10, priority: UInt16 = 11, delivery: UInt16 = 12
+        static let allowLarger: UInt16 = 13
     }
+    /// PREFETCH and STOP_PREFETCH: tag 1 is the list of paths, 2-10 the spec, 11 the priority.
+    enum Prefetch { static let paths: UInt16 = 1 }
+    enum SetPriority { static let priority: UInt16 = 1 }
+    enum Invalidate { static let path: UInt16 = 1, recursive: UInt16 = 2 }
+    enum Ack { static let count: UInt16 = 1 }
     enum Result {
         static let format: UInt16 = 1, width: UInt16 = 2, height: UInt16 = 3, fromCache: UInt16 = 4
         static let bytes: UInt16 = 5
@@ -37,20 +45,31 @@ extension Message {
             w.put(Tag.Welcome.serverVersion, m.serverVersion)
             w.put(Tag.Welcome.maxRequestBody, m.maxRequestBody)
             w.put(Tag.Welcome.maxResponseBody, m.maxResponseBody)
+            w.put(Tag.Welcome.capabilities, m.capabilities.rawValue)
+            w.put(Tag.Welcome.maxOutstanding, m.maxOutstanding)
         case .render(let m):
             w.put(Tag.Render.path, m.path)
-            w.put(Tag.Render.width, m.spec.width)
-            w.put(Tag.Render.height, m.spec.height)
-            w.put(Tag.Render.fit, m.spec.fit.rawValue)
-            w.put(Tag.Render.crop, m.spec.crop.rawValue)
-            w.put(Tag.Render.format, m.spec.format.rawValue)
-            w.put(Tag.Render.quality, m.spec.quality)
-            w.put(Tag.Render.background, m.spec.background)
-            w.put(Tag.Render.page, m.spec.page)
-            w.put(Tag.Render.upscale, m.spec.upscale)
+            Self.putSpec(m.spec, into: &w)
             w.put(Tag.Render.priority, m.priority.rawValue)
             w.put(Tag.Render.delivery, m.delivery.rawValue)
-        case .result(let m):
+            if m.allowLarger { w.put(Tag.Render.allowLarger, true) }
+        case .setPriority(let priority):
+            w.put(Tag.SetPriority.priority, priority.rawValue)
+        case .prefetch(let m), .stopPrefetch(let m):
+            var list: [UInt8] = []
+            for path in m.paths {
+                list.appendLE(UInt32(path.utf8.count))
+                list.append(contentsOf: path.utf8)
+            }
+            w.put(Tag.Prefetch.paths, bytes: list)
+            Self.putSpec(m.spec, into: &w)
+            w.put(Tag.Render.priority, m.priority.rawValue)
+        case .invalidate(let m):
+            w.put(Tag.Invalidate.path, m.path)
+            w.put(Tag.Invalidate.recursive, m.recursive)
+        case .ack(let count):
+            w.put(Tag.Ack.count, count)
+        case .result(let m), .preview(let m):
             return RenderResult.body(format: m.format, width: m.width, height: m.height,
                                      fromCache: m.fromCache, bytes: m.bytes)
         case .error(let m):
@@ -67,10 +86,22 @@ extension Message {
                 list.appendLE(value)
             }
             w.put(Tag.Stats.counters, bytes: list)
-        case .stats, .ping, .pong:
+        case .stats, .ping, .pong, .cancel, .cancelled, .stopPrefetchAll:
             break
         }
         return w.bytes
+    }
+
+    private static func putSpec(_ spec: RenditionSpec, into w: inout FieldWriter) {
+        w.put(Tag.Render.width, spec.width)
+        w.put(Tag.Render.height, spec.height)
+        w.put(Tag.Render.fit, spec.fit.rawValue)
+        w.put(Tag.Render.crop, spec.crop.rawValue)
+        w.put(Tag.Render.format, spec.format.rawValue)
+        w.put(Tag.Render.quality, spec.quality)
+        w.put(Tag.Render.background, spec.background)
+        w.put(Tag.Render.page, spec.page)
+        w.put(Tag.Render.upscale, spec.upscale)
     }
 
     /// Decodes a frame. Unknown fields are ignored; an unknown type throws `unexpectedMessage`.
@@ -86,16 +117,24 @@ extension Message {
             self = .welcome(Welcome(version: try r.required(Tag.Welcome.version),
                                     serverVersion: try r.string(Tag.Welcome.serverVersion) ?? "",
                                     maxRequestBody: try r.required(Tag.Welcome.maxRequestBody),
-                                    maxResponseBody: try r.required(Tag.Welcome.maxResponseBody)))
+                                    maxResponseBody: try r.required(Tag.Welcome.maxResponseBody),
+                                    capabilities: Capabilities(rawValue: try r.integer(Tag.Welcome.capabilities) ?? 0),
+                                    maxOutstanding: try r.integer(Tag.Welcome.maxOutstanding) ?? 0))
         case .render:
             self = .render(try Self.decodeRender(r))
-        case .result:
-            let format = try Self.enumValue(OutputFormat.self, r, Tag.Result.format, "format", default: nil)
-            self = .result(RenderResult(format: format,
-                                        width: try r.required(Tag.Result.width),
-                                        height: try r.required(Tag.Result.height),
-                                        fromCache: try r.bool(Tag.Result.fromCache) ?? false,
-                                        bytes: Array(try r.requiredBytes(Tag.Result.bytes))))
+        case .cancel: self = .cancel
+        case .setPriority:
+            self = .setPriority(try Self.enumValue(Priority.self, r, Tag.SetPriority.priority, "priority", default: nil))
+        case .prefetch: self = .prefetch(try Self.decodePrefetch(r))
+        case .stopPrefetch: self = .stopPrefetch(try Self.decodePrefetch(r))
+        case .stopPrefetchAll: self = .stopPrefetchAll
+        case .invalidate:
+            self = .invalidate(InvalidateRequest(path: try r.requiredString(Tag.Invalidate.path),
+                                                 recursive: try r.bool(Tag.Invalidate.recursive) ?? false))
+        case .result: self = .result(try Self.decodeResult(r))
+        case .preview: self = .preview(try Self.decodeResult(r))
+        case .cancelled: self = .cancelled
+        case .ack: self = .ack(count: try r.integer(Tag.Ack.count) ?? 0)
         case .error:
             self = .error(ErrorReply(rawCode: try r.required(Tag.Error.code),
                                      message: try r.string(Tag.Error.message) ?? ""))
@@ -108,20 +147,49 @@ extension Message {
     }
 
     private static func decodeRender(_ r: FieldReader) throws(ProtocolError) -> RenderRequest {
+        let priority = try enumValue(Priority.self, r, Tag.Render.priority, "priority", default: .normal)
+        let delivery = try enumValue(DeliveryMode.self, r, Tag.Render.delivery, "delivery mode", default: .final)
+        return RenderRequest(path: try r.requiredString(Tag.Render.path), spec: try decodeSpec(r), priority: priority,
+                             delivery: delivery, allowLarger: try r.bool(Tag.Render.allowLarger) ?? false)
+    }
+
+    private static func decodeSpec(_ r: FieldReader) throws(ProtocolError) -> RenditionSpec {
         let fit = try enumValue(FitMode.self, r, Tag.Render.fit, "fit mode", default: .fit)
         let crop = try enumValue(CropAnchor.self, r, Tag.Render.crop, "crop anchor", default: .centre)
         let format = try enumValue(OutputFormat.self, r, Tag.Render.format, "output format", default: .jpeg)
-        let priority = try enumValue(Priority.self, r, Tag.Render.priority, "priority", default: .normal)
-        let delivery = try enumValue(DeliveryMode.self, r, Tag.Render.delivery, "delivery mode", default: .final)
         let quality: UInt8 = try r.integer(Tag.Render.quality) ?? 0
         guard quality <= 100 else { throw .invalidValue(field: "quality", detail: "\(quality) is over 100") }
-        let spec = RenditionSpec(
+        return RenditionSpec(
             width: try r.integer(Tag.Render.width) ?? 0, height: try r.integer(Tag.Render.height) ?? 0,
             fit: fit, crop: crop, format: format, quality: quality,
             background: try r.integer(Tag.Render.background) ?? 0xFFFFFF,
             page: try r.integer(Tag.Render.page) ?? 0, upscale: try r.bool(Tag.Render.upscale) ?? false)
-        return RenderRequest(path: try r.requiredString(Tag.Render.path), spec: spec, priority: priority,
-                             delivery: delivery)
+    }
+
+    private static func decodePrefetch(_ r: FieldReader) throws(ProtocolError) -> PrefetchRequest {
+        let list = try r.requiredBytes(Tag.Prefetch.paths)
+        var paths: [String] = []
+        var i = list.startIndex
+        while i < list.endIndex {
+            guard list.endIndex - i >= 4 else { throw .truncatedField(tag: Tag.Prefetch.paths) }
+            let length = Int(UInt32(le: list, at: i))
+            guard length <= list.endIndex - i - 4 else { throw .truncatedField(tag: Tag.Prefetch.paths) }
+            guard let path = String(validating: list[(i + 4)..<(i + 4 + length)], as: UTF8.self) else {
+                throw .invalidUTF8(tag: Tag.Prefetch.paths)
+            }
+            paths.append(path)
+            i += 4 + length
+        }
+        let priority = try enumValue(Priority.self, r, Tag.Render.priority, "priority", default: .prefetch)
+        return PrefetchRequest(paths: paths, spec: try decodeSpec(r), priority: priority)
+    }
+
+    private static func decodeResult(_ r: FieldReader) throws(ProtocolError) -> RenderResult {
+        let format = try enumValue(OutputFormat.self, r, Tag.Result.format, "format", default: nil)
+        return RenderResult(format: format, width: try r.required(Tag.Result.width),
+                            height: try r.required(Tag.Result.height),
+                            fromCache: try r.bool(Tag.Result.fromCache) ?? false,
+                            bytes: Array(try r.requiredBytes(Tag.Result.bytes)))
     }
 
     private static func enumValue<E: RawRepresentable>(_ type: E.Type, _ r: FieldReader, _ tag: UInt16,

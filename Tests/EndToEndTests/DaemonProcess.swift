@@ -15,7 +15,10 @@ final class DaemonProcess {
     let logPath: String
 
     /// Starts a daemon in a fresh temporary directory, or on `cacheDirectory` to reuse a store.
-    init(directory: String? = nil, extraArguments: [String] = []) throws {
+    private let environment: [String: String]
+
+    init(directory: String? = nil, extraArguments: [String] = [], environment: [String: String] = [:]) throws {
+        self.environment = environment
         let directory = try directory ?? Self.makeTemporaryDirectory()
         self.directory = directory
         self.socketPath = directory + "/viewerd.sock"
@@ -49,6 +52,7 @@ final class DaemonProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.executable("viewerd"))
         process.arguments = ["--socket", socketPath, "--cache-dir", cacheDirectory] + extraArguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         if !FileManager.default.fileExists(atPath: logPath) {
             _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         }

@@ -6,15 +6,48 @@ struct MessageCodecTests {
     static let messages: [Message] = [
         .hello(Hello(clientName: "viewer")),
         .welcome(Welcome(version: 1, serverVersion: "9.9", maxRequestBody: 1, maxResponseBody: 2)),
+        .welcome(Welcome(version: 1, serverVersion: "", maxRequestBody: 1, maxResponseBody: 2,
+                         capabilities: [.previews, .cancellation, Capabilities(rawValue: 1 << 63)],
+                         maxOutstanding: .max)),
         .render(RenderRequest(path: "/a b/ç.png", spec: RenditionSpec(width: 0, height: 512, format: .avif),
                               priority: .background, delivery: .cacheOnly)),
+        .render(RenderRequest(path: "", spec: RenditionSpec(width: 64, height: 64), delivery: .opportunistic,
+                              allowLarger: true)),
+        .cancel,
+        .setPriority(.visible),
+        .setPriority(.background),
+        .prefetch(PrefetchRequest(paths: [], spec: RenditionSpec(width: 128, height: 0))),
+        .prefetch(PrefetchRequest(paths: ["/a.jpg", "", "/ü/ñ.heic"],
+                                  spec: RenditionSpec(width: 300, height: 200, fit: .fill, crop: .entropy, format: .png,
+                                                      quality: 100, background: 0, page: 3, upscale: true),
+                                  priority: .high)),
+        .stopPrefetch(PrefetchRequest(paths: ["/a.jpg"], spec: RenditionSpec(width: 128, height: 0), priority: .background)),
+        .stopPrefetchAll,
+        .invalidate(InvalidateRequest(path: "/pictures/a.jpg")),
+        .invalidate(InvalidateRequest(path: "/pictures", recursive: true)),
         .result(RenderResult(format: .raw, width: 1, height: 1, fromCache: false, bytes: [1, 2, 3, 4])),
+        .preview(RenderResult(format: .webp, width: 10, height: 20, fromCache: false, bytes: [])),
         .error(ErrorReply(rawCode: 999, message: "from a newer server")),
+        .cancelled,
         .stats,
         .statsReply(StatsReply(counters: [])),
         .ping,
         .pong,
+        .ack(count: 0),
+        .ack(count: .max),
     ]
+
+    /// A message whose decoding is expected to fail, built field by field.
+    private func decode(_ type: MessageType, _ build: (inout FieldWriter) -> Void) throws(ProtocolError) -> Message {
+        var writer = FieldWriter()
+        build(&writer)
+        return try Message(frame: Frame(type: type.rawValue, requestID: 1, body: writer.bytes))
+    }
+
+    /// A path list as PREFETCH carries it: repeated [u32 LE length][bytes].
+    private func pathList(_ paths: [[UInt8]]) -> [UInt8] {
+        paths.flatMap { withUnsafeBytes(of: UInt32($0.count).littleEndian, Array.init) + $0 }
+    }
 
     @Test("every message survives encoding and decoding", arguments: messages)
     func roundTrip(_ message: Message) throws {
@@ -23,11 +56,28 @@ struct MessageCodecTests {
         #expect(try Message(frame: frame) == message)
     }
 
-    @Test("an unknown message type throws unexpectedMessage")
-    func unknownType() throws {
-        #expect(throws: ProtocolError.unexpectedMessage(type: 0x03)) {
-            try Message(frame: Frame(type: 0x03, requestID: 1, body: []))
+    @Test("every message type is covered by the round-trip list")
+    func roundTripCoverage() {
+        #expect(Set(Self.messages.map(\.type)) == Set(MessageType.allCases))
+    }
+
+    @Test("an unassigned message type throws unexpectedMessage",
+          arguments: [0x00, 0x0B, 0x55, 0x7F, 0x80, 0x89, 0xFF] as [UInt8])
+    func unknownType(_ type: UInt8) throws {
+        #expect(MessageType(rawValue: type) == nil)
+        #expect(throws: ProtocolError.unexpectedMessage(type: type)) {
+            try Message(frame: Frame(type: type, requestID: 1, body: []))
         }
+    }
+
+    @Test("message type numbers match PROTOCOL.md")
+    func typeNumbers() {
+        let table = MessageType.allCases.map { String($0.rawValue, radix: 16) + " \($0)" }
+        #expect(table == [
+            "1 hello", "2 render", "3 cancel", "4 setPriority", "5 prefetch", "6 stopPrefetch", "7 stopPrefetchAll",
+            "8 invalidate", "9 stats", "a ping",
+            "81 welcome", "82 result", "83 preview", "84 error", "85 cancelled", "86 statsReply", "87 pong", "88 ack",
+        ])
     }
 
     @Test("RENDER without a path is missing a required field")
@@ -81,5 +131,218 @@ struct MessageCodecTests {
         #expect(throws: ProtocolError.truncatedField(tag: 1)) {
             try Message(frame: Frame(type: MessageType.statsReply.rawValue, requestID: 1, body: writer.bytes))
         }
+    }
+
+    // MARK: - New in the extended protocol
+
+    @Test("capability bits and the descriptor flag have their documented values")
+    func capabilityBits() {
+        #expect(Capabilities.descriptorPassing.rawValue == 0x01)
+        #expect(Capabilities.previews.rawValue == 0x02)
+        #expect(Capabilities.prefetch.rawValue == 0x04)
+        #expect(Capabilities.invalidate.rawValue == 0x08)
+        #expect(Capabilities.cancellation.rawValue == 0x10)
+        let all: Capabilities = [.descriptorPassing, .previews, .prefetch, .invalidate, .cancellation]
+        #expect(all.rawValue == 0x1F)
+        #expect(FrameFlags.descriptor == 0x0001)
+    }
+
+    @Test("a WELCOME from a server without capabilities and max_outstanding decodes with both 0")
+    func welcomeWithoutNewFields() throws {
+        let message = try decode(.welcome) { w in
+            w.put(1, UInt16(1))
+            w.put(3, UInt32(1 << 20))
+            w.put(4, UInt32(1 << 28))
+        }
+        #expect(message == .welcome(Welcome(version: 1, serverVersion: "", maxRequestBody: 1 << 20,
+                                            maxResponseBody: 1 << 28, capabilities: [], maxOutstanding: 0)))
+    }
+
+    @Test("capabilities are a u64, max_outstanding a u32")
+    func welcomeFieldWidths() throws {
+        #expect(throws: ProtocolError.badFieldLength(tag: 5, length: 4)) {
+            try decode(.welcome) { w in
+                w.put(1, UInt16(1)); w.put(3, UInt32(1)); w.put(4, UInt32(1)); w.put(5, UInt32(0x1F))
+            }
+        }
+        #expect(throws: ProtocolError.badFieldLength(tag: 6, length: 8)) {
+            try decode(.welcome) { w in
+                w.put(1, UInt16(1)); w.put(3, UInt32(1)); w.put(4, UInt32(1)); w.put(6, UInt64(4096))
+            }
+        }
+    }
+
+    @Test("allow_larger is written only when true, and absent means false")
+    func allowLarger() throws {
+        let spec = RenditionSpec(width: 64, height: 64)
+        let plain = Message.render(RenderRequest(path: "/a.jpg", spec: spec)).body()
+        let larger = Message.render(RenderRequest(path: "/a.jpg", spec: spec, allowLarger: true)).body()
+
+        // The false form is the twelve-field body; true appends tag 13 = 1
+        #expect(try !FieldReader(plain, message: "render").has(13))
+        #expect(larger == plain + [13, 0, 1, 0, 0, 0, 1])
+
+        // Any non-zero byte is true, like every bool
+        let decoded = try decode(.render) { w in w.put(1, "/a.jpg"); w.put(2, UInt32(64)); w.put(13, UInt8(7)) }
+        guard case .render(let request) = decoded else { Issue.record("not RENDER"); return }
+        #expect(request.allowLarger)
+    }
+
+    @Test("CANCEL, CANCELLED and STOP_PREFETCH_ALL have empty bodies, and ignore well-formed fields",
+          arguments: [MessageType.cancel, .cancelled, .stopPrefetchAll])
+    func emptyBodies(_ type: MessageType) throws {
+        let message = try decode(type) { w in w.put(0x7777, UInt32(1)) }
+        #expect(message.type == type)
+        #expect(message.body().isEmpty)
+        #expect(throws: ProtocolError.truncatedField(tag: 0)) {
+            try Message(frame: Frame(type: type.rawValue, requestID: 1, body: [1, 0, 0]))
+        }
+    }
+
+    @Test("SET_PRIORITY requires its priority, and only a defined one")
+    func setPriorityFields() throws {
+        #expect(try decode(.setPriority) { w in w.put(1, UInt8(1)) } == .setPriority(.high))
+        #expect(throws: ProtocolError.self) { try decode(.setPriority) { _ in } }
+        #expect(throws: ProtocolError.invalidValue(field: "priority", detail: "unknown value 5")) {
+            try decode(.setPriority) { w in w.put(1, UInt8(5)) }
+        }
+        #expect(throws: ProtocolError.badFieldLength(tag: 1, length: 2)) {
+            try decode(.setPriority) { w in w.put(1, UInt16(1)) }
+        }
+    }
+
+    @Test("SET_PRIORITY without a priority is a missing field 1")
+    func setPriorityMissing() throws {
+        let error = #expect(throws: ProtocolError.self) { try decode(.setPriority) { _ in } }
+        guard case .missingField(let tag, _)? = error else { Issue.record("not missingField: \(String(describing: error))"); return }
+        #expect(tag == 1)
+    }
+
+    @Test("INVALIDATE requires a path; recursive defaults to false")
+    func invalidateFields() throws {
+        #expect(try decode(.invalidate) { w in w.put(1, "/p") } == .invalidate(InvalidateRequest(path: "/p", recursive: false)))
+        #expect(try decode(.invalidate) { w in w.put(1, "/p"); w.put(2, UInt8(1)) }
+                == .invalidate(InvalidateRequest(path: "/p", recursive: true)))
+        #expect(throws: ProtocolError.missingField(tag: 1, message: "invalidate")) {
+            try decode(.invalidate) { w in w.put(2, UInt8(1)) }
+        }
+        #expect(throws: ProtocolError.invalidUTF8(tag: 1)) { try decode(.invalidate) { w in w.put(1, bytes: [0xFF]) } }
+    }
+
+    @Test("ACK's count is a u64 and defaults to 0")
+    func ackFields() throws {
+        #expect(try decode(.ack) { _ in } == .ack(count: 0))
+        #expect(try decode(.ack) { w in w.put(1, UInt64(1) << 40) } == .ack(count: 1 << 40))
+        #expect(throws: ProtocolError.badFieldLength(tag: 1, length: 4)) { try decode(.ack) { w in w.put(1, UInt32(2)) } }
+    }
+
+    @Test("a PREVIEW decodes like a RESULT: format, width, height and bytes are required")
+    func previewFields() throws {
+        #expect(throws: ProtocolError.self) {
+            try decode(.preview) { w in w.put(1, UInt8(1)); w.put(2, UInt32(1)); w.put(3, UInt32(1)) }
+        }
+        let message = try decode(.preview) { w in
+            w.put(1, UInt8(3)); w.put(2, UInt32(2)); w.put(3, UInt32(1)); w.put(5, bytes: [9])
+        }
+        #expect(message == .preview(RenderResult(format: .png, width: 2, height: 1, fromCache: false, bytes: [9])))
+    }
+
+    // MARK: - PREFETCH path lists
+
+    @Test("an empty path list is a PREFETCH of nothing; absent spec fields take RENDER's defaults, priority prefetch",
+          arguments: [MessageType.prefetch, .stopPrefetch])
+    func emptyPathList(_ type: MessageType) throws {
+        let message = try decode(type) { w in w.put(1, bytes: []) }
+        let expected = PrefetchRequest(paths: [], spec: RenditionSpec(width: 0, height: 0), priority: .prefetch)
+        #expect(message == (type == .prefetch ? .prefetch(expected) : .stopPrefetch(expected)))
+    }
+
+    @Test("the path list is required", arguments: [MessageType.prefetch, .stopPrefetch])
+    func missingPathList(_ type: MessageType) throws {
+        #expect(throws: ProtocolError.missingField(tag: 1, message: "\(type)")) {
+            try decode(type) { w in w.put(2, UInt32(256)) }
+        }
+    }
+
+    @Test("paths decode in order, byte for byte, including empty and non-ASCII ones")
+    func pathListOrder() throws {
+        let paths = ["/b.jpg", "", "/ç/日本.png", "/a.jpg"]
+        let message = try decode(.prefetch) { w in w.put(1, bytes: pathList(paths.map { Array($0.utf8) })) }
+        guard case .prefetch(let request) = message else { Issue.record("not PREFETCH"); return }
+        #expect(request.paths == paths)
+    }
+
+    @Test("a path list whose last length is cut short is truncated", arguments: 1...3)
+    func truncatedLength(_ kept: Int) throws {
+        // Given one whole entry, then only `kept` bytes of the next length
+        let list = pathList([Array("/a.jpg".utf8)]) + [7, 0, 0, 0].prefix(kept)
+        #expect(throws: ProtocolError.truncatedField(tag: 1)) {
+            try decode(.prefetch) { w in w.put(1, bytes: list) }
+        }
+    }
+
+    @Test("a path whose length runs past the end of the list is truncated",
+          arguments: [1, 5, Int(UInt32.max)])
+    func pathPastEnd(_ excess: Int) throws {
+        // Given a length that claims `excess` more bytes than follow
+        let path = Array("/a.jpg".utf8)
+        let length = UInt32(clamping: path.count + excess)
+        let list = withUnsafeBytes(of: length.littleEndian, Array.init) + path
+        #expect(throws: ProtocolError.truncatedField(tag: 1)) {
+            try decode(.stopPrefetch) { w in w.put(1, bytes: list) }
+        }
+    }
+
+    @Test("a path that is not UTF-8 makes the list invalid",
+          arguments: [[0xFF], [0x2F, 0xC3], [0x2F, 0xED, 0xA0, 0x80], [0xC0, 0xAF]] as [[UInt8]])
+    func invalidUTF8Path(_ bytes: [UInt8]) throws {
+        let list = pathList([Array("/ok.jpg".utf8), bytes])
+        #expect(throws: ProtocolError.invalidUTF8(tag: 1)) {
+            try decode(.prefetch) { w in w.put(1, bytes: list) }
+        }
+    }
+
+    @Test("the path list is written as documented: u32 LE length, then the UTF-8 bytes, back to back")
+    func pathListEncoding() throws {
+        let body = Message.prefetch(PrefetchRequest(paths: ["/a", "é"], spec: RenditionSpec(width: 1, height: 1))).body()
+        // Tag 1, length 4 + 2 + 4 + 2 = 12, then the entries
+        #expect(Array(body.prefix(18)) == [1, 0, 12, 0, 0, 0, 2, 0, 0, 0, 0x2F, 0x61, 2, 0, 0, 0, 0xC3, 0xA9])
+    }
+
+    @Test("PREFETCH checks its spec like RENDER does")
+    func prefetchSpecChecks() throws {
+        #expect(throws: ProtocolError.invalidValue(field: "quality", detail: "101 is over 100")) {
+            try decode(.prefetch) { w in w.put(1, bytes: []); w.put(7, UInt8(101)) }
+        }
+        #expect(throws: ProtocolError.invalidValue(field: "priority", detail: "unknown value 9")) {
+            try decode(.prefetch) { w in w.put(1, bytes: []); w.put(11, UInt8(9)) }
+        }
+    }
+
+    // MARK: - Terminal answers
+
+    @Test("RESULT, ERROR, CANCELLED, STATS_REPLY, PONG, ACK and WELCOME end their request")
+    func terminalMessages() {
+        let terminal: [Message] = [
+            .result(RenderResult(format: .jpeg, width: 1, height: 1, fromCache: true, bytes: [])),
+            .error(ErrorReply(.notFound, "gone")),
+            .cancelled,
+            .statsReply(StatsReply(counters: [])),
+            .pong,
+            .ack(count: 0),
+            .welcome(Welcome(version: 1, serverVersion: "", maxRequestBody: 1, maxResponseBody: 1)),
+        ]
+        for message in terminal { #expect(message.isTerminal, "\(message.type)") }
+    }
+
+    @Test("a PREVIEW does not end its request")
+    func previewIsNotTerminal() {
+        #expect(!Message.preview(RenderResult(format: .jpeg, width: 1, height: 1, fromCache: false, bytes: [])).isTerminal)
+    }
+
+    @Test("isTerminal is true exactly for the server → client types other than PREVIEW", arguments: messages)
+    func terminalByType(_ message: Message) {
+        let serverToClient = message.type.rawValue >= 0x80
+        #expect(message.isTerminal == (serverToClient && message.type != .preview))
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import ViewerProtocol
 
@@ -14,8 +15,9 @@ struct VectorTests {
 
         // Then they hold exactly one frame, and it is the documented message
         #expect(decoder.bufferedCount == 0)
+        #expect(frame.type == vector.message.type.rawValue)
         #expect(frame.requestID == vector.requestID)
-        #expect(frame.flags == 0)
+        #expect(frame.flags == vector.flags)
         #expect(try Message(frame: frame) == vector.message)
     }
 
@@ -25,8 +27,10 @@ struct VectorTests {
         // Given the documented message
         let message = vector.message
 
-        // When it is encoded
-        let bytes = message.frame(requestID: vector.requestID).bytes
+        // When it is encoded (the sender sets the descriptor flag when it attaches one)
+        var frame = message.frame(requestID: vector.requestID)
+        frame.flags = vector.flags
+        let bytes = frame.bytes
 
         // Then it matches the file written by hand from the spec, byte for byte
         #expect(bytes == (try vector.bytes))
@@ -44,5 +48,39 @@ struct VectorTests {
 
         // Then prefix + bytes is the whole body
         #expect(prefix + result.bytes == Array(try vector.bytes.dropFirst(FrameHeader.size)))
+    }
+
+    @Test("every message type has a vector, and every vector file is listed")
+    func coverage() throws {
+        // Every type, both directions, appears in at least one vector
+        let covered = Set(GoldenVector.all.map(\.message.type))
+        #expect(covered == Set(MessageType.allCases))
+
+        // And the directory holds no vector the tests do not know
+        let files = try FileManager.default.contentsOfDirectory(atPath: GoldenVector.directory.path)
+            .filter { $0.hasSuffix(".bin") }
+        #expect(Set(files) == Set(GoldenVector.all.map { "\($0.name).bin" }))
+    }
+
+    @Test("only the descriptor vector carries the descriptor flag, and it is a RENDER")
+    func descriptorFlag() throws {
+        let flagged = GoldenVector.all.filter { $0.flags & FrameFlags.descriptor != 0 }
+        #expect(flagged.map(\.name) == ["render-descriptor"])
+        #expect(flagged.allSatisfy { $0.message.type == .render })
+        // Flags are header bytes 6-7, little-endian
+        let bytes = try #require(flagged.first).bytes
+        #expect(bytes[6] == 0x01 && bytes[7] == 0x00)
+    }
+
+    @Test("a PREVIEW has the layout of a RESULT, with its own type")
+    func previewLayout() throws {
+        // Given the PREVIEW vector
+        let vector = try #require(GoldenVector.all.first { $0.name == "preview" })
+        guard case .preview(let preview) = vector.message else { Issue.record("not a PREVIEW"); return }
+
+        // Then its body is exactly the RESULT body of the same fields
+        #expect(RenderResult.body(format: preview.format, width: preview.width, height: preview.height,
+                                  fromCache: preview.fromCache, bytes: preview.bytes)
+                == Array(try vector.bytes.dropFirst(FrameHeader.size)))
     }
 }

@@ -34,6 +34,34 @@ int vd_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
 /// accept4 with SOCK_CLOEXEC | SOCK_NONBLOCK, retrying EINTR.
 int vd_accept(int fd);
 
+/// recvmsg into buf, collecting up to max_fds descriptors passed with SCM_RIGHTS
+/// (received close-on-exec) into fds, their count into *nfds. Returns the byte count, 0 at
+/// end of stream, -1 with errno (EAGAIN when nothing is there). Retries EINTR.
+ssize_t vd_recv_with_fds(int fd, void *buf, size_t len, int *fds, int max_fds, int *nfds);
+
+/// sendmsg of buf with one descriptor attached (SCM_RIGHTS); MSG_NOSIGNAL. Returns the
+/// byte count sent or -1 with errno. Retries EINTR.
+ssize_t vd_send_with_fd(int fd, const void *buf, size_t len, int passed_fd);
+
+/// Starts `exe --worker ARG...` with `sock` as its descriptor 3 (all other descriptors of
+/// ours are close-on-exec). Returns the pid, or -1 with errno.
+pid_t vd_spawn_worker(const char *exe, int sock, const char *arg1, const char *arg2, const char *arg3,
+                      const char *arg4);
+
+/// waitpid(pid, WNOHANG or blocking). Returns pid when it ended (status in *status), 0 if
+/// still running, -1 on error.
+pid_t vd_wait(pid_t pid, int *status, int block);
+
+/// Sets RLIMIT_AS (bytes). Returns 0 or -1.
+int vd_limit_address_space(unsigned long long bytes);
+
+/// poll() on two descriptors for reading; returns a bit mask (1: first ready, 2: second
+/// ready, 4: first hung up or errored), 0 on timeout, -1 on error. Retries EINTR.
+int vd_poll2(int fd1, int fd2, int timeout_ms);
+
+/// Raises the soft limit of open descriptors to the hard limit; returns the new soft limit.
+long vd_raise_nofile(void);
+
 /// flock(LOCK_EX | LOCK_NB). Returns 0, or -1 with errno (EWOULDBLOCK when held).
 int vd_try_lock(int fd);
 

@@ -82,6 +82,13 @@ void vs_gate_shared_end(void);
 void vs_gate_exclusive_begin(void);
 void vs_gate_exclusive_end(void);
 
+/// Asks the render in progress in this process to stop: the next evaluation step of its
+/// pipeline kills it and the call that drives it (vs_save_buffer) fails. Async-signal-safe
+/// and callable from any thread. vs_clear_cancel() before each render.
+void vs_request_cancel(void);
+void vs_clear_cancel(void);
+int vs_cancel_requested(void);
+
 /// Dimensions of a (lazy) image.
 void vs_image_size(VipsImage *image, int *width, int *height, int *bands);
 

@@ -8,12 +8,15 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
     let name: String
     let requestID: UInt32
     let message: Message
+    /// The header's flags (`FrameFlags.descriptor` for a RENDER that carries a descriptor).
+    let flags: UInt16
     /// False when the file leaves out fields the encoder always writes (defaults apply).
     let isCanonical: Bool
 
-    init(_ name: String, requestID: UInt32, _ message: Message, isCanonical: Bool = true) {
+    init(_ name: String, requestID: UInt32, flags: UInt16 = 0, _ message: Message, isCanonical: Bool = true) {
         self.name = name
         self.requestID = requestID
+        self.flags = flags
         self.message = message
         self.isCanonical = isCanonical
     }
@@ -27,7 +30,10 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
 
     /// The frame the file holds, header fields taken from the documented message.
     var frame: Frame {
-        get throws { Frame(type: message.type.rawValue, requestID: requestID, body: Array(try bytes.dropFirst(FrameHeader.size))) }
+        get throws {
+            Frame(type: message.type.rawValue, flags: flags, requestID: requestID,
+                  body: Array(try bytes.dropFirst(FrameHeader.size)))
+        }
     }
 
     /// `protocol/vectors/` of the package this file belongs to.
@@ -46,7 +52,9 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
         GoldenVector("hello", requestID: 0, .hello(Hello(minVersion: 1, maxVersion: 1, clientName: "example"))),
         GoldenVector("welcome", requestID: 0, .welcome(Welcome(version: 1, serverVersion: "0.1.0",
                                                                maxRequestBody: 1_048_576,
-                                                               maxResponseBody: 268_439_552))),
+                                                               maxResponseBody: 268_439_552,
+                                                               capabilities: Capabilities(rawValue: 0x1F),
+                                                               maxOutstanding: 4096))),
         GoldenVector("render", requestID: 7, .render(RenderRequest(
             path: "/pictures/a.jpg",
             spec: RenditionSpec(width: 320, height: 240, fit: .fill, crop: .attention, format: .jpeg,
@@ -62,6 +70,22 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
         GoldenVector("stats-reply", requestID: 10, .statsReply(StatsReply(counters: [("requests", 3), ("hits", 1)]))),
         GoldenVector("ping", requestID: 11, .ping),
         GoldenVector("pong", requestID: 11, .pong),
+        GoldenVector("render-descriptor", requestID: 12, flags: FrameFlags.descriptor, .render(RenderRequest(
+            path: "/pictures/b.jpg", spec: RenditionSpec(width: 256, height: 256),
+            priority: .visible, delivery: .opportunistic, allowLarger: true))),
+        GoldenVector("preview", requestID: 12, .preview(RenderResult(format: .jpeg, width: 256, height: 192,
+                                                                     fromCache: false, bytes: [0xFF, 0xD8, 0xFF, 0xD9]))),
+        GoldenVector("cancel", requestID: 12, .cancel),
+        GoldenVector("cancelled", requestID: 12, .cancelled),
+        GoldenVector("set-priority", requestID: 7, .setPriority(.prefetch)),
+        GoldenVector("prefetch", requestID: 13, .prefetch(PrefetchRequest(
+            paths: ["/pictures/c.jpg", "/pictures/d.jpg"], spec: RenditionSpec(width: 256, height: 256, format: .webp),
+            priority: .prefetch))),
+        GoldenVector("ack", requestID: 13, .ack(count: 2)),
+        GoldenVector("stop-prefetch", requestID: 14, .stopPrefetch(PrefetchRequest(
+            paths: ["/pictures/d.jpg"], spec: RenditionSpec(width: 256, height: 256, format: .webp)))),
+        GoldenVector("stop-prefetch-all", requestID: 15, .stopPrefetchAll),
+        GoldenVector("invalidate", requestID: 16, .invalidate(InvalidateRequest(path: "/pictures", recursive: true))),
     ]
 
     /// Every vector file back to back, as a peer would send them on one connection.

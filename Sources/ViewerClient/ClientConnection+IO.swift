@@ -1,0 +1,200 @@
+import ViewerProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The connection's I/O thread: connect, handshake, then read and write until the end.
+extension ClientConnection {
+    /// The largest frame body accepted from the daemon (viewerd's own limit is 256 MiB + 4 KiB).
+    static let maxResponseBody: UInt32 = 1 << 29
+
+    /// The thread's body. Ends by failing everything still pending with the reason.
+    func run() {
+        let fd: Int32
+        do throws(ViewerClientError) {
+            fd = try Posix.connectUnix(path: socketPath)
+        } catch {
+            end(error)
+            return
+        }
+        // HELLO goes first, before anything queued; a fresh socket takes a few dozen bytes
+        // at once, so this blocking write does not wait.
+        if let code = Posix.sendAll(fd, Message.hello(Hello(clientName: clientName)).frame(requestID: 0).bytes) {
+            Posix.close(fd)
+            end(.unavailable(socket: socketPath, reason: Posix.message(code)))
+            return
+        }
+        Posix.setNonBlocking(fd)
+        let adopted = state.withLock { state -> Bool in
+            guard !state.closeRequested else { return false }
+            state.fd = fd
+            return true
+        }
+        guard adopted else {
+            Posix.close(fd)
+            end(.connectionClosed)
+            return
+        }
+        end(serve(fd))
+    }
+
+    /// Polls and moves bytes until something ends the connection; returns why.
+    private func serve(_ fd: Int32) -> ViewerClientError {
+        var decoder = FrameDecoder(maxBodyLength: Self.maxResponseBody)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
+        defer { buffer.deallocate() }
+        let deadline = ContinuousClock.now + handshakeTimeout
+        while true {
+            let (stop, writeFailed, handshaking, wantWrite) = state.withLock { state -> (Bool, Bool, Bool, Bool) in
+                let handshaking = if case .handshaking = state.phase { true } else { false }
+                state.ioThreadPollsForWrite = !handshaking && state.hasUnwritten && state.sendFailure == nil
+                return (state.closeRequested, state.sendFailure != nil, handshaking, state.ioThreadPollsForWrite)
+            }
+            if stop { return .connectionClosed }
+            if writeFailed {
+                // The daemon has gone; what it sent before going (perhaps an ERROR saying
+                // why) is already here: deliver it, then end.
+                return readAvailable(fd, into: buffer, decoder: &decoder, limit: .max) ?? .connectionClosed
+            }
+            var timeout: Int32 = -1
+            if handshaking {
+                let left = deadline - ContinuousClock.now
+                guard left > .zero else {
+                    return .unavailable(socket: socketPath, reason: "no answer to HELLO within \(handshakeTimeout)")
+                }
+                timeout = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+            }
+            let (events, woken) = Posix.poll(fd, writable: wantWrite, wake: wakeFD, timeoutMilliseconds: timeout)
+            if woken { Posix.drain(eventFD: wakeFD) }
+            if events & Int16(POLLOUT) != 0 {
+                // A failed write is noticed at the top of the loop (sendFailure).
+                _ = state.withLock { $0.flush() }
+            }
+            if events & (Int16(POLLIN) | Int16(POLLHUP) | Int16(POLLERR)) != 0 {
+                if let error = readAvailable(fd, into: buffer, decoder: &decoder) { return error }
+            }
+        }
+    }
+
+    /// Reads what the socket has (a bounded amount, so writes get their turn) and dispatches
+    /// every complete frame. Returns an error when the connection must end.
+    private func readAvailable(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer,
+                               decoder: inout FrameDecoder, limit: Int = 16) -> ViewerClientError? {
+        for _ in 0..<limit {
+            switch Posix.receive(fd, into: buffer) {
+            case .done(let count):
+                decoder.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                if let error = dispatchFrames(&decoder) { return error }
+                if count < buffer.count && limit != .max { return nil }
+            case .wouldBlock: return nil
+            case .endOfStream, .failed: return .connectionClosed
+            }
+        }
+        return nil
+    }
+
+    private func dispatchFrames(_ decoder: inout FrameDecoder) -> ViewerClientError? {
+        while true {
+            let frame: Frame
+            do throws(ProtocolError) {
+                guard let next = try decoder.next() else { return nil }
+                frame = next
+            } catch {
+                return .protocolViolation("\(error)")
+            }
+            if let error = dispatch(frame) { return error }
+        }
+    }
+
+    /// Hands one frame to its request's sink; returns an error when it ends the connection.
+    private func dispatch(_ frame: Frame) -> ViewerClientError? {
+        let message: Message
+        do throws(ProtocolError) {
+            message = try Message(frame: frame)
+        } catch {
+            // A message type from a newer daemon is skipped by its length.
+            if case .unexpectedMessage = error { return nil }
+            let what = MessageType(rawValue: frame.type).map { "\($0)" } ?? "message"
+            if frame.requestID == 0 { return .protocolViolation("malformed \(what): \(error)") }
+            let sink = state.withLock { $0.pending.removeValue(forKey: frame.requestID) }
+            sink?.fail(.protocolViolation("malformed \(what) for request \(frame.requestID): \(error)"))
+            return nil
+        }
+        if frame.requestID == 0 { return connectionMessage(message) }
+        let sink = state.withLock { state in
+            message.isTerminal ? state.pending.removeValue(forKey: frame.requestID) : state.pending[frame.requestID]
+        }
+        // An id with no entry is an answer nobody waits for any more (e.g. after a failed
+        // send); it is dropped.
+        sink?.receive(message)
+        return nil
+    }
+
+    /// WELCOME, or an ERROR about the whole connection (request id 0).
+    private func connectionMessage(_ message: Message) -> ViewerClientError? {
+        switch message {
+        case .welcome(let welcome):
+            guard ProtocolVersion.supported.contains(welcome.version) else {
+                return .protocolViolation("the daemon chose protocol version \(welcome.version); this client speaks \(ProtocolVersion.supported)")
+            }
+            open(welcome)
+            return nil
+        case .error(let reply):
+            return .server(reply)
+        default:
+            return nil
+        }
+    }
+
+    /// The handshake is done: refuse what was queued that this daemon cannot take, start
+    /// writing the rest, and wake the tasks waiting for WELCOME.
+    private func open(_ welcome: Welcome) {
+        let (refused, waiters) = state.withLock { state -> ([(any ReplySink, ViewerClientError)], [CheckedContinuation<Welcome, any Error>]) in
+            guard case .handshaking = state.phase else { return ([], []) }
+            state.phase = .open(welcome)
+            var refused: [(any ReplySink, ViewerClientError)] = []
+            var kept: [Outbound] = []
+            for item in state.queue[state.head...] {
+                guard let problem = item.problem(against: welcome) else {
+                    kept.append(item)
+                    continue
+                }
+                if let descriptor = item.descriptor { Posix.close(descriptor) }
+                if !item.isControl, let sink = state.pending.removeValue(forKey: item.requestID) {
+                    refused.append((sink, problem))
+                }
+            }
+            state.queue = kept
+            state.head = 0
+            _ = state.flush()
+            defer { state.welcomeWaiters = [:] }
+            return (refused, Array(state.welcomeWaiters.values))
+        }
+        for (sink, problem) in refused { sink.fail(problem) }
+        for waiter in waiters { waiter.resume(returning: welcome) }
+    }
+
+    /// Ends the connection: closes the socket, then fails every pending request and
+    /// handshake waiter with `error`.
+    private func end(_ error: ViewerClientError) {
+        let (sinks, waiters) = state.withLock { state -> ([any ReplySink], [CheckedContinuation<Welcome, any Error>]) in
+            state.phase = .closed(error)
+            if state.fd >= 0 {
+                Posix.close(state.fd)
+                state.fd = -1
+            }
+            for item in state.queue[state.head...] {
+                if let descriptor = item.descriptor { Posix.close(descriptor) }
+            }
+            state.queue = []
+            state.head = 0
+            defer {
+                state.pending = [:]
+                state.welcomeWaiters = [:]
+            }
+            return (Array(state.pending.values), Array(state.welcomeWaiters.values))
+        }
+        for sink in sinks { sink.fail(error) }
+        for waiter in waiters { waiter.resume(throwing: error) }
+    }
+}

@@ -1,0 +1,166 @@
+import ViewerProtocol
+
+extension ViewerClient {
+    // MARK: Handles
+
+    /// Sends a render request and returns its handle at once, without waiting for an answer
+    /// (nor for the connection: the request is queued until the handshake is done).
+    ///
+    /// - Parameters:
+    ///   - path: Absolute path of the source file, as the daemon sees the file system.
+    ///   - spec: The rendition wanted (box, fit, crop, format, quality, …).
+    ///   - priority: How urgent it is; change it later with `setPriority(_:)`.
+    ///   - delivery: `.final` (one answer), `.opportunistic` (degraded previews first, see
+    ///     `RenderRequestHandle.renditions()`), or `.cacheOnly` (fails with `not-cached`
+    ///     rather than render).
+    ///   - allowLarger: Whether a cached rendition slightly larger than the box may answer.
+    ///
+    /// ```swift
+    /// let request = client.request("/pictures/a.jpg", spec: RenditionSpec(width: 256, height: 256),
+    ///                              priority: .prefetch)
+    /// request.setPriority(.visible)          // the cell scrolled into view
+    /// let thumbnail = try await request.result
+    /// ```
+    public func request(_ path: String, spec: RenditionSpec, priority: Priority = .normal,
+                        delivery: DeliveryMode = .final, allowLarger: Bool = false) -> RenderRequestHandle {
+        start(RenderRequest(path: path, spec: spec, priority: priority, delivery: delivery, allowLarger: allowLarger),
+              descriptor: nil)
+    }
+
+    /// Sends a render request for a box of `size` and returns its handle at once.
+    /// See `request(_:spec:priority:delivery:allowLarger:)`.
+    ///
+    /// ```swift
+    /// let request = client.request("/pictures/a.jpg", size: (256, 256), mode: .fill, format: .webp)
+    /// ```
+    public func request(_ path: String, size: (width: UInt32, height: UInt32), mode: FitMode = .fit,
+                        format: OutputFormat = .jpeg, priority: Priority = .normal, delivery: DeliveryMode = .final,
+                        allowLarger: Bool = false) -> RenderRequestHandle {
+        request(path, spec: RenditionSpec(width: size.width, height: size.height, fit: mode, format: format),
+                priority: priority, delivery: delivery, allowLarger: allowLarger)
+    }
+
+    /// Sends a render request whose source is an open file descriptor (passed to the daemon
+    /// with SCM_RIGHTS, which proves the caller may read the file) and returns its handle.
+    ///
+    /// The client duplicates `descriptor`: the caller keeps ownership of its own and may
+    /// close it as soon as this returns. `path` only names the file (logs, invalidation).
+    /// The request fails with `ViewerClientError.unsupported` if the daemon does not
+    /// announce descriptor passing. Passing a descriptor that is not open is a programmer
+    /// error and traps.
+    ///
+    /// ```swift
+    /// let fd = open(url.path, O_RDONLY)
+    /// let request = try client.request(descriptor: fd, path: url.path, spec: RenditionSpec(width: 512, height: 512))
+    /// close(fd)
+    /// ```
+    public func request(descriptor: Int32, path: String, spec: RenditionSpec, priority: Priority = .normal,
+                        delivery: DeliveryMode = .final, allowLarger: Bool = false) throws -> RenderRequestHandle {
+        let copy = try Posix.duplicate(descriptor)
+        return start(RenderRequest(path: path, spec: spec, priority: priority, delivery: delivery, allowLarger: allowLarger),
+                     descriptor: copy)
+    }
+
+    // MARK: One answer
+
+    /// Renders (or fetches from the cache) one rendition of `path` in a box of `size`.
+    ///
+    /// Cancelling the calling task sends CANCEL and throws `CancellationError` at once.
+    /// With `delivery: .opportunistic` previews are skipped; use `renditions(…)` to see them.
+    ///
+    /// - Throws: `ViewerClientError.server` with the daemon's code and message (e.g.
+    ///   `corrupt-image`, `not-found`), `.connectionClosed` when the daemon goes away, or
+    ///   `CancellationError`.
+    ///
+    /// ```swift
+    /// let thumbnail = try await client.render("/pictures/a.jpg", size: (256, 256), mode: .fill,
+    ///                                         format: .webp, priority: .visible)
+    /// image.data = thumbnail.bytes
+    /// ```
+    public func render(_ path: String, size: (width: UInt32, height: UInt32), mode: FitMode = .fit,
+                       format: OutputFormat = .jpeg, priority: Priority = .normal, delivery: DeliveryMode = .final,
+                       allowLarger: Bool = false) async throws -> RenderResult {
+        try await render(path, spec: RenditionSpec(width: size.width, height: size.height, fit: mode, format: format),
+                         priority: priority, delivery: delivery, allowLarger: allowLarger)
+    }
+
+    /// Renders (or fetches from the cache) one rendition of `path` as `spec` describes.
+    /// See `render(_:size:mode:format:priority:delivery:allowLarger:)`.
+    ///
+    /// ```swift
+    /// let spec = RenditionSpec(width: 1024, height: 0, format: .avif, quality: 60)
+    /// let wide = try await client.render("/pictures/a.jpg", spec: spec)
+    /// ```
+    public func render(_ path: String, spec: RenditionSpec, priority: Priority = .normal,
+                       delivery: DeliveryMode = .final, allowLarger: Bool = false) async throws -> RenderResult {
+        try Task.checkCancellation()
+        return try await request(path, spec: spec, priority: priority, delivery: delivery, allowLarger: allowLarger).result
+    }
+
+    /// Renders one rendition of the file open at `descriptor` (see
+    /// `request(descriptor:path:spec:priority:delivery:allowLarger:)` for ownership).
+    ///
+    /// ```swift
+    /// let thumbnail = try await client.render(descriptor: fd, path: path, spec: RenditionSpec(width: 256, height: 256))
+    /// ```
+    public func render(descriptor: Int32, path: String, spec: RenditionSpec, priority: Priority = .normal,
+                       delivery: DeliveryMode = .final, allowLarger: Bool = false) async throws -> RenderResult {
+        try Task.checkCancellation()
+        return try await request(descriptor: descriptor, path: path, spec: spec, priority: priority, delivery: delivery,
+                                 allowLarger: allowLarger).result
+    }
+
+    /// Renders one rendition of the file open at `descriptor` in a box of `size`.
+    ///
+    /// ```swift
+    /// let thumbnail = try await client.render(descriptor: fd, path: path, size: (256, 256))
+    /// ```
+    public func render(descriptor: Int32, path: String, size: (width: UInt32, height: UInt32), mode: FitMode = .fit,
+                       format: OutputFormat = .jpeg, priority: Priority = .normal, delivery: DeliveryMode = .final,
+                       allowLarger: Bool = false) async throws -> RenderResult {
+        try await render(descriptor: descriptor, path: path,
+                         spec: RenditionSpec(width: size.width, height: size.height, fit: mode, format: format),
+                         priority: priority, delivery: delivery, allowLarger: allowLarger)
+    }
+
+    // MARK: Previews, then the final
+
+    /// Asks with opportunistic delivery and returns the degraded previews the daemon sends
+    /// (`isDegraded` true), then the final rendition, which ends the sequence. Errors end it
+    /// by throwing. Breaking out of the loop, or cancelling the iterating task, cancels the
+    /// request.
+    ///
+    /// ```swift
+    /// for try await rendition in client.renditions("/pictures/big.jpg", size: (2048, 2048), priority: .visible) {
+    ///     imageView.show(rendition.bytes)   // a blurry preview first, then the sharp one
+    /// }
+    /// ```
+    public func renditions(_ path: String, size: (width: UInt32, height: UInt32), mode: FitMode = .fit,
+                           format: OutputFormat = .jpeg, priority: Priority = .normal,
+                           allowLarger: Bool = false) -> AsyncThrowingStream<Rendition, any Error> {
+        renditions(path, spec: RenditionSpec(width: size.width, height: size.height, fit: mode, format: format),
+                   priority: priority, allowLarger: allowLarger)
+    }
+
+    /// Previews, then the final rendition of `path` as `spec` describes.
+    /// See `renditions(_:size:mode:format:priority:allowLarger:)`.
+    ///
+    /// ```swift
+    /// for try await rendition in client.renditions(path, spec: spec) where !rendition.isDegraded {
+    ///     save(rendition.bytes)
+    /// }
+    /// ```
+    public func renditions(_ path: String, spec: RenditionSpec, priority: Priority = .normal,
+                           allowLarger: Bool = false) -> AsyncThrowingStream<Rendition, any Error> {
+        request(path, spec: spec, priority: priority, delivery: .opportunistic, allowLarger: allowLarger).renditions()
+    }
+
+    private func start(_ request: RenderRequest, descriptor: Int32?) -> RenderRequestHandle {
+        let call = RenderCall()
+        let connection = connection()
+        let id = connection.submit(.render(request), flags: descriptor == nil ? 0 : FrameFlags.descriptor,
+                                   descriptor: descriptor, requires: descriptor == nil ? [] : .descriptorPassing,
+                                   sink: call)
+        return RenderRequestHandle(requestID: id, path: request.path, call: call, connection: connection, client: self)
+    }
+}

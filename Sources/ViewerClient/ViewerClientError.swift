@@ -1,0 +1,32 @@
+import ViewerProtocol
+
+/// Why a call to the daemon failed.
+///
+/// A cancelled call throws `CancellationError` instead, never one of these.
+public enum ViewerClientError: Error, Equatable, CustomStringConvertible, Sendable {
+    /// No daemon answers at the socket (not running, or no permission), or it did not
+    /// complete the handshake.
+    case unavailable(socket: String, reason: String)
+    /// The daemon answered the request with an error. An error about the whole connection
+    /// (request id 0, e.g. `shutting-down`) fails every request pending on it this way.
+    case server(ErrorReply)
+    /// The daemon sent bytes this client cannot understand.
+    case protocolViolation(String)
+    /// The connection closed before the answer arrived. The next call reconnects.
+    case connectionClosed
+    /// The daemon did not announce the capability this call needs (an older daemon).
+    case unsupported(String)
+    /// The request cannot be sent as asked (too large for the daemon, unusable descriptor).
+    case invalidArgument(String)
+
+    public var description: String {
+        switch self {
+        case .unavailable(let socket, let reason): "viewerd is not available at \(socket): \(reason)"
+        case .server(let reply): "\(reply.message) [\(reply.code?.name ?? "error \(reply.rawCode)")]"
+        case .protocolViolation(let m): "protocol error: \(m)"
+        case .connectionClosed: "the connection to viewerd closed"
+        case .unsupported(let feature): "this viewerd does not support \(feature)"
+        case .invalidArgument(let m): "invalid request: \(m)"
+        }
+    }
+}

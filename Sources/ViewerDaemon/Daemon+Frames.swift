@@ -1,0 +1,116 @@
+import Foundation
+import Rendering
+import RenditionStore
+import ViewerProtocol
+
+extension Daemon {
+    func handleFrame(_ frame: Frame, on connection: Connection) {
+        // A descriptor travels with its frame; take it first so it is never left behind.
+        var descriptor: Int32?
+        if frame.flags & FrameFlags.descriptor != 0 {
+            guard !connection.descriptors.isEmpty else {
+                reject(connection, ErrorReply(.malformedFrame, "frame \(frame.requestID) is flagged with a descriptor but none arrived"))
+                return
+            }
+            descriptor = connection.descriptors.removeFirst()
+        }
+        let message: Message
+        do throws(ProtocolError) {
+            message = try Message(frame: frame)
+        } catch {
+            if let descriptor { Posix.close(descriptor) }
+            if frame.type == MessageType.cancel.rawValue || frame.type == MessageType.setPriority.rawValue,
+               connection.version != nil {
+                return  // see below: never answer on the id a control frame names
+            }
+            if connection.version == nil {
+                reject(connection, ErrorReply(.handshakeRequired, "the first frame must be HELLO (\(error))"))
+            } else if case .unexpectedMessage = error {
+                send(connection, .error(ErrorReply(.unknownMessage, "\(error)")), requestID: frame.requestID)
+            } else {
+                send(connection, .error(ErrorReply(.malformedFrame, "\(error)")), requestID: frame.requestID)
+            }
+            return
+        }
+        guard connection.version != nil else {
+            if let descriptor { Posix.close(descriptor) }
+            guard case .hello(let hello) = message else {
+                reject(connection, ErrorReply(.handshakeRequired, "the first frame must be HELLO, not \(message.type)"))
+                return
+            }
+            greet(connection, hello)
+            return
+        }
+        if let descriptor, message.type != .render {
+            Posix.close(descriptor)
+            // An answer on a CANCEL's or SET_PRIORITY's id would read as the end of the
+            // request they name: a bad control frame is dropped instead.
+            if message.type != .cancel && message.type != .setPriority {
+                send(connection, .error(ErrorReply(.invalidArgument, "only RENDER takes a descriptor")), requestID: frame.requestID)
+            }
+            return
+        }
+        let id = frame.requestID
+        switch message {
+        case .render(let request):
+            handleRender(request, descriptor: descriptor, requestID: id, on: connection)
+        case .cancel:
+            cancel(requestID: id, on: connection)
+        case .setPriority(let priority):
+            setPriority(priority, requestID: id, on: connection)
+        case .prefetch(let request):
+            send(connection, .ack(count: UInt64(startPrefetch(request, on: connection))), requestID: id)
+        case .stopPrefetch(let request):
+            send(connection, .ack(count: UInt64(stopPrefetch(request, on: connection))), requestID: id)
+        case .stopPrefetchAll:
+            send(connection, .ack(count: UInt64(stopAllPrefetches(of: connection))), requestID: id)
+        case .invalidate(let request):
+            invalidate(request, requestID: id, on: connection)
+        case .stats:
+            send(connection, .statsReply(statsReply()), requestID: id)
+        case .ping:
+            send(connection, .pong, requestID: id)
+        case .hello:
+            send(connection, .error(ErrorReply(.invalidArgument, "HELLO was already received")), requestID: id)
+        case .welcome, .result, .preview, .error, .cancelled, .statsReply, .pong, .ack:
+            send(connection, .error(ErrorReply(.unknownMessage, "\(message.type) is sent by servers, not clients")),
+                 requestID: id)
+        }
+    }
+
+    private func greet(_ connection: Connection, _ hello: Hello) {
+        let lower = max(hello.minVersion, ProtocolVersion.supported.lowerBound)
+        let upper = min(hello.maxVersion, ProtocolVersion.supported.upperBound)
+        guard lower <= upper else {
+            reject(connection, ErrorReply(.unsupportedVersion,
+                                          "client speaks \(hello.minVersion)-\(hello.maxVersion), server speaks " +
+                                          "\(ProtocolVersion.supported.lowerBound)-\(ProtocolVersion.supported.upperBound)"))
+            return
+        }
+        connection.version = upper
+        connection.clientName = String(hello.clientName.prefix(64))
+        send(connection, .welcome(Welcome(version: upper, serverVersion: viewerdVersion,
+                                          maxRequestBody: configuration.maxRequestBody,
+                                          maxResponseBody: configuration.maxResponseBody,
+                                          capabilities: [.descriptorPassing, .previews, .prefetch, .invalidate, .cancellation],
+                                          maxOutstanding: UInt32(configuration.maxOutstandingPerClient))), requestID: 0)
+    }
+
+    /// Opens the source a request names, checking that the peer may read it: a descriptor it
+    /// passed proves access; a path is served to the daemon's own user (and root), and to
+    /// other users only under a configured shared root.
+    func openSource(path: String, descriptor: Int32?, for connection: Connection) throws(RenderError) -> SourceFile {
+        if let descriptor { return try SourceFile(descriptor: descriptor, path: path) }
+        guard path.hasPrefix("/") else { throw .invalidPath("path must be absolute: \(path)") }
+        if connection.peerUID != getuid() && connection.peerUID != 0 {
+            guard let real = realpath(path, nil) else { throw RenderError.fromErrno(errno, path: path) }
+            let resolved = String(cString: real)
+            free(real)
+            guard configuration.sharedRoots.contains(where: { resolved == $0 || resolved.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }) else {
+                throw .permissionDenied("\(path) (outside the shared roots: pass an open file descriptor instead)")
+            }
+            return try SourceFile(path: resolved)
+        }
+        return try SourceFile(path: path)
+    }
+}

@@ -1,0 +1,87 @@
+import ViewerProtocol
+
+/// Choosing the work to start: priority classes, turns across clients, the memory budget
+/// and the costly-work rules (see `Scheduler` for the rules themselves).
+extension SchedulerState {
+    /// What one class offers.
+    enum Pick {
+        /// Start this work; `passedOver` waited for memory and was ranked ahead of it.
+        case take(id: UInt64, client: UInt64, passedOver: [UInt64])
+        /// Work of this class waits for memory: nothing less urgent may start.
+        case holdBack
+        /// Nothing here may start for now (empty, or only costly work while costly work
+        /// runs): less urgent classes may.
+        case nothing
+    }
+
+    mutating func takeNext() -> ScheduledWork<Payload>? {
+        for rank in classes.indices where classes[rank].count > 0 {
+            switch pick(in: rank) {
+            case let .take(id, client, passedOver):
+                for skipped in passedOver { entries[skipped]?.bypassed += 1 }
+                return start(id, client: client, rank: rank)
+            case .holdBack:
+                return nil
+            case .nothing:
+                continue
+            }
+        }
+        return nil
+    }
+
+    /// Whether work of this cost may start now. Work over the whole budget fits only when
+    /// nothing runs, and then nothing else fits until it finishes.
+    func fits(_ cost: UInt64) -> Bool {
+        running.isEmpty || (memoryInUse <= budget && cost <= budget - memoryInUse)
+    }
+
+    /// The best work of one class that may start: clients in turn order, each client's work in
+    /// its lane's order (newest first in the visible class), the first that fits.
+    func pick(in rank: Int) -> Pick {
+        let queue = classes[rank]
+        let visible = rank == Int(Priority.visible.rawValue)
+        var passedOver: [UInt64] = []
+        var waitsForMemory = false
+        // In the visible class costly work yields to any visible work that can run.
+        var costlyFallback: (id: UInt64, client: UInt64, passedOver: Int)?
+        for client in queue.rotation {
+            let lane = queue.lanes[client]!
+            for position in 0..<lane.count {
+                let id = lane.slot(at: position, newestFirst: visible).id
+                let entry = entries[id]!
+                // Waiting only for the running costly work to end does not hold anything
+                // back: what starts meanwhile does not stand in its way (a second costly one
+                // would, and it waits too).
+                if entry.work.costly && runningCostly > 0 { continue }
+                guard fits(entry.work.cost) else {
+                    // Passed over often enough: from now on it reserves the memory it needs.
+                    if entry.bypassed >= maxBypass { return .holdBack }
+                    waitsForMemory = true
+                    passedOver.append(id)
+                    continue
+                }
+                if visible && entry.work.costly {
+                    if costlyFallback == nil { costlyFallback = (id, client, passedOver.count) }
+                    continue
+                }
+                return .take(id: id, client: client, passedOver: passedOver)
+            }
+        }
+        if let fallback = costlyFallback {
+            return .take(id: fallback.id, client: fallback.client, passedOver: Array(passedOver.prefix(fallback.passedOver)))
+        }
+        return waitsForMemory ? .holdBack : .nothing
+    }
+
+    private mutating func start(_ id: UInt64, client: UInt64, rank: Int) -> ScheduledWork<Payload> {
+        let entry = entries.removeValue(forKey: id)!
+        classes[rank].take(stamp: entry.stamp, client: client)
+        dequeued(client: client)
+        running[id] = Running(cost: entry.work.cost, costly: entry.work.costly)
+        // No overflow: it fits, or it runs alone.
+        memoryInUse += entry.work.cost
+        if entry.work.costly { runningCostly += 1 }
+        started += 1
+        return entry.work
+    }
+}

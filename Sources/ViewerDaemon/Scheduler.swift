@@ -1,0 +1,158 @@
+import Synchronization
+import ViewerProtocol
+
+/// One piece of render work as the scheduler sees it: who asked, how urgent, what it costs.
+///
+/// `Payload` is whatever the caller needs to run it (the daemon's job; a fake in tests).
+struct ScheduledWork<Payload: Sendable>: Sendable {
+    /// Unique and increasing: the daemon's job sequence number.
+    let id: UInt64
+    /// The connection that asked first; fairness is per client.
+    let client: UInt64
+    /// The class the work is queued in (the scheduler keeps it current on `setPriority`).
+    var priority: Priority
+    /// Estimated peak memory in bytes (`Renderer.estimateCost`), counted while it runs.
+    let cost: UInt64
+    /// A decode much costlier than its output (a large progressive JPEG, ...): one at a time,
+    /// and never ahead of visible work that could run instead.
+    let costly: Bool
+    let payload: Payload
+}
+
+/// A snapshot of the scheduler, for `viewerctl stats` and for tests.
+struct SchedulerStats: Sendable, Equatable {
+    /// Queued (not started) work per class, indexed by `Priority.rawValue`.
+    var queuedByClass: [Int]
+    /// Work taken by `next()` and not yet `finished`.
+    var running: Int
+    /// Of which costly (0 or 1).
+    var runningCostly: Int
+    /// Sum of the costs of running work.
+    var memoryInUse: UInt64
+    var memoryBudget: UInt64
+    /// Work ever taken by `next()`.
+    var started: UInt64
+    /// Work ever dropped by `enqueue` to keep a client within its queue limit.
+    var dropped: UInt64
+
+    /// Queued work in one class.
+    func queued(_ priority: Priority) -> Int { queuedByClass[Int(priority.rawValue)] }
+    /// Queued work in every class.
+    var queued: Int { queuedByClass.reduce(0, +) }
+}
+
+/// Decides which queued render work starts next: by priority class, fairly across clients,
+/// admitted against a memory budget.
+///
+/// The rules, in order:
+/// 1. Classes strictly by priority, visible first.
+/// 2. Within the visible class a client's newest work goes first (older visible requests have
+///    usually scrolled away); in the other classes, oldest first. "Newest" is the moment the
+///    work entered its class: work raised to visible is the newest visible work.
+/// 3. Across clients within a class, clients take turns (round-robin): one client's flood
+///    delays another client's work of the same class by at most one item per client.
+/// 4. Work starts only while the running costs plus its own fit in the budget; work over the
+///    whole budget runs alone when nothing else runs. Work that does not fit does not block
+///    its class (the best work that fits starts instead), but it holds back every less urgent
+///    class, so background work cannot fill the memory a visible job waits for. Work passed
+///    over `maxBypass` times stops its class too, so a big job cannot starve behind a stream
+///    of small ones.
+/// 5. At most one costly work runs at a time, and in the visible class costly work goes after
+///    visible work that could run instead.
+///
+/// The scheduler is passive: it never calls back. Whoever runs work calls `next()` until it
+/// returns nil, and again after anything that can free or add work (`enqueue`, `finished`,
+/// `setPriority`, `remove`).
+///
+/// ```swift
+/// let scheduler = Scheduler<RenderJob>(memoryBudget: 512 << 20, perClientLimit: 2_000)
+/// for dropped in scheduler.enqueue(work) { answerBusy(dropped) }
+/// while let work = scheduler.next() { start(work) }   // on a free worker
+/// scheduler.finished(id: work.id)                     // when it ends, then call next() again
+/// ```
+///
+/// Thread safety: all state is behind one `Mutex`; each operation is one short critical
+/// section, so the event loop and worker threads may call it concurrently.
+final class Scheduler<Payload: Sendable>: Sendable {
+    typealias Work = ScheduledWork<Payload>
+
+    private let state: Mutex<SchedulerState<Payload>>
+
+    /// - Parameters:
+    ///   - memoryBudget: bytes that running work may hold at once.
+    ///   - perClientLimit: queued (not running) work a client may have; past it, `enqueue`
+    ///     drops that client's lowest-priority oldest work.
+    ///   - maxBypass: how many times work waiting for memory may be passed over by work of its
+    ///     own class before it holds its class back until it fits.
+    init(memoryBudget: UInt64, perClientLimit: Int, maxBypass: Int = 8) {
+        precondition(perClientLimit > 0 && maxBypass >= 0)
+        state = Mutex(SchedulerState(budget: memoryBudget, perClientLimit: perClientLimit, maxBypass: maxBypass))
+    }
+
+    /// Queues work and returns what was dropped to keep its client within `perClientLimit`:
+    /// the client's lowest-priority, oldest queued work (possibly `work` itself). The caller
+    /// answers the dropped work with `busy`.
+    ///
+    /// `work.id` must not be queued or running already.
+    func enqueue(_ work: Work) -> [Work] {
+        state.withLock { $0.enqueue(work) }
+    }
+
+    /// Takes the work to start now, counting its cost as in use until `finished(id:)`;
+    /// nil when nothing is queued or nothing may start yet.
+    func next() -> Work? {
+        state.withLock { $0.takeNext() }
+    }
+
+    /// Releases the cost of running work. Returns false if `id` was not running.
+    @discardableResult
+    func finished(id: UInt64) -> Bool {
+        state.withLock { $0.finish(id) }
+    }
+
+    /// Moves queued work to another class (it becomes the newest there). Running work keeps
+    /// its place: returns false for it, and for unknown work.
+    @discardableResult
+    func setPriority(id: UInt64, _ priority: Priority) -> Bool {
+        state.withLock { $0.setPriority(id, priority) }
+    }
+
+    /// Makes queued work the newest of its class, as if just requested: for a new visible
+    /// waiter joining work already queued as visible. Returns false if it is not queued.
+    @discardableResult
+    func renew(id: UInt64) -> Bool {
+        state.withLock { $0.renew(id) }
+    }
+
+    /// Removes queued work. Returns true if it was queued (it will never start); running
+    /// work is not affected.
+    @discardableResult
+    func remove(id: UInt64) -> Bool {
+        state.withLock { $0.remove(id) != nil }
+    }
+
+    /// Removes every queued work and returns it, most urgent first (for shutdown). Running
+    /// work stays counted until `finished`.
+    func removeAll() -> [Work] {
+        state.withLock { $0.removeAll() }
+    }
+
+    /// Whether `id` is queued (not started).
+    func contains(id: UInt64) -> Bool {
+        state.withLock { $0.entries[id] != nil }
+    }
+
+    /// Whether `id` was taken by `next()` and has not finished.
+    func isRunning(id: UInt64) -> Bool {
+        state.withLock { $0.running[id] != nil }
+    }
+
+    /// The class of queued work, nil if it is not queued.
+    func priority(of id: UInt64) -> Priority? {
+        state.withLock { $0.entries[id]?.work.priority }
+    }
+
+    var stats: SchedulerStats {
+        state.withLock { $0.stats }
+    }
+}

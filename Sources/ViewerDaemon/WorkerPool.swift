@@ -1,0 +1,185 @@
+import Foundation
+import Rendering
+import RenditionStore
+import Synchronization
+import ViewerProtocol
+
+/// Settings and counters shared by the pool's slots.
+final class WorkerPoolSettings: Sendable {
+    struct Counters: Sendable {
+        var spawned: UInt64 = 0
+        var crashes: UInt64 = 0
+        var timeouts: UInt64 = 0
+        var killed: UInt64 = 0
+        var failing = false
+    }
+
+    let executable: String
+    let jobTimeout: Duration
+    let cancelGrace: Duration = .milliseconds(300)
+    let workerMemoryLimit: UInt64
+    let maxSourcePixels: UInt64
+    private let counters = Mutex(Counters())
+
+    init(executable: String, jobTimeout: Duration, workerMemoryLimit: UInt64, maxSourcePixels: UInt64) {
+        self.executable = executable
+        self.maxSourcePixels = maxSourcePixels
+        self.jobTimeout = jobTimeout
+        self.workerMemoryLimit = workerMemoryLimit
+    }
+
+    func count(_ field: WritableKeyPath<Counters, UInt64>) { counters.withLock { $0[keyPath: field] += 1 } }
+    func setFailing(_ failing: Bool) { counters.withLock { $0.failing = failing } }
+    var snapshot: Counters { counters.withLock { $0 } }
+}
+
+/// The decode pool: worker processes (one job at a time each, reused across jobs), each
+/// driven by a daemon thread of its own. The daemon process never decodes an image.
+///
+/// The event loop submits and abandons jobs; slot threads take them, most urgent first,
+/// render them in their worker, store what they render, and report to the loop.
+final class WorkerPool: Sendable {
+    private let slots: [WorkerSlot]
+    let scheduler: Scheduler<RenderJob>
+    private let wakeup = NSConditionBox()
+    private let store: RenditionStore
+    private let onEvent: @Sendable (LoopEvent) -> Void
+    private let stopping = Atomic<Bool>(false)
+    private let running = Atomic<Int>(0)
+    private let threadsAlive = DispatchGroup()
+    let settings: WorkerPoolSettings
+
+    init(configuration: Configuration, store: RenditionStore, onEvent: @escaping @Sendable (LoopEvent) -> Void) throws(SystemError) {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        settings = WorkerPoolSettings(executable: executable, jobTimeout: configuration.jobTimeout,
+                                      workerMemoryLimit: configuration.workerMemoryLimit,
+                                      maxSourcePixels: configuration.limits.maxSourcePixels)
+        self.store = store
+        self.onEvent = onEvent
+        scheduler = Scheduler(memoryBudget: configuration.memoryBudget, perClientLimit: configuration.maxOutstandingPerClient)
+        var slots: [WorkerSlot] = []
+        for index in 0..<configuration.renderThreads {
+            slots.append(try WorkerSlot(index: index, settings: settings))
+        }
+        self.slots = slots
+        for slot in slots {
+            threadsAlive.enter()
+            let thread = Thread { [self] in
+                drive(slot)
+                threadsAlive.leave()
+            }
+            thread.name = "viewerd-worker-\(slot.index)"
+            thread.start()
+        }
+    }
+
+    /// Queues a job for `client` at its estimated cost. Returns jobs dropped to keep that
+    /// client within its queue limit: the caller answers their waiters `busy`.
+    func submit(_ job: RenderJob, client: UInt64, cost: RenderCost) -> [RenderJob] {
+        let dropped = scheduler.enqueue(ScheduledWork(id: job.sequence, client: client, priority: job.currentPriority,
+                                                      cost: cost.memoryBytes, costly: cost.costly, payload: job))
+        wakeup.broadcast()
+        return dropped.map(\.payload)
+    }
+
+    /// Moves a queued job to another class (running jobs keep their slot). `renew` makes it
+    /// the newest of its class (a new visible waiter: it just scrolled into view).
+    func reprioritize(_ job: RenderJob, renew: Bool) {
+        scheduler.setPriority(id: job.sequence, job.currentPriority)
+        if renew { scheduler.renew(id: job.sequence) }
+        wakeup.broadcast()
+    }
+
+    /// Drops a job nobody waits for. Returns true if it had not started (it never will);
+    /// a running one is asked to stop, and its worker is killed if it does not in time.
+    func abandon(_ job: RenderJob) -> Bool {
+        if scheduler.remove(id: job.sequence) { return true }
+        for slot in slots where slot.current.withLock({ $0 === job }) { slot.cancelSignal.signal() }
+        return false
+    }
+
+    /// Removes every job not yet started and returns them (for shutdown).
+    func cancelQueued() -> [RenderJob] {
+        scheduler.removeAll().map(\.payload)
+    }
+
+    var queuedCount: Int { scheduler.stats.queued }
+    var runningCount: Int { running.load(ordering: .relaxed) }
+    var workersAlive: Int { slots.filter(\.isAlive).count }
+
+    /// Stops taking work, waits (up to `timeout`) for jobs in progress, ends the workers.
+    func stop(timeout: Duration = .seconds(30)) {
+        stopping.store(true, ordering: .releasing)
+        wakeup.broadcast()
+        if threadsAlive.wait(timeout: .now() + .seconds(Int(timeout.components.seconds))) == .timedOut {
+            Log.warning("event=workers-still-busy running=\(runningCount)")
+        }
+    }
+
+    private func drive(_ slot: WorkerSlot) {
+        defer { slot.shutdown() }
+        while true {
+            guard let job = wakeup.wait(until: { () -> RenderJob?? in
+                if stopping.load(ordering: .acquiring) { return .some(nil) }
+                return scheduler.next().map { .some($0.payload) }
+            }) else {
+                return
+            }
+            defer {
+                scheduler.finished(id: job.sequence)
+                wakeup.broadcast()  // its memory is free: admission may let others start
+            }
+            running.add(1, ordering: .relaxed)
+            let outcome = slot.run(job, id: UInt32(truncatingIfNeeded: job.sequence)) { preview in
+                onEvent(.preview(job, preview))
+            }
+            running.add(-1, ordering: .relaxed)
+            switch outcome {
+            case .rendered(let rendition):
+                settings.setFailing(false)
+                if job.source.currentIdentity() == job.source.identity {
+                    // A file rewritten during the render would store old pixels under the old
+                    // identity: harmless (that key never matches again) but wasteful.
+                    store.put(job.key, path: job.source.path,
+                              metadata: RenditionMetadata(format: rendition.format.rawValue, width: rendition.width,
+                                                          height: rendition.height,
+                                                          created: UInt64(Date().timeIntervalSince1970)),
+                              bytes: rendition.bytes)
+                }
+                onEvent(.rendered(RenderCompletion(job: job, result: .success(rendition))))
+            case .failed(let error):
+                onEvent(.rendered(RenderCompletion(job: job, result: .failure(error))))
+            case .cancelled:
+                break  // nobody waits for it any more
+            }
+        }
+    }
+}
+
+/// A condition variable around a check: `wait(until:)` blocks until the closure returns
+/// non-nil (re-checked on every signal).
+final class NSConditionBox: @unchecked Sendable {  // NSCondition is thread-safe
+    private let condition = NSCondition()
+
+    func signal() {
+        condition.lock()
+        condition.signal()
+        condition.unlock()
+    }
+
+    func broadcast() {
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// `check` returns nil to keep waiting, `.some(value)` to return `value`.
+    func wait<T>(until check: () -> T??) -> T? {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if let result = check() { return result }
+            condition.wait()
+        }
+    }
+}

@@ -1,0 +1,180 @@
+import CPosix
+import Foundation
+import Rendering
+import Synchronization
+import ViewerProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The decode worker: `viewerd --worker`, started by the daemon with a socket as descriptor 3.
+///
+/// It speaks a subset of the public protocol on that socket: the daemon sends RENDER frames
+/// (the source travels as a descriptor, SCM_RIGHTS) and CANCEL; the worker answers PREVIEW
+/// (when the job is `opportunistic`), then RESULT, ERROR or CANCELLED. One job at a time.
+/// A reader thread takes frames as they come so that a CANCEL can stop the render in
+/// progress; the main thread renders and is the only writer.
+public enum WorkerProcess {
+    static let channel: Int32 = 3
+
+    /// Serves jobs until the daemon closes the socket. Returns the exit status.
+    public static func run(arguments: [String]) -> Int32 {
+        if let index = arguments.firstIndex(of: "--memory-limit"), index + 1 < arguments.count,
+           let bytes = UInt64(arguments[index + 1]), bytes > 0 {
+            _ = vd_limit_address_space(bytes)
+        }
+        var limits = RenderLimits()
+        if let index = arguments.firstIndex(of: "--max-pixels"), index + 1 < arguments.count,
+           let pixels = UInt64(arguments[index + 1]) {
+            limits.maxSourcePixels = pixels
+        }
+        do throws(RenderError) {
+            try Renderer.setUp(programName: "viewerd-worker")
+        } catch {
+            FileHandle.standardError.write(Data("level=error event=worker-start-failed error=\(Log.quote(error.description))\n".utf8))
+            return 70
+        }
+        let jobs = JobInbox()
+        let reader = Thread { readFrames(into: jobs) }
+        reader.name = "viewerd-worker-reader"
+        reader.start()
+        let renderer = Renderer(limits: limits)
+        let faults = ProcessInfo.processInfo.environment["VIEWERD_TEST_FAULTS"] == "1"
+        while let job = jobs.take() {
+            serve(job, renderer: renderer, faults: faults)
+        }
+        return 0
+    }
+
+    struct Job {
+        let id: UInt32
+        let request: RenderRequest
+        let descriptor: Int32
+    }
+
+    /// The jobs the reader thread received, and the id of the one being rendered.
+    final class JobInbox: Sendable {
+        private let state = Mutex<(queue: [Job], closed: Bool, current: UInt32?)>(([], false, nil))
+        private let available = DispatchSemaphore(value: 0)
+
+        func put(_ job: Job) {
+            state.withLock { $0.queue.append(job) }
+            available.signal()
+        }
+
+        func close() {
+            state.withLock { $0.closed = true }
+            available.signal()
+        }
+
+        /// The next job, or nil once the daemon has gone.
+        func take() -> Job? {
+            while true {
+                available.wait()
+                let next = state.withLock { s -> (Job?, Bool) in
+                    if !s.queue.isEmpty {
+                        let job = s.queue.removeFirst()
+                        s.current = job.id
+                        return (job, false)
+                    }
+                    return (nil, s.closed)
+                }
+                if let job = next.0 { return job }
+                if next.1 { return nil }
+            }
+        }
+
+        /// Cancels `id` if it is queued (returns true) or asks the running render to stop.
+        func cancel(_ id: UInt32) -> Bool {
+            state.withLock { s in
+                if let index = s.queue.firstIndex(where: { $0.id == id }) {
+                    Glibc.close(s.queue.remove(at: index).descriptor)
+                    return true
+                }
+                if s.current == id { Renderer.requestCancel() }
+                return false
+            }
+        }
+    }
+
+    private static func readFrames(into jobs: JobInbox) {
+        var decoder = FrameDecoder(maxBodyLength: 1 << 20)
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        var received = [Int32](repeating: -1, count: 8)
+        var descriptors: [Int32] = []
+        defer { jobs.close() }
+        while true {
+            var count: Int32 = 0
+            let n = buffer.withUnsafeMutableBytes { raw in
+                received.withUnsafeMutableBufferPointer { fds in
+                    vd_recv_with_fds(channel, raw.baseAddress, raw.count, fds.baseAddress, Int32(fds.count), &count)
+                }
+            }
+            descriptors.append(contentsOf: received.prefix(Int(count)))
+            guard n > 0 else { return }
+            decoder.append(buffer[0..<n])
+            while let frame = try? decoder.next() {
+                guard let message = try? Message(frame: frame) else { continue }
+                switch message {
+                case .render(let request) where frame.flags & FrameFlags.descriptor != 0 && !descriptors.isEmpty:
+                    jobs.put(Job(id: frame.requestID, request: request, descriptor: descriptors.removeFirst()))
+                case .cancel:
+                    if jobs.cancel(frame.requestID) { send(.cancelled, id: frame.requestID) }
+                default:
+                    continue
+                }
+            }
+        }
+    }
+
+    private static func serve(_ job: Job, renderer: Renderer, faults: Bool) {
+        Renderer.clearCancel()
+        let source: SourceFile
+        do throws(RenderError) {
+            source = try SourceFile(descriptor: job.descriptor, path: job.request.path)
+        } catch {
+            send(.error(ErrorReply(error.code, error.description)), id: job.id)
+            return
+        }
+        if faults { injectFault(path: job.request.path) }
+        if job.request.delivery == .opportunistic, let preview = try? renderer.preview(source, spec: job.request.spec) {
+            send(.preview(RenderResult(format: preview.format, width: preview.width, height: preview.height,
+                                       fromCache: false, bytes: preview.bytes)), id: job.id)
+        }
+        do throws(RenderError) {
+            let rendition = try renderer.render(source, spec: job.request.spec)
+            send(.result(RenderResult(format: rendition.format, width: rendition.width, height: rendition.height,
+                                      fromCache: false, bytes: rendition.bytes)), id: job.id)
+        } catch {
+            if Renderer.cancelRequested {
+                send(.cancelled, id: job.id)
+            } else {
+                send(.error(ErrorReply(error.code, error.description)), id: job.id)
+            }
+        }
+    }
+
+    /// Test-only faults, honoured only with VIEWERD_TEST_FAULTS=1 in the daemon's environment.
+    private static func injectFault(path: String) {
+        if path.contains("viewerd-test-crash") { abort() }
+        if path.contains("viewerd-test-hang") { while true { sleep(3600) } }
+    }
+
+    /// Writes one frame to the daemon; only the main thread writes (and the reader thread
+    /// for CANCELLED of a queued job, which cannot interleave: writes of whole frames are
+    /// serialized by `writeLock`).
+    private static let writeLock = Mutex<Void>(())
+
+    static func send(_ message: Message, id: UInt32) {
+        let bytes = message.frame(requestID: id).bytes
+        writeLock.withLock { _ in
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes { Glibc.send(channel, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { exit(0) }  // the daemon is gone
+                offset += n
+            }
+        }
+    }
+}

@@ -1,0 +1,213 @@
+import Foundation
+import Rendering
+import Testing
+import ViewerProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Cancel, priorities, coalescing, prefetch, invalidation, previews and descriptors, over
+/// raw frames to the real daemon.
+@Suite("Request lifecycle")
+struct RequestLifecycleTests {
+    func spec(_ side: UInt32 = 128) -> RenditionSpec { RenditionSpec(width: side, height: side) }
+
+    @Test("every request gets exactly one terminal answer: 50 clients pipelining 100 requests with cancels and priority changes")
+    func exactlyOneTerminal() async throws {
+        let daemon = try DaemonProcess()
+        let paths = try (0..<24).map { try Fixtures.write(daemon.directory + "/s\($0).jpg", width: 400 + $0 * 8, height: 300, seed: $0) }
+        let socket = daemon.socketPath
+        let outcomes = try await withThrowingTaskGroup(of: [String: Int].self) { group in
+            for client in 0..<50 {
+                group.addTask {
+                    try await onThread {
+                        try Self.pipeline(socket: socket, paths: paths, client: client, count: 100)
+                    }
+                }
+            }
+            var total: [String: Int] = [:]
+            for try await counts in group { total.merge(counts, uniquingKeysWith: +) }
+            return total
+        }
+        // Every request answered once: results, cancellations and nothing else.
+        #expect(outcomes.values.reduce(0, +) == 5000, "\(outcomes)")
+        #expect(outcomes["error"] == nil, "\(outcomes)")
+        #expect((outcomes["cancelled"] ?? 0) > 0)
+        let stats = try daemon.connect().stats()
+        #expect((stats["renders"] ?? 0) <= 24 * 2, "coalesced: at most one render per key and spec")
+        #expect(stats["jobs_in_flight"] == 0)
+        daemon.stop()
+    }
+
+    /// One client: 100 pipelined RENDERs over 24 files and 2 sizes; every 7th is cancelled
+    /// right after it is sent, every 5th gets a new priority. Returns answers by kind, after
+    /// checking each request got exactly one terminal answer.
+    static func pipeline(socket: String, paths: [String], client: Int, count: Int) throws -> [String: Int] {
+        let connection = try RawSocket.greeted(path: socket)
+        for i in 0..<count {
+            let id = UInt32(i + 1)
+            let path = paths[(i * 7 + client) % paths.count]
+            let side: UInt32 = i % 2 == 0 ? 96 : 160
+            let priority = Priority.allCases[(i + client) % Priority.allCases.count]
+            try connection.send(.render(RenderRequest(path: path, spec: RenditionSpec(width: side, height: side),
+                                                      priority: priority)), id: id)
+            if i % 7 == 3 { try connection.send(.cancel, id: id) }
+            if i % 5 == 1 { try connection.send(.setPriority(.visible), id: id) }
+        }
+        var answered: [UInt32: String] = [:]
+        var counts: [String: Int] = [:]
+        while answered.count < count {
+            let (id, message) = try connection.read()
+            let kind: String
+            switch message {
+            case .result: kind = "result"
+            case .cancelled: kind = "cancelled"
+            case .error(let e): kind = "error"; Issue.record("request \(id): \(e.message)")
+            case .preview: continue
+            default: Issue.record("unexpected \(message.type)"); continue
+            }
+            #expect(answered[id] == nil, "request \(id) answered twice: \(answered[id] ?? "") then \(kind)")
+            answered[id] = kind
+            counts[kind, default: 0] += 1
+        }
+        return counts
+    }
+
+    @Test("cancelling one of two coalesced requests leaves the other its result")
+    func cancelOneOfTwo() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--render-threads", "1"])
+        let big = try Fixtures.write(daemon.directory + "/big.jpg", width: 3000, height: 2000)
+        let other = try Fixtures.write(daemon.directory + "/other.jpg", width: 3000, height: 2000, seed: 3)
+        let a = try RawSocket.greeted(path: daemon.socketPath)
+        let b = try RawSocket.greeted(path: daemon.socketPath)
+        // Keep the only render thread busy so the shared job is still queued.
+        try a.send(.render(RenderRequest(path: other, spec: spec())), id: 1)
+        try a.send(.render(RenderRequest(path: big, spec: spec())), id: 2)
+        try b.send(.render(RenderRequest(path: big, spec: spec())), id: 7)
+        try a.send(.cancel, id: 2)
+        var answers: [UInt32: MessageType] = [:]
+        while answers.count < 2 { let (id, m) = try a.read(); answers[id] = m.type }
+        #expect(answers[2] == .cancelled)
+        #expect(answers[1] == .result)
+        let (id, message) = try b.read()
+        #expect(id == 7 && message.type == .result)
+        // Cancelling an answered request says nothing; a ping still gets its pong next.
+        try b.send(.cancel, id: 7)
+        try b.send(.ping, id: 8)
+        let pong = try b.read()
+        #expect(pong.id == 8 && pong.message == .pong)
+        daemon.stop()
+    }
+
+    @Test("a cancelled request that nobody else wants is never rendered")
+    func cancelledNeverRendered() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--render-threads", "1"])
+        let blocker = try Fixtures.write(daemon.directory + "/blocker.jpg", width: 4000, height: 3000)
+        let victims = try (0..<5).map { try Fixtures.write(daemon.directory + "/v\($0).jpg", width: 500, height: 400, seed: $0) }
+        let connection = try RawSocket.greeted(path: daemon.socketPath)
+        try connection.send(.render(RenderRequest(path: blocker, spec: spec())), id: 100)
+        for (i, path) in victims.enumerated() {
+            try connection.send(.render(RenderRequest(path: path, spec: spec(), priority: .prefetch)), id: UInt32(i + 1))
+            try connection.send(.cancel, id: UInt32(i + 1))
+        }
+        var kinds: [MessageType] = []
+        while kinds.count < 6 { kinds.append(try connection.read().message.type) }
+        #expect(kinds.filter { $0 == .cancelled }.count == 5)
+        let stats = try daemon.connect().stats()
+        #expect(stats["renders"] == 1)
+        #expect(stats["cancelled_queued"] == 5)
+        daemon.stop()
+    }
+
+    @Test("prefetch renders ahead; later requests hit; stop and invalidate are acknowledged")
+    func prefetchAndInvalidate() throws {
+        let daemon = try DaemonProcess()
+        let paths = try (0..<6).map { try Fixtures.write(daemon.directory + "/p\($0).jpg", width: 640, height: 480, seed: $0) }
+        let connection = try RawSocket.greeted(path: daemon.socketPath)
+        try connection.send(.prefetch(PrefetchRequest(paths: paths + [daemon.directory + "/missing.jpg"], spec: spec())), id: 1)
+        #expect(try connection.read() == (1, .ack(count: 6)))
+        // Wait for the prefetches to land, then every request is a hit.
+        let client = try daemon.connect()
+        let deadline = Date().addingTimeInterval(20)
+        while (try client.stats()["renders"] ?? 0) < 6 && Date() < deadline { usleep(20_000) }
+        for path in paths { #expect(try client.render(RenderRequest(path: path, spec: spec())).fromCache) }
+        try connection.send(.stopPrefetchAll, id: 2)
+        #expect(try connection.read() == (2, .ack(count: 0)))
+
+        try connection.send(.invalidate(InvalidateRequest(path: paths[0])), id: 3)
+        #expect(try connection.read() == (3, .ack(count: 1)))
+        #expect(try client.render(RenderRequest(path: paths[0], spec: spec())).fromCache == false)
+        try connection.send(.invalidate(InvalidateRequest(path: daemon.directory, recursive: true)), id: 4)
+        #expect(try connection.read() == (4, .ack(count: 6)))
+        #expect(try client.render(RenderRequest(path: paths[3], spec: spec())).fromCache == false)
+        daemon.stop()
+    }
+
+    @Test("opportunistic delivery sends a degraded preview, then the final rendition")
+    func opportunistic() throws {
+        let daemon = try DaemonProcess()
+        let big = try Fixtures.write(daemon.directory + "/big.jpg", width: 3200, height: 2400)
+        let connection = try RawSocket.greeted(path: daemon.socketPath)
+        try connection.send(.render(RenderRequest(path: big, spec: RenditionSpec(width: 256, height: 256), delivery: .opportunistic)), id: 9)
+        let first = try connection.read()
+        let second = try connection.read()
+        guard case .preview(let preview) = first.message, case .result(let final) = second.message else {
+            Issue.record("expected PREVIEW then RESULT, got \(first.message.type), \(second.message.type)")
+            return
+        }
+        #expect(first.id == 9 && second.id == 9)
+        #expect(preview.width <= 256 && preview.height <= 256)
+        #expect((final.width, final.height) == (256, 192))
+        daemon.stop()
+    }
+
+    @Test("a passed descriptor is the source; a bad one is refused")
+    func descriptorPassing() throws {
+        let daemon = try DaemonProcess()
+        let photo = try Fixtures.write(daemon.directory + "/fd.png", width: 300, height: 150)
+        let connection = try RawSocket.greeted(path: daemon.socketPath)
+        let fd = open(photo, O_RDONLY)
+        defer { close(fd) }
+        try connection.send(RenderRequest(path: "/anything/for/logs.png", spec: spec()), id: 5, descriptor: fd)
+        let (id, message) = try connection.read()
+        guard case .result(let result) = message else { Issue.record("\(message)"); return }
+        #expect(id == 5 && (result.width, result.height) == (128, 64))
+
+        let directory = open(daemon.directory, O_RDONLY | O_DIRECTORY)
+        defer { close(directory) }
+        try connection.send(RenderRequest(path: "dir", spec: spec()), id: 6, descriptor: directory)
+        guard case .error(let refusal) = try connection.read().message else { Issue.record("expected ERROR"); return }
+        #expect(refusal.code == .notRegularFile)
+        #expect(try daemon.connect().stats()["descriptors_received"] == 2)
+        daemon.stop()
+    }
+
+    @Test("SIGTERM answers every request in flight, then the daemon exits 0")
+    func drainOnSigterm() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--render-threads", "1"])
+        let paths = try (0..<12).map { try Fixtures.write(daemon.directory + "/d\($0).jpg", width: 2000, height: 1500, seed: $0) }
+        let connection = try RawSocket.greeted(path: daemon.socketPath)
+        for (i, path) in paths.enumerated() {
+            try connection.send(.render(RenderRequest(path: path, spec: spec())), id: UInt32(i + 1))
+        }
+        try connection.send(.ping, id: 99)
+        _ = try connection.read()  // the pong: every request has been read by the daemon
+        kill(daemon.process.processIdentifier, SIGTERM)
+        var answers: [UInt32: MessageType] = [:]
+        while answers.count < paths.count {
+            let (id, message) = try connection.read()
+            answers[id] = message.type
+            if case .error(let e) = message { #expect(e.code == .shuttingDown) }
+        }
+        #expect(answers.values.allSatisfy { $0 == .result || $0 == .error })
+        daemon.process.waitUntilExit()
+        #expect(daemon.process.terminationStatus == 0)
+    }
+}
+
+/// Runs blocking work on a thread of its own (never on the cooperative pool).
+func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}

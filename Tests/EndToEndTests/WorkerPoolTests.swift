@@ -1,0 +1,103 @@
+import Foundation
+import Rendering
+import Testing
+import ViewerProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The decode pool of worker processes, through the real daemon.
+@Suite("Decode pool")
+struct WorkerPoolTests {
+    @Test("a render that crashes its worker answers decoder-crashed; the pool recovers and others are served meanwhile")
+    func crash() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "2"], environment: ["VIEWERD_TEST_FAULTS": "1"])
+        let crasher = try Fixtures.write(daemon.directory + "/viewerd-test-crash.jpg", width: 300, height: 200)
+        let good = try (0..<6).map { try Fixtures.write(daemon.directory + "/g\($0).jpg", width: 500, height: 300, seed: $0) }
+        let victim = try RawSocket.greeted(path: daemon.socketPath)
+        try victim.send(.render(RenderRequest(path: crasher, spec: RenditionSpec(width: 64, height: 64))), id: 1)
+        let bystander = try daemon.connect()
+        for path in good { #expect(try bystander.render(RenderRequest(path: path, spec: RenditionSpec(width: 64, height: 64))).width == 64) }
+        guard case .error(let error) = try victim.read().message else { Issue.record("expected ERROR"); return }
+        #expect(error.code == .decoderCrashed)
+        #expect(error.message.contains("signal"), "\(error.message)")
+        // Remembered: the file is not given to a worker again until it changes.
+        try victim.send(.render(RenderRequest(path: crasher, spec: RenditionSpec(width: 64, height: 64))), id: 2)
+        guard case .error(let again) = try victim.read().message else { Issue.record("expected ERROR"); return }
+        #expect(again.code == .decoderCrashed)
+        let stats = try bystander.stats()
+        #expect(stats["worker_crashes"] == 1)
+        #expect(stats["negative_hits"] == 1)
+        #expect(stats["workers_failing"] == 0)
+        daemon.stop()
+    }
+
+    @Test("a render that hangs is killed at the job timeout and answers timeout; other requests complete meanwhile")
+    func hang() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "2", "--job-timeout", "1.5"],
+                                       environment: ["VIEWERD_TEST_FAULTS": "1"])
+        let hanger = try Fixtures.write(daemon.directory + "/viewerd-test-hang.png", width: 300, height: 200)
+        let good = try (0..<6).map { try Fixtures.write(daemon.directory + "/g\($0).png", width: 400, height: 300, seed: $0) }
+        let victim = try RawSocket.greeted(path: daemon.socketPath)
+        let started = ContinuousClock.now
+        try victim.send(.render(RenderRequest(path: hanger, spec: RenditionSpec(width: 64, height: 64))), id: 1)
+        let bystander = try daemon.connect()
+        for path in good { #expect(try bystander.render(RenderRequest(path: path, spec: RenditionSpec(width: 64, height: 64))).width == 64) }
+        guard case .error(let error) = try victim.read().message else { Issue.record("expected ERROR"); return }
+        #expect(error.code == .timeout)
+        #expect(ContinuousClock.now - started >= .seconds(1.4))
+        let stats = try bystander.stats()
+        #expect(stats["worker_timeouts"] == 1)
+        #expect(stats["workers_alive"] ?? 0 >= 1)
+        daemon.stop()
+    }
+
+    @Test("8 clients asking for the same 20 assets at the same moment cause exactly 20 renders")
+    func coalescing() async throws {
+        let daemon = try DaemonProcess()
+        let paths = try (0..<20).map { try Fixtures.write(daemon.directory + "/c\($0).jpg", width: 800, height: 600, seed: $0) }
+        let socket = daemon.socketPath
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    try await onThread {
+                        let connection = try RawSocket.greeted(path: socket)
+                        for (i, path) in paths.enumerated() {
+                            try connection.send(.render(RenderRequest(path: path, spec: RenditionSpec(width: 200, height: 200))), id: UInt32(i + 1))
+                        }
+                        for _ in paths {
+                            guard case .result = try connection.read().message else { throw DaemonFailure("not a result") }
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let stats = try daemon.connect().stats()
+        #expect(stats["renders"] == 20)
+        #expect(stats["requests"] == 160)
+        #expect((stats["coalesced"] ?? 0) + (stats["hits"] ?? 0) == 140)
+        daemon.stop()
+    }
+
+    @Test("cancelling a running render frees its worker promptly")
+    func cancelRunning() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "1"], environment: ["VIEWERD_TEST_FAULTS": "1"])
+        let hanger = try Fixtures.write(daemon.directory + "/viewerd-test-hang.jpg", width: 300, height: 200)
+        let next = try Fixtures.write(daemon.directory + "/next.jpg", width: 300, height: 200)
+        let connection = try RawSocket.greeted(path: daemon.socketPath)
+        try connection.send(.render(RenderRequest(path: hanger, spec: RenditionSpec(width: 64, height: 64))), id: 1)
+        usleep(300_000)  // let it start
+        try connection.send(.cancel, id: 1)
+        #expect(try connection.read() == (1, .cancelled))
+        let started = ContinuousClock.now
+        try connection.send(.render(RenderRequest(path: next, spec: RenditionSpec(width: 64, height: 64))), id: 2)
+        guard case .result = try connection.read().message else { Issue.record("expected RESULT"); return }
+        // Within the cancel grace and a respawn, far below the 30 s job timeout.
+        #expect(ContinuousClock.now - started < .seconds(5))
+        let stats = try daemon.connect().stats()
+        #expect(stats["cancelled_running"] == 1)
+        #expect(stats["workers_killed"] == 1)
+        daemon.stop()
+    }
+}
