@@ -44,10 +44,13 @@ extension ViewerClient {
     /// with SCM_RIGHTS, which proves the caller may read the file) and returns its handle.
     ///
     /// The client duplicates `descriptor`: the caller keeps ownership of its own and may
-    /// close it as soon as this returns. `path` only names the file (logs, invalidation).
-    /// The request fails with `ViewerClientError.unsupported` if the daemon does not
-    /// announce descriptor passing. Passing a descriptor that is not open is a programmer
-    /// error and traps.
+    /// close it as soon as this returns. The duplicate shares the open file description,
+    /// whose offset the daemon moves as it reads: do not read or seek through `descriptor`
+    /// until the request has ended (opening the file for the purpose is simplest). It must
+    /// be open for reading and name a regular file. `path` only names the file (logs,
+    /// invalidation). The descriptor goes out only after the handshake, and the request fails
+    /// with `ViewerClientError.unsupported` if the daemon does not announce descriptor
+    /// passing. Passing a descriptor that is not open is a programmer error and traps.
     ///
     /// ```swift
     /// let fd = open(url.path, O_RDONLY)

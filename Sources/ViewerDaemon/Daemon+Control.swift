@@ -86,6 +86,7 @@ extension Daemon {
             ("renders", stats.renders),
             ("coalesced", stats.coalesced),
             ("previews", stats.previews),
+            ("derivations", stats.derivations),
             ("prefetched", stats.prefetched),
             ("cancelled_queued", stats.cancelledQueued),
             ("cancelled_running", stats.cancelledRunning),

@@ -99,12 +99,17 @@ extension Daemon {
             return
         }
         nextSequence += 1
-        let job = RenderJob(key: key, source: source, spec: spec, priority: waiter.priority, sequence: nextSequence)
+        let header = HeaderSniffer.sniff(descriptor: source.descriptor)
+        let base = derivationBase(for: source, spec: spec, original: header)
+        if base != nil { stats.derivations += 1 }
+        let job = RenderJob(key: key, source: source, spec: spec, priority: waiter.priority, sequence: nextSequence,
+                            derivedFrom: base?.bytes)
         let entry = JobEntry(job: job)
         entry.waiters = [waiter]
         entry.updatePriority()
         inflight[key] = entry
-        let cost = HeaderSniffer.cost(of: source, spec: spec)
+        let cost = base.map { Renderer.estimateCost(SourceHeader(width: $0.width, height: $0.height, bands: 4, loader: "derived"), spec: spec) }
+            ?? HeaderSniffer.cost(of: source, header: header, spec: spec)
         for dropped in pool.submit(job, client: waiter.connection, cost: cost) {
             // Over the client's queue limit: its least urgent, oldest work gives way.
             guard let droppedEntry = inflight.removeValue(forKey: dropped.key) else { continue }
@@ -112,6 +117,39 @@ extension Daemon {
             for w in droppedEntry.waiters {
                 answer(w, key: dropped.key, .error(ErrorReply(.busy, "too much work queued for this client; dropped the least urgent")))
             }
+        }
+    }
+
+    /// A stored rendition of the same file, larger than `spec` asks and in the same geometry,
+    /// to render from instead of decoding the original, when the original is at least four
+    /// times as many pixels (or of a format the daemon cannot size): the smallest such.
+    func derivationBase(for source: SourceFile, spec: RenditionSpec, original: SourceHeader?) -> (bytes: [UInt8], width: Int, height: Int)? {
+        guard !spec.upscale else { return nil }
+        var best: (key: RenditionKey, pixels: Int)?
+        for key in store.renditionKeys(path: source.path, source: source.identity.bytes) {
+            guard let candidate = RenditionSpec(keyBytes: key.specBytes), candidate.format != .raw,
+                  candidate.page == spec.page, candidate.fit == spec.fit, !candidate.upscale else { continue }
+            if spec.fit == .fill && (spec.crop != .centre || candidate.crop != .centre) { continue }
+            guard let size = reader.withRendition(key, { meta, _ in (Int(meta.width), Int(meta.height)) }) else { continue }
+            guard Self.derivable(from: size, to: spec) else { continue }
+            if let original, size.0 * size.1 * 4 > original.width * original.height { continue }
+            if best == nil || size.0 * size.1 < best!.pixels { best = (key, size.0 * size.1) }
+        }
+        guard let best else { return nil }
+        return reader.withRendition(best.key) { meta, bytes in (Array(bytes), Int(meta.width), Int(meta.height)) }
+    }
+
+    /// Whether a rendition of `size` holds everything `spec` needs: strictly larger, and for
+    /// `fill` the same aspect ratio (a centre crop of a centre crop is the same crop).
+    static func derivable(from size: (Int, Int), to spec: RenditionSpec) -> Bool {
+        let (w, h) = size
+        switch spec.fit {
+        case .fit:
+            let bw = spec.width == 0 ? Double.infinity : Double(spec.width)
+            let bh = spec.height == 0 ? Double.infinity : Double(spec.height)
+            return min(bw / Double(w), bh / Double(h)) < 1
+        case .fill:
+            return w * Int(spec.height) == h * Int(spec.width) && w > Int(spec.width)
         }
     }
 
@@ -186,7 +224,8 @@ extension Daemon {
         case .failure(let error):
             Log.info("event=render-failed code=\(error.code.name) path=\(Log.quote(completion.job.source.path)) " +
                      "detail=\(Log.quote(error.description))")
-            recordFailure(error, of: completion.job)
+            // A derivation's failure says nothing about the original file.
+            if completion.job.derivedFrom == nil { recordFailure(error, of: completion.job) }
             for waiter in entry.waiters {
                 guard let connection = settle(waiter, key: completion.job.key), let id = waiter.requestID else { continue }
                 send(connection, .error(ErrorReply(error.code, error.description)), requestID: id)

@@ -18,4 +18,6 @@ struct DaemonStats {
     var descriptorsReceived: UInt64 = 0
     /// Requests answered `busy` because their client's queue was full.
     var busy: UInt64 = 0
+    /// Jobs rendered from a larger stored rendition instead of the original.
+    var derivations: UInt64 = 0
 }

@@ -87,8 +87,8 @@ enum HeaderSniffer {
     /// The estimated cost of rendering this source to `spec`: from its header when the
     /// format is known, else from its size on disk (compressed images rarely expand more
     /// than 20-fold), so that unknown files are neither free nor unbounded.
-    static func cost(of source: SourceFile, spec: RenditionSpec) -> RenderCost {
-        if let header = sniff(descriptor: source.descriptor) {
+    static func cost(of source: SourceFile, header: SourceHeader?, spec: RenditionSpec) -> RenderCost {
+        if let header {
             return Renderer.estimateCost(header, spec: spec)
         }
         let guess = max(UInt64(source.identity.size) * 20, 32 << 20)

@@ -19,8 +19,14 @@ final class RenderJob: Sendable {
     /// Some waiter accepts degraded previews before the final rendition.
     let wantsPreview = Atomic<Bool>(false)
 
-    init(key: RenditionKey, source: SourceFile, spec: RenditionSpec, priority: Priority, sequence: UInt64) {
+    /// A larger stored rendition of the same source to render from instead of the original
+    /// (a derivation), when that is cheaper.
+    let derivedFrom: [UInt8]?
+
+    init(key: RenditionKey, source: SourceFile, spec: RenditionSpec, priority: Priority, sequence: UInt64,
+         derivedFrom: [UInt8]? = nil) {
         self.key = key
+        self.derivedFrom = derivedFrom
         self.source = source
         self.spec = spec
         self.sequence = sequence

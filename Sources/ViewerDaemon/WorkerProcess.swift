@@ -49,7 +49,21 @@ public enum WorkerProcess {
     struct Job {
         let id: UInt32
         let request: RenderRequest
+        /// The source file, or -1 for a derivation.
         let descriptor: Int32
+        /// For a derivation: the encoded rendition to render from.
+        var base: [UInt8]? = nil
+    }
+
+    /// Daemon-to-worker only: a RENDER body plus field 100, the bytes of a stored rendition
+    /// to render from instead of the source file.
+    static let deriveType: UInt8 = 0x40
+    static let baseTag: UInt16 = 100
+
+    static func deriveFrame(_ request: RenderRequest, from base: [UInt8], id: UInt32) -> Frame {
+        var extra = FieldWriter()
+        extra.put(baseTag, bytes: base)
+        return Frame(type: deriveType, requestID: id, body: Message.render(request).body() + extra.bytes)
     }
 
     /// The jobs the reader thread received, and the id of the one being rendered.
@@ -88,7 +102,8 @@ public enum WorkerProcess {
         func cancel(_ id: UInt32) -> Bool {
             state.withLock { s in
                 if let index = s.queue.firstIndex(where: { $0.id == id }) {
-                    Glibc.close(s.queue.remove(at: index).descriptor)
+                    let job = s.queue.remove(at: index)
+                    if job.descriptor >= 0 { Glibc.close(job.descriptor) }
                     return true
                 }
                 if s.current == id { Renderer.requestCancel() }
@@ -114,6 +129,14 @@ public enum WorkerProcess {
             guard n > 0 else { return }
             decoder.append(buffer[0..<n])
             while let frame = try? decoder.next() {
+                if frame.type == deriveType {
+                    let asRender = Frame(type: MessageType.render.rawValue, requestID: frame.requestID, body: frame.body)
+                    if case .render(let request)? = try? Message(frame: asRender),
+                       let fields = try? FieldReader(frame.body, message: "derive"), let base = fields.bytes(baseTag) {
+                        jobs.put(Job(id: frame.requestID, request: request, descriptor: -1, base: Array(base)))
+                    }
+                    continue
+                }
                 guard let message = try? Message(frame: frame) else { continue }
                 switch message {
                 case .render(let request) where frame.flags & FrameFlags.descriptor != 0 && !descriptors.isEmpty:
@@ -129,6 +152,16 @@ public enum WorkerProcess {
 
     private static func serve(_ job: Job, renderer: Renderer, faults: Bool) {
         Renderer.clearCancel()
+        if let base = job.base {
+            do throws(RenderError) {
+                let rendition = try renderer.render(bytes: base, spec: job.request.spec)
+                send(.result(RenderResult(format: rendition.format, width: rendition.width, height: rendition.height,
+                                          fromCache: false, bytes: rendition.bytes)), id: job.id)
+            } catch {
+                send(.error(ErrorReply(error.code, error.description)), id: job.id)
+            }
+            return
+        }
         let source: SourceFile
         do throws(RenderError) {
             source = try SourceFile(descriptor: job.descriptor, path: job.request.path)

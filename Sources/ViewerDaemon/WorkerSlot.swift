@@ -38,9 +38,10 @@ final class WorkerSlot: @unchecked Sendable {
 
     /// Renders `job` in the worker process, starting one if needed.
     func run(_ job: RenderJob, id: UInt32, onPreview: (Rendition) -> Void) -> Outcome {
+        // Drain a stale signal before publishing the job: a cancel for this job arrives after.
+        cancelSignal.drain()
         current.withLock { $0 = job }
         defer { current.withLock { $0 = nil } }
-        cancelSignal.drain()
         for attempt in 0..<2 {
             guard ensureProcess() else {
                 return .failed(.decoderCrashed(path: job.source.path, detail: "cannot start a worker process"))
@@ -56,6 +57,9 @@ final class WorkerSlot: @unchecked Sendable {
     private func send(_ job: RenderJob, id: UInt32) -> Bool {
         let request = RenderRequest(path: job.source.path, spec: job.spec,
                                     delivery: job.wantsPreview.load(ordering: .relaxed) ? .opportunistic : .final)
+        if let base = job.derivedFrom {
+            return writeAll(WorkerProcess.deriveFrame(request, from: base, id: id).bytes)
+        }
         var frame = Message.render(request).frame(requestID: id)
         frame.flags |= FrameFlags.descriptor
         let bytes = frame.bytes

@@ -114,6 +114,15 @@ public struct RenditionSpec: Hashable, Sendable {
         return nil
     }
 
+    /// Decodes `keyBytes` (version 1); nil for anything else.
+    public init?<C: Collection>(keyBytes: C) where C.Element == UInt8 {
+        let b = Array(keyBytes)
+        guard b.count == 22, b[0] == 1, let fit = FitMode(rawValue: b[9]), let crop = CropAnchor(rawValue: b[10]),
+              let format = OutputFormat(rawValue: b[11]) else { return nil }
+        self.init(width: UInt32(le: b, at: 1), height: UInt32(le: b, at: 5), fit: fit, crop: crop, format: format,
+                  quality: b[12], background: UInt32(le: b, at: 13), page: UInt32(le: b, at: 17), upscale: b[21] != 0)
+    }
+
     /// A stable byte encoding of the normalized spec, for cache keys (version 1, 22 bytes).
     public var keyBytes: [UInt8] {
         let spec = normalized()

@@ -147,3 +147,13 @@ func runTool(_ path: String, _ arguments: [String], environment: [String: String
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
 }
+
+/// Polls `condition` until it holds or `seconds` pass; returns whether it held.
+func eventually(seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try condition() { return true }
+        usleep(20_000)
+    }
+    return try condition()
+}

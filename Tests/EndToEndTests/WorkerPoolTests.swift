@@ -97,7 +97,39 @@ struct WorkerPoolTests {
         #expect(ContinuousClock.now - started < .seconds(5))
         let stats = try daemon.connect().stats()
         #expect(stats["cancelled_running"] == 1)
-        #expect(stats["workers_killed"] == 1)
+        // Killed after the grace when the worker was already stuck in the render; a worker
+        // that got the CANCEL before starting it answers without being killed.
+        #expect((stats["workers_killed"] ?? 0) <= 1)
+        daemon.stop()
+    }
+}
+
+@Suite("Derivation")
+struct DerivationTests {
+    @Test("a smaller rendition is rendered from a larger stored one, with the same geometry as from the original")
+    func derive() throws {
+        let daemon = try DaemonProcess()
+        let photo = try Fixtures.write(daemon.directory + "/large.jpg", width: 2400, height: 1600)
+        let client = try daemon.connect()
+        _ = try client.render(RenderRequest(path: photo, spec: RenditionSpec(width: 1024, height: 1024)))
+        // Derivation reads committed entries: wait for the writer.
+        #expect(try eventually { try client.stats()["store_entries"] == 1 })
+        let derived = try client.render(RenderRequest(path: photo, spec: RenditionSpec(width: 256, height: 256, format: .png)))
+        #expect((derived.width, derived.height) == (256, 171))
+        #expect(try client.stats()["derivations"] == 1)
+
+        // The same request on a fresh store renders from the original: same size, close pixels.
+        let fresh = try DaemonProcess()
+        let copy = fresh.directory + "/large.jpg"
+        try FileManager.default.copyItem(atPath: photo, toPath: copy)
+        let direct = try fresh.connect().render(RenderRequest(path: copy, spec: RenditionSpec(width: 256, height: 256, format: .png)))
+        #expect((direct.width, direct.height) == (derived.width, derived.height))
+        let a = try ImageFixtures.decode(derived.bytes), b = try ImageFixtures.decode(direct.bytes)
+        var squared = 0.0
+        for (x, y) in zip(a.pixels, b.pixels) { squared += pow(Double(x) - Double(y), 2) }
+        let psnr = 10 * log10(255 * 255 / max(squared / Double(a.pixels.count), 1e-9))
+        #expect(psnr > 30, "\(psnr) dB")
+        fresh.stop()
         daemon.stop()
     }
 }

@@ -188,6 +188,7 @@ struct ViewerClientTests {
         // Given five renders pending on a server
         let path = ScriptedServer.temporaryPath()
         let first = try ScriptedServer(path: path)
+        defer { first.stop() }
         let client = try await ViewerClient.connect(socketPath: path)
         let pending = (0..<5).map { i in Task { try await client.render("/r/\(i).jpg", size: (10, 10)) } }
         for _ in 0..<5 { _ = try await first.inbox.next() }

@@ -1,0 +1,35 @@
+import CLMDB
+
+extension RenditionKey {
+    /// The spec bytes the key was made with (everything after the source identity).
+    public var specBytes: ArraySlice<UInt8> { bytes[(Self.identityOffset + sourceCount)...] }
+
+    init(raw: [UInt8], sourceCount: Int) {
+        self.bytes = raw
+        self.sourceCount = sourceCount
+    }
+}
+
+extension RenditionStore {
+    /// The keys of every rendition stored for `source` (identity bytes) at `path`, from the
+    /// path index: the other sizes and formats of the same file, for derivations and
+    /// previews. Committed entries only.
+    public func renditionKeys(path: String, source: [UInt8]) -> [RenditionKey] {
+        let pathKey = PathIndex.key(for: Array(path.utf8))
+        let keys = try? environment.read { txn in
+            try txn.withCursor(environment.paths) { cursor -> [RenditionKey] in
+                var keys: [RenditionKey] = []
+                var found = try cursor.seek(pathKey, MDB_SET)
+                while let raw = found {
+                    if let item = PathIndex.Item(raw.value), case .rendition(let key, let count) = item,
+                       item.identity == source {
+                        keys.append(RenditionKey(raw: key, sourceCount: count))
+                    }
+                    found = try cursor.move(MDB_NEXT_DUP)
+                }
+                return keys
+            }
+        }
+        return keys ?? []
+    }
+}
