@@ -7,7 +7,7 @@ SWIFT ?= swift
 APT_PACKAGES := libvips-dev liblmdb-dev pkg-config libvips-tools
 ARGS ?=
 
-.PHONY: all deps build debug run test clean
+.PHONY: all deps build debug run test clean install uninstall
 
 all: build
 
@@ -39,6 +39,36 @@ run: build
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+## install: binaries, units, man pages, bash completion, a commented default config
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR = $(DESTDIR)$(PREFIX)/bin
+MANDIR = $(DESTDIR)$(PREFIX)/share/man
+UNITDIR = $(DESTDIR)$(PREFIX)/lib/systemd/system
+USERUNITDIR = $(DESTDIR)$(PREFIX)/lib/systemd/user
+COMPLETIONDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+DOCDIR = $(DESTDIR)$(PREFIX)/share/doc/viewerd
+
+install: build
+	install -d $(BINDIR) $(MANDIR)/man1 $(MANDIR)/man8 $(UNITDIR) $(USERUNITDIR) $(COMPLETIONDIR) $(DOCDIR)
+	install -m 0755 .build/release/viewerd .build/release/viewerctl $(BINDIR)/
+	install -m 0644 docs/man/viewerctl.1 $(MANDIR)/man1/
+	install -m 0644 docs/man/viewerd.8 $(MANDIR)/man8/
+	install -m 0644 completion/viewerctl.bash $(COMPLETIONDIR)/viewerctl
+	install -m 0644 README.md protocol/PROTOCOL.md $(DOCDIR)/
+	for unit in systemd/*.service systemd/*.socket; do [ -e "$$unit" ] && install -m 0644 "$$unit" $(UNITDIR)/ || true; done
+	for unit in systemd/user/*; do [ -e "$$unit" ] && install -m 0644 "$$unit" $(USERUNITDIR)/ || true; done
+	if [ -e systemd/viewerd.conf ]; then install -d $(DESTDIR)/etc/viewerd && \
+	  { [ -e $(DESTDIR)/etc/viewerd/viewerd.conf ] || install -m 0644 systemd/viewerd.conf $(DESTDIR)/etc/viewerd/; }; fi
+
+## uninstall: removes what install put there (a config you edited stays)
+uninstall:
+	rm -f $(BINDIR)/viewerd $(BINDIR)/viewerctl $(MANDIR)/man1/viewerctl.1 $(MANDIR)/man8/viewerd.8
+	rm -f $(COMPLETIONDIR)/viewerctl
+	rm -rf $(DOCDIR)
+	for unit in systemd/*.service systemd/*.socket; do rm -f $(UNITDIR)/$$(basename "$$unit"); done
+	for unit in systemd/user/*; do rm -f $(USERUNITDIR)/$$(basename "$$unit"); done
 
 clean:
 	rm -rf .build

@@ -136,6 +136,17 @@ public final class RenditionStore: Sendable {
         writer.enqueue(.invalidate(.directory(prefix), reply: completion))
     }
 
+    /// Evicts, in the eviction policy's order, until at most `bytes` are stored; reports how
+    /// many renditions left on the writer thread. `trim(to: 0)` empties the store.
+    public func trim(to bytes: UInt64, completion: @escaping @Sendable (Int) -> Void) {
+        writer.enqueue(.trim(bytes, reply: completion))
+    }
+
+    /// Blocking `trim`.
+    public func trim(to bytes: UInt64) -> Int {
+        writer.perform { reply in .trim(bytes, reply: reply) }
+    }
+
     /// A rendition queued for writing and not yet committed.
     func pendingValue(for key: RenditionKey) -> [UInt8]? { writer.pendingValue(for: key.bytes) }
 

@@ -68,6 +68,8 @@ extension StoreWriter {
                 try tx.recordFailure(identity: identity, path: path, record)
             case .sweep(let plan, _):
                 results[index] = try tx.apply(plan)
+            case .trim(let target, _):
+                results[index] = try tx.evict(downTo: target)
             case .flush, .stop:
                 break
             }

@@ -18,6 +18,8 @@ final class StoreWriter: Sendable {
         case invalidate(Invalidation, reply: @Sendable (Int) -> Void)
         case recordFailure(identity: [UInt8], path: [UInt8], FailureRecord, generation: UInt64)
         case sweep(SweepPlan, reply: @Sendable (Int) -> Void)
+        /// Evict down to this many stored bytes (the policy's order); replies the count.
+        case trim(UInt64, reply: @Sendable (Int) -> Void)
         case flush(DispatchSemaphore)
         case stop(DispatchSemaphore)
     }
@@ -209,7 +211,7 @@ final class StoreWriter: Sendable {
             var stopping: DispatchSemaphore?
             for (index, op) in batch.enumerated() {
                 switch op {
-                case .invalidate(_, let reply), .sweep(_, let reply): reply(replies[index])
+                case .invalidate(_, let reply), .sweep(_, let reply), .trim(_, let reply): reply(replies[index])
                 case .flush(let done): done.signal()
                 case .stop(let done): stopping = done
                 default: break

@@ -54,6 +54,13 @@ extension ViewerClient {
                 to: "INVALIDATE")
     }
 
+    /// Evicts from the daemon's store, in its eviction order, until at most `bytes` are
+    /// stored (0 empties it). Returns the number of renditions evicted.
+    @discardableResult
+    public func trim(to bytes: UInt64) async throws -> UInt64 {
+        try ack(try await call(.trim(bytes: bytes), requires: .invalidate), to: "TRIM")
+    }
+
     /// Sends the paths in frames that fit the daemon's limit, all at once, and sums the ACKs.
     private func prefetch(_ paths: [String], spec: RenditionSpec, priority: Priority,
                           message: (PrefetchRequest) -> Message) async throws -> UInt64 {

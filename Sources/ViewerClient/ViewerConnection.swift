@@ -69,6 +69,24 @@ public final class ViewerConnection {
         }
     }
 
+    /// Drops the renditions of `path` (or of everything under it); returns how many.
+    public func invalidate(_ path: String, recursive: Bool = false) throws(ViewerClientError) -> UInt64 {
+        try acknowledged(.invalidate(InvalidateRequest(path: path, recursive: recursive)))
+    }
+
+    /// Evicts down to `bytes` stored (0 empties the store); returns how many renditions left.
+    public func trim(to bytes: UInt64) throws(ViewerClientError) -> UInt64 {
+        try acknowledged(.trim(bytes: bytes))
+    }
+
+    private func acknowledged(_ message: Message) throws(ViewerClientError) -> UInt64 {
+        switch try call(message) {
+        case .ack(let count): return count
+        case .error(let error): throw .server(error)
+        case let other: throw .protocolViolation("expected ACK, got \(other.type)")
+        }
+    }
+
     /// Sends raw bytes (for tests of the daemon's handling of bad input).
     public func sendRaw(_ bytes: [UInt8]) throws(ViewerClientError) {
         try write(bytes)

@@ -54,15 +54,11 @@ extension Daemon {
             send(connection, .error(ErrorReply(.invalidArgument, "path must be absolute: \(request.path)")), requestID: requestID)
             return
         }
-        if connection.peerUID != getuid() && connection.peerUID != 0 {
+        guard isOwner(connection) else {
             send(connection, .error(ErrorReply(.permissionDenied, "only the daemon's user may invalidate")), requestID: requestID)
             return
         }
-        let completions = self.completions, wakeup = self.wakeup, connectionID = connection.id
-        let done: @Sendable (Int) -> Void = { count in
-            completions.append(.ack(connection: connectionID, requestID: requestID, count: count))
-            wakeup.signal()
-        }
+        let done = acknowledgement(requestID: requestID, on: connection)
         if request.recursive {
             store.invalidate(prefix: request.path, completion: done)
         } else {
@@ -72,12 +68,40 @@ extension Daemon {
 }
 
 extension Daemon {
+    /// The daemon's own user (and root) may change the store; others only read from it.
+    func isOwner(_ connection: Connection) -> Bool {
+        connection.peerUID == getuid() || connection.peerUID == 0
+    }
+
+    /// A completion that sends ACK(count) on the event loop once another thread is done.
+    func acknowledgement(requestID: UInt32, on connection: Connection) -> @Sendable (Int) -> Void {
+        let completions = self.completions, wakeup = self.wakeup, connectionID = connection.id
+        return { count in
+            completions.append(.ack(connection: connectionID, requestID: requestID, count: count))
+            wakeup.signal()
+        }
+    }
+
+    /// Evicts from the store down to `bytes`, in the policy's order (0 empties it).
+    func trim(to bytes: UInt64, requestID: UInt32, on connection: Connection) {
+        guard isOwner(connection) else {
+            send(connection, .error(ErrorReply(.permissionDenied, "only the daemon's user may trim the store")), requestID: requestID)
+            return
+        }
+        store.trim(to: bytes, completion: acknowledgement(requestID: requestID, on: connection))
+    }
+
     func statsReply() -> StatsReply {
         let s = store.stats
         let queue = pool.scheduler.stats
         let uptime = ContinuousClock.now - started
+        // Failures by code, as "errors_<name>", for the ones that happened.
+        let byCode = stats.errorsByCode.sorted { $0.key < $1.key }.map { code, count in
+            ("errors_" + (ErrorCode(rawValue: code)?.name ?? "\(code)").replacingOccurrences(of: "-", with: "_"), count)
+        }
         return StatsReply(counters: [
             ("uptime_seconds", UInt64(uptime.components.seconds)),
+            ("protocol_version", UInt64(ProtocolVersion.current)),
             ("connections", UInt64(connections.count)),
             ("connections_accepted", stats.connectionsAccepted),
             ("requests", stats.requests),
@@ -131,6 +155,6 @@ extension Daemon {
             ("store_write_batches", s.writeBatches),
             ("store_write_failures", s.writeFailures),
             ("store_map_full_events", s.mapFullEvents),
-        ])
+        ] + byCode)
     }
 }

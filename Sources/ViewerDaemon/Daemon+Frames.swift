@@ -66,6 +66,8 @@ extension Daemon {
             send(connection, .ack(count: UInt64(stopAllPrefetches(of: connection))), requestID: id)
         case .invalidate(let request):
             invalidate(request, requestID: id, on: connection)
+        case .trim(let bytes):
+            trim(to: bytes, requestID: id, on: connection)
         case .stats:
             send(connection, .statsReply(statsReply()), requestID: id)
         case .ping:

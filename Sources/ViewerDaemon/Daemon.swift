@@ -226,13 +226,17 @@ public final class Daemon {
     /// Sends a connection-level error (request id 0) and closes once it is sent.
     func reject(_ connection: Connection, _ error: ErrorReply) {
         stats.errors += 1
+        stats.errorsByCode[error.rawCode, default: 0] += 1
         connection.enqueue(.error(error), requestID: 0)
         connection.closing = true
         flush(connection)
     }
 
     func send(_ connection: Connection, _ message: Message, requestID: UInt32) {
-        if case .error = message { stats.errors += 1 }
+        if case .error(let reply) = message {
+            stats.errors += 1
+            stats.errorsByCode[reply.rawCode, default: 0] += 1
+        }
         connection.enqueue(message, requestID: requestID)
     }
 

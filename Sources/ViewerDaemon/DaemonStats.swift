@@ -20,4 +20,6 @@ struct DaemonStats {
     var busy: UInt64 = 0
     /// Jobs rendered from a larger stored rendition instead of the original.
     var derivations: UInt64 = 0
+    /// Error answers by wire code.
+    var errorsByCode: [UInt16: UInt64] = [:]
 }

@@ -12,6 +12,8 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case invalidate = 0x08
     case stats = 0x09
     case ping = 0x0A
+    /// Evict from the store down to a size (0 empties it).
+    case trim = 0x0B
 
     case welcome = 0x81
     case result = 0x82
@@ -199,6 +201,8 @@ public enum Message: Sendable, Equatable {
     case invalidate(InvalidateRequest)
     case stats
     case ping
+    /// Store bytes to keep at most.
+    case trim(bytes: UInt64)
     case result(RenderResult)
     /// A degraded rendition before the final one (not terminal); `fromCache` is unused.
     case preview(RenderResult)
@@ -207,7 +211,8 @@ public enum Message: Sendable, Equatable {
     case cancelled
     case statsReply(StatsReply)
     case pong
-    /// A control request was done; `count` says how many items it touched.
+    /// A control request was done; `count` says how many items it touched (for TRIM, the
+    /// renditions evicted).
     case ack(count: UInt64)
 
     public var type: MessageType {
@@ -223,6 +228,7 @@ public enum Message: Sendable, Equatable {
         case .invalidate: .invalidate
         case .stats: .stats
         case .ping: .ping
+        case .trim: .trim
         case .result: .result
         case .preview: .preview
         case .error: .error

@@ -18,6 +18,7 @@ enum Tag {
     enum SetPriority { static let priority: UInt16 = 1 }
     enum Invalidate { static let path: UInt16 = 1, recursive: UInt16 = 2 }
     enum Ack { static let count: UInt16 = 1 }
+    enum Trim { static let bytes: UInt16 = 1 }
     enum Result {
         static let format: UInt16 = 1, width: UInt16 = 2, height: UInt16 = 3, fromCache: UInt16 = 4
         static let bytes: UInt16 = 5
@@ -69,6 +70,8 @@ extension Message {
             w.put(Tag.Invalidate.recursive, m.recursive)
         case .ack(let count):
             w.put(Tag.Ack.count, count)
+        case .trim(let bytes):
+            w.put(Tag.Trim.bytes, bytes)
         case .result(let m), .preview(let m):
             return RenderResult.body(format: m.format, width: m.width, height: m.height,
                                      fromCache: m.fromCache, bytes: m.bytes)
@@ -135,6 +138,7 @@ extension Message {
         case .preview: self = .preview(try Self.decodeResult(r))
         case .cancelled: self = .cancelled
         case .ack: self = .ack(count: try r.integer(Tag.Ack.count) ?? 0)
+        case .trim: self = .trim(bytes: try r.required(Tag.Trim.bytes))
         case .error:
             self = .error(ErrorReply(rawCode: try r.required(Tag.Error.code),
                                      message: try r.string(Tag.Error.message) ?? ""))

@@ -3,7 +3,10 @@ import Foundation
 import ViewerClient
 import ViewerProtocol
 
-let commands: [any Subcommand.Type] = [RenderCommand.self, StatsCommand.self, PingCommand.self]
+let commands: [any Subcommand.Type] = [
+    RenderCommand.self, WarmCommand.self, StatsCommand.self, StatusCommand.self, InvalidateCommand.self,
+    TrimCommand.self, ClearCommand.self, PingCommand.self,
+]
 
 let topUsage = """
     usage: viewerctl [--socket PATH] COMMAND [options]

@@ -44,3 +44,60 @@ struct ViewerctlTests {
         #expect(down.stderr.contains("not available"))
     }
 }
+
+@Suite("viewerctl subcommands")
+struct ViewerctlSubcommandTests {
+    let viewerctl = DaemonProcess.executable("viewerctl")
+
+    @Test("warm renders a folder, reports the bad file and finishes the rest; a second warm is all hits")
+    func warm() throws {
+        let daemon = try DaemonProcess()
+        let folder = daemon.directory + "/album"
+        try FileManager.default.createDirectory(atPath: folder + "/nested", withIntermediateDirectories: true)
+        for i in 0..<6 { try Fixtures.write(folder + "/p\(i).jpg", width: 400, height: 300, seed: i) }
+        try Fixtures.write(folder + "/nested/deep.png", width: 300, height: 300)
+        try Data("not an image".utf8).write(to: URL(fileURLWithPath: folder + "/broken.jpg"))
+        try Data("notes".utf8).write(to: URL(fileURLWithPath: folder + "/readme.txt"))  // not an image name: skipped
+        let socket = ["--socket", daemon.socketPath]
+
+        let flat = try runTool(viewerctl, socket + ["warm", folder, "--size", "128x128"])
+        #expect(flat.status == 1)
+        #expect(flat.stdout.contains("warmed 6 of 7 files, 1 errors (1 unsupported-format)"), "\(flat.stdout)")
+        #expect(flat.stderr.contains("broken.jpg"))
+
+        let deep = try runTool(viewerctl, socket + ["warm", folder, "--recursive", "--size", "128x128"])
+        #expect(deep.stdout.contains("warmed 7 of 8 files"), "\(deep.stdout)")
+        let stats = try daemon.connect().stats()
+        #expect(stats["renders"] == 7)
+        #expect(stats["hits"] == 6)
+        daemon.stop()
+    }
+
+    @Test("status and stats speak JSON; invalidate, trim and clear change the store")
+    func statusAndStore() throws {
+        let daemon = try DaemonProcess()
+        let socket = ["--socket", daemon.socketPath]
+        let paths = try (0..<4).map { try Fixtures.write(daemon.directory + "/s\($0).jpg", width: 500, height: 400, seed: $0) }
+        let client = try daemon.connect()
+        for path in paths { _ = try client.render(RenderRequest(path: path, spec: RenditionSpec(width: 100, height: 100))) }
+        #expect(try eventually { try client.stats()["store_entries"] == 4 })
+
+        let status = try runTool(viewerctl, socket + ["status", "--json"])
+        #expect(status.status == 0)
+        let object = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+        #expect(object?["workers"] as? Int == ProcessInfo.processInfo.activeProcessorCount)
+        #expect((object?["queued"] as? [String: Int])?["visible"] == 0)
+        #expect(try runTool(viewerctl, socket + ["status"]).stdout.contains("workers"))
+
+        let invalidate = try runTool(viewerctl, socket + ["invalidate", paths[0]])
+        #expect(invalidate.stdout.contains("removed 1 entries"), "\(invalidate.stdout)")
+        let trim = try runTool(viewerctl, socket + ["trim", "--to", "0"])
+        #expect(trim.status == 0 && trim.stdout.contains("evicted 3 renditions"), "\(trim.stdout)")
+        #expect(try runTool(viewerctl, socket + ["clear"]).stdout.contains("removed 0 renditions"))
+        #expect(try runTool(viewerctl, socket + ["trim", "--to", "lots"]).status == 64)
+        #expect(try runTool(viewerctl, socket + ["warm", daemon.directory]).status == 64)  // no --size
+        #expect(try runTool(viewerctl, ["--version"]).stdout.hasPrefix("viewerctl "))
+        #expect(try runTool(viewerctl, ["render", "--help"]).stdout.contains("usage: viewerctl render"))
+        daemon.stop()
+    }
+}

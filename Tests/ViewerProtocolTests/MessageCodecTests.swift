@@ -35,6 +35,8 @@ struct MessageCodecTests {
         .pong,
         .ack(count: 0),
         .ack(count: .max),
+        .trim(bytes: 0),
+        .trim(bytes: 200 << 20),
     ]
 
     /// A message whose decoding is expected to fail, built field by field.
@@ -62,7 +64,7 @@ struct MessageCodecTests {
     }
 
     @Test("an unassigned message type throws unexpectedMessage",
-          arguments: [0x00, 0x0B, 0x55, 0x7F, 0x80, 0x89, 0xFF] as [UInt8])
+          arguments: [0x00, 0x0C, 0x55, 0x7F, 0x80, 0x89, 0xFF] as [UInt8])
     func unknownType(_ type: UInt8) throws {
         #expect(MessageType(rawValue: type) == nil)
         #expect(throws: ProtocolError.unexpectedMessage(type: type)) {
@@ -75,7 +77,7 @@ struct MessageCodecTests {
         let table = MessageType.allCases.map { String($0.rawValue, radix: 16) + " \($0)" }
         #expect(table == [
             "1 hello", "2 render", "3 cancel", "4 setPriority", "5 prefetch", "6 stopPrefetch", "7 stopPrefetchAll",
-            "8 invalidate", "9 stats", "a ping",
+            "8 invalidate", "9 stats", "a ping", "b trim",
             "81 welcome", "82 result", "83 preview", "84 error", "85 cancelled", "86 statsReply", "87 pong", "88 ack",
         ])
     }

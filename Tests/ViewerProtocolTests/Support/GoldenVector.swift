@@ -86,6 +86,7 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
             paths: ["/pictures/d.jpg"], spec: RenditionSpec(width: 256, height: 256, format: .webp)))),
         GoldenVector("stop-prefetch-all", requestID: 15, .stopPrefetchAll),
         GoldenVector("invalidate", requestID: 16, .invalidate(InvalidateRequest(path: "/pictures", recursive: true))),
+        GoldenVector("trim", requestID: 17, .trim(bytes: 200 << 20)),
     ]
 
     /// Every vector file back to back, as a peer would send them on one connection.

@@ -1,0 +1,111 @@
+import Foundation
+import ViewerClient
+import ViewerProtocol
+
+struct InvalidateCommand: Subcommand {
+    static let name = "invalidate"
+    static let abstract = "Forget the renditions of a file (or of everything under a folder with --recursive)."
+    static let usage = "viewerctl invalidate PATH [--recursive]"
+
+    let path: String
+    let recursive: Bool
+
+    init(_ arguments: inout Arguments) throws(UsageError) {
+        recursive = arguments.flag("--recursive", "-r")
+        let paths = try arguments.positionals()
+        guard paths.count == 1 else { throw UsageError("invalidate takes one PATH") }
+        path = absolute(paths[0])
+    }
+
+    func run(_ globals: Globals) throws -> Int32 {
+        let removed = try ViewerConnection(socketPath: globals.socketPath).invalidate(path, recursive: recursive)
+        print("removed \(removed) entries for \(path)\(recursive ? " and below" : "")")
+        return ExitCode.success
+    }
+}
+
+struct TrimCommand: Subcommand {
+    static let name = "trim"
+    static let abstract = "Evict from the store, coldest first, until it holds at most SIZE."
+    static let usage = "viewerctl trim --to SIZE      (e.g. 200M, 1G)"
+
+    let bytes: UInt64
+
+    init(_ arguments: inout Arguments) throws(UsageError) {
+        guard let text = try arguments.option("--to") else { throw UsageError("trim needs --to SIZE") }
+        guard let bytes = ByteCount.parse(text) else { throw UsageError("--to takes a size like 200M (got \(text))") }
+        self.bytes = bytes
+        guard try arguments.positionals().isEmpty else { throw UsageError("trim takes no PATH") }
+    }
+
+    func run(_ globals: Globals) throws -> Int32 {
+        let connection = try ViewerConnection(socketPath: globals.socketPath)
+        let evicted = try connection.trim(to: bytes)
+        let left = try connection.stats()["store_bytes"] ?? 0
+        print("evicted \(evicted) renditions; the store holds \(ByteCount.format(left))")
+        return ExitCode.success
+    }
+}
+
+struct ClearCommand: Subcommand {
+    static let name = "clear"
+    static let abstract = "Empty the store (every rendition; recorded failures stay until their files change)."
+    static let usage = "viewerctl clear"
+
+    init(_ arguments: inout Arguments) throws(UsageError) {
+        guard try arguments.positionals().isEmpty else { throw UsageError("clear takes no arguments") }
+    }
+
+    func run(_ globals: Globals) throws -> Int32 {
+        let evicted = try ViewerConnection(socketPath: globals.socketPath).trim(to: 0)
+        print("removed \(evicted) renditions")
+        return ExitCode.success
+    }
+}
+
+struct StatusCommand: Subcommand {
+    static let name = "status"
+    static let abstract = "Show the daemon's health: version, uptime, workers, queues, budgets, failures."
+    static let usage = "viewerctl status [--json]"
+
+    let json: Bool
+
+    init(_ arguments: inout Arguments) throws(UsageError) {
+        json = arguments.flag("--json")
+        guard try arguments.positionals().isEmpty else { throw UsageError("status takes no arguments") }
+    }
+
+    func run(_ globals: Globals) throws -> Int32 {
+        let connection = try ViewerConnection(socketPath: globals.socketPath)
+        let s = try connection.stats()
+        let value = { (name: String) in s[name] ?? 0 }
+        let failures = s.counters.filter { $0.name.hasPrefix("errors_") }
+            .map { ($0.name.dropFirst("errors_".count).replacingOccurrences(of: "_", with: "-"), $0.value) }
+        if json {
+            var fields = [
+                "\"version\": \"\(connection.welcome.serverVersion)\"",
+                "\"protocol\": \(connection.welcome.version)",
+                "\"uptime_seconds\": \(value("uptime_seconds"))",
+                "\"workers\": \(value("workers"))", "\"workers_alive\": \(value("workers_alive"))",
+                "\"workers_busy\": \(value("jobs_running"))", "\"workers_failing\": \(value("workers_failing") != 0)",
+                "\"memory_in_use_bytes\": \(value("memory_in_use_bytes"))", "\"memory_budget_bytes\": \(value("memory_budget_bytes"))",
+                "\"store_bytes\": \(value("store_bytes"))", "\"store_budget_bytes\": \(value("store_budget_bytes"))",
+            ]
+            fields.append("\"queued\": {" + Priority.allCases.map { "\"\($0.name)\": \(value("queued_\($0.name)"))" }.joined(separator: ", ") + "}")
+            fields.append("\"failures\": {" + failures.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ") + "}")
+            print("{\n  " + fields.joined(separator: ",\n  ") + "\n}")
+            return ExitCode.success
+        }
+        let uptime = Progress.duration(Double(value("uptime_seconds")))
+        print("viewerd \(connection.welcome.serverVersion), protocol \(connection.welcome.version), up \(uptime)")
+        print("workers   \(value("workers_alive")) alive of \(value("workers")), \(value("jobs_running")) busy" +
+              (value("workers_failing") != 0 ? "  (FAILING: workers keep dying, see the log)" : ""))
+        print("queued    " + Priority.allCases.map { "\($0.name) \(value("queued_\($0.name)"))" }.joined(separator: ", "))
+        print("memory    \(ByteCount.format(value("memory_in_use_bytes"))) of \(ByteCount.format(value("memory_budget_bytes"))) budget in use by renders")
+        print("cache     \(ByteCount.format(value("store_bytes"))) of \(ByteCount.format(value("store_budget_bytes"))) budget, " +
+              "\(value("store_entries")) renditions")
+        print("requests  \(value("requests")): \(value("hits")) hits, \(value("renders")) renders, \(value("coalesced")) coalesced")
+        print("failures  " + (failures.isEmpty ? "none" : failures.map { "\($0.0) \($0.1)" }.joined(separator: ", ")))
+        return ExitCode.success
+    }
+}

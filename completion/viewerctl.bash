@@ -1,0 +1,45 @@
+# bash completion for viewerctl -*- shell-script -*-
+_viewerctl() {
+    local cur prev words cword
+    _init_completion 2>/dev/null || {
+        cur="${COMP_WORDS[COMP_CWORD]}"; prev="${COMP_WORDS[COMP_CWORD-1]}"; words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
+    }
+    local commands="render warm stats status invalidate trim clear ping help"
+    local command="" i
+    for ((i = 1; i < cword; i++)); do
+        case "${words[i]}" in
+            --socket) ((i++)) ;;
+            -*) ;;
+            *) command="${words[i]}"; break ;;
+        esac
+    done
+    case "$prev" in
+        --socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --mode) COMPREPLY=($(compgen -W "fit fill" -- "$cur")); return ;;
+        --crop) COMPREPLY=($(compgen -W "centre attention entropy" -- "$cur")); return ;;
+        --format|-f) COMPREPLY=($(compgen -W "jpeg webp png avif raw" -- "$cur")); return ;;
+        --priority) COMPREPLY=($(compgen -W "visible high normal prefetch background" -- "$cur")); return ;;
+        --size|-s) COMPREPLY=($(compgen -W "128x128 256x256 512x512 1024x1024" -- "$cur")); return ;;
+        --quality|-q|--to) return ;;
+        -o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    esac
+    if [[ -z "$command" ]]; then
+        COMPREPLY=($(compgen -W "$commands --socket --help --version" -- "$cur"))
+        return
+    fi
+    local options=""
+    case "$command" in
+        render) options="--size --mode --crop --format --quality --priority --cache-only -o --help" ;;
+        warm) options="--size --mode --crop --format --quality --priority --recursive --help" ;;
+        stats|status) options="--json --help" ;;
+        invalidate) options="--recursive --help" ;;
+        trim) options="--to --help" ;;
+        *) options="--help" ;;
+    esac
+    if [[ "$cur" == -* ]]; then
+        COMPREPLY=($(compgen -W "$options" -- "$cur"))
+    else
+        COMPREPLY=($(compgen -f -- "$cur"))
+    fi
+}
+complete -F _viewerctl viewerctl
