@@ -111,6 +111,7 @@ extension Daemon {
             ("coalesced", stats.coalesced),
             ("previews", stats.previews),
             ("derivations", stats.derivations),
+            ("larger_served", stats.largerServed),
             ("prefetched", stats.prefetched),
             ("cancelled_queued", stats.cancelledQueued),
             ("cancelled_running", stats.cancelledRunning),

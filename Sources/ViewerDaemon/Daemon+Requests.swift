@@ -55,6 +55,12 @@ extension Daemon {
         }
         let key = RenditionKey(source: source.identity.bytes, spec: spec.keyBytes, rendererVersion: Renderer.version)
         if serveFromStore(key, requestID: requestID, on: connection) { return }
+        // PhotoKit's fast resize mode: a stored rendition a little larger will do.
+        if request.allowLarger, let larger = slightlyLarger(than: spec, of: source),
+           serveFromStore(larger, requestID: requestID, on: connection) {
+            stats.largerServed += 1
+            return
+        }
         // A file that failed before fails again without a render, until it changes.
         if let failure = store.failure(source: source.identity.bytes) {
             stats.negativeHits += 1
@@ -137,6 +143,31 @@ extension Daemon {
         }
         guard let best else { return nil }
         return reader.withRendition(best.key) { meta, bytes in (Array(bytes), Int(meta.width), Int(meta.height)) }
+    }
+
+    /// A stored rendition of the same file and output that is at most 25 % larger on each
+    /// side than what `spec` would make, for requests that allow it.
+    func slightlyLarger(than spec: RenditionSpec, of source: SourceFile) -> RenditionKey? {
+        var best: (key: RenditionKey, pixels: Int)?
+        for key in store.renditionKeys(path: source.path, source: source.identity.bytes) {
+            guard var candidate = RenditionSpec(keyBytes: key.specBytes) else { continue }
+            (candidate.width, candidate.height) = (spec.width, spec.height)
+            guard candidate == spec,
+                  let size = reader.withRendition(key, { meta, _ in (Int(meta.width), Int(meta.height)) }) else { continue }
+            let wanted = Self.fitted(size, into: spec)
+            guard size.0 >= wanted.0, size.1 >= wanted.1, size.0 * 4 <= wanted.0 * 5, size.1 * 4 <= wanted.1 * 5 else { continue }
+            if best == nil || size.0 * size.1 < best!.pixels { best = (key, size.0 * size.1) }
+        }
+        return best?.key
+    }
+
+    /// The size `spec` makes from an image of `size` (same aspect ratio as the source).
+    static func fitted(_ size: (Int, Int), into spec: RenditionSpec) -> (Int, Int) {
+        if spec.fit == .fill { return (Int(spec.width), Int(spec.height)) }
+        let bw = spec.width == 0 ? Double.infinity : Double(spec.width)
+        let bh = spec.height == 0 ? Double.infinity : Double(spec.height)
+        let scale = min(bw / Double(size.0), bh / Double(size.1), 1)
+        return (max(1, Int((Double(size.0) * scale).rounded())), max(1, Int((Double(size.1) * scale).rounded())))
     }
 
     /// Whether a rendition of `size` holds everything `spec` needs: strictly larger, and for

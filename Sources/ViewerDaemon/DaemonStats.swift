@@ -20,6 +20,8 @@ struct DaemonStats {
     var busy: UInt64 = 0
     /// Jobs rendered from a larger stored rendition instead of the original.
     var derivations: UInt64 = 0
+    /// Requests that allowed a larger rendition and got one from the store.
+    var largerServed: UInt64 = 0
     /// Error answers by wire code.
     var errorsByCode: [UInt16: UInt64] = [:]
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Rendering
 import Testing
+import ViewerClient
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc
@@ -209,5 +210,31 @@ struct RequestLifecycleTests {
 func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
+
+@Suite("Fast resize mode")
+struct AllowLargerTests {
+    @Test("a request that allows it gets a stored rendition up to 25 % larger; others render")
+    func allowLarger() throws {
+        let daemon = try DaemonProcess()
+        let photo = try Fixtures.write(daemon.directory + "/p.jpg", width: 1200, height: 800)
+        let client = try daemon.connect()
+        _ = try client.render(RenderRequest(path: photo, spec: RenditionSpec(width: 300, height: 300)))
+        #expect(try eventually { try client.stats()["store_entries"] == 1 })
+        let near = try client.render(RenderRequest(path: photo, spec: RenditionSpec(width: 256, height: 256), allowLarger: true))
+        #expect(near.fromCache && (near.width, near.height) == (300, 200))
+        let strict = try client.render(RenderRequest(path: photo, spec: RenditionSpec(width: 256, height: 256)))
+        #expect(!strict.fromCache && (strict.width, strict.height) == (256, 171))
+        let far = try client.render(RenditionSpec(width: 200, height: 200), photo, allowLarger: true)
+        #expect(!far.fromCache && (far.width, far.height) == (200, 133))
+        #expect(try client.stats()["larger_served"] == 1)
+        daemon.stop()
+    }
+}
+
+extension ViewerConnection {
+    func render(_ spec: RenditionSpec, _ path: String, allowLarger: Bool) throws -> RenderResult {
+        try render(RenderRequest(path: path, spec: spec, allowLarger: allowLarger))
     }
 }
