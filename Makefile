@@ -3,8 +3,9 @@
 
 SWIFT ?= swift
 # Debian packages: libvips and LMDB to build against, pkg-config to find them,
-# libvips-tools (vipsthumbnail) as the reference the tests compare against.
-APT_PACKAGES := libvips-dev liblmdb-dev pkg-config libvips-tools
+# libvips-tools (vipsthumbnail) as the reference the tests compare against, systemd for
+# systemd-analyze and systemd-socket-activate in the service tests.
+APT_PACKAGES := libvips-dev liblmdb-dev pkg-config libvips-tools systemd
 ARGS ?=
 
 .PHONY: all deps build debug run test clean install uninstall
@@ -57,8 +58,13 @@ install: build
 	install -m 0644 docs/man/viewerd.8 $(MANDIR)/man8/
 	install -m 0644 completion/viewerctl.bash $(COMPLETIONDIR)/viewerctl
 	install -m 0644 README.md protocol/PROTOCOL.md $(DOCDIR)/
-	for unit in systemd/*.service systemd/*.socket; do [ -e "$$unit" ] && install -m 0644 "$$unit" $(UNITDIR)/ || true; done
-	for unit in systemd/user/*; do [ -e "$$unit" ] && install -m 0644 "$$unit" $(USERUNITDIR)/ || true; done
+	# The units name /usr/local/bin: point them at this PREFIX.
+	for unit in systemd/*.service systemd/*.socket; do \
+	  sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' "$$unit" > $(UNITDIR)/$$(basename "$$unit"); chmod 0644 $(UNITDIR)/$$(basename "$$unit"); done
+	for unit in systemd/user/*; do \
+	  sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' "$$unit" > $(USERUNITDIR)/$$(basename "$$unit"); chmod 0644 $(USERUNITDIR)/$$(basename "$$unit"); done
+	install -d $(DESTDIR)$(PREFIX)/lib/sysusers.d
+	install -m 0644 systemd/sysusers.d/viewerd.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/viewerd.conf
 	if [ -e systemd/viewerd.conf ]; then install -d $(DESTDIR)/etc/viewerd && \
 	  { [ -e $(DESTDIR)/etc/viewerd/viewerd.conf ] || install -m 0644 systemd/viewerd.conf $(DESTDIR)/etc/viewerd/; }; fi
 
@@ -69,6 +75,7 @@ uninstall:
 	rm -rf $(DOCDIR)
 	for unit in systemd/*.service systemd/*.socket; do rm -f $(UNITDIR)/$$(basename "$$unit"); done
 	for unit in systemd/user/*; do rm -f $(USERUNITDIR)/$$(basename "$$unit"); done
+	rm -f $(DESTDIR)$(PREFIX)/lib/sysusers.d/viewerd.conf
 
 clean:
 	rm -rf .build

@@ -146,6 +146,9 @@ pid_t vd_spawn_worker(const char *exe, int sock, const char *arg1, const char *a
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, sock, 3);
+    // Libraries open descriptors without close-on-exec (LMDB's data file): close everything
+    // above the worker's channel, so a worker inherits nothing of the daemon's.
+    posix_spawn_file_actions_addclosefrom_np(&actions, 4);
     // The worker must not inherit the daemon's blocked signals: SIGTERM must end it.
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);

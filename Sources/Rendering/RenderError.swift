@@ -63,7 +63,9 @@ public enum RenderError: Error, Equatable, Sendable, CustomStringConvertible {
         switch e {
         case ENOENT, ENOTDIR: .notFound(path)
         case EACCES, EPERM: .permissionDenied(path)
-        case ELOOP: .notRegularFile(path)
+        // open(2) of a Unix socket fails with ENXIO, of a device node without its device
+        // with ENXIO or ENODEV: neither is a regular file (PROTOCOL.md, not-regular-file).
+        case ELOOP, ENXIO, ENODEV: .notRegularFile(path)
         default: .unreadable(path: path, errno: e)
         }
     }

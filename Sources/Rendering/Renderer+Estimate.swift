@@ -29,38 +29,55 @@ extension Renderer {
     /// - SVG, PDF: rasterized at the target size
     /// plus the output and resampling buffers (4 × output RGBA) and a fixed 16 MiB.
     public static func estimateCost(_ header: SourceHeader, spec: RenditionSpec) -> RenderCost {
-        let w = UInt64(header.width), h = UInt64(header.height)
+        // Headers are untrusted: a PNG may declare 2^31-1 × 2^31-1 pixels of 16-bit RGBA, whose
+        // products overflow 64 bits. The arithmetic saturates (such a file is refused as
+        // too large by the worker; its estimate only has to be huge, not trap).
+        let w = UInt64(max(header.width, 0)), h = UInt64(max(header.height, 0))
         let b = UInt64(max(header.bands, 1)), s = UInt64(max(header.bitsPerSample / 8, 1))
         let out = outputSize(header, spec: spec)
-        let outputBytes = UInt64(out.width) * UInt64(out.height) * 4
+        let outputBytes = product(UInt64(out.width), UInt64(out.height), 4)
         let shrink = jpegShrink(header, out)
         let loader = header.loader
         var decode: UInt64
         var costly = false
+        let pixels = product(w, h)
         if loader.hasPrefix("jpegload") {
             if header.interlaced {
-                decode = w * h * b * 2
-                costly = w * h > 4_000_000
+                decode = product(w, h, b, 2)
+                costly = pixels > 4_000_000
             } else {
-                decode = (w / shrink) * b * 256
+                decode = product(w / shrink, b, 256)
             }
         } else if loader.hasPrefix("pngload") || loader.hasPrefix("tiffload") {
             if header.interlaced {
-                decode = w * h * b * s
-                costly = w * h > 4_000_000
+                decode = product(w, h, b, s)
+                costly = pixels > 4_000_000
             } else {
-                decode = w * b * s * 256
+                decode = product(w, b, s, 256)
             }
         } else if loader.hasPrefix("webpload") {
-            decode = (w / shrink) * (h / shrink) * 4
+            decode = product(w / shrink, h / shrink, 4)
         } else if header.isVector {
             decode = outputBytes
         } else {
-            decode = w * h * max(b, 4) * s
-            costly = w * h > 4_000_000
+            decode = product(w, h, max(b, 4), s)
+            costly = pixels > 4_000_000
         }
-        let memory = baseMemory + decode + outputBytes * 4
-        return RenderCost(memoryBytes: memory, costly: costly || memory > 256 << 20)
+        let (partial, o1) = baseMemory.addingReportingOverflow(decode)
+        let (memory, o2) = partial.addingReportingOverflow(product(outputBytes, 4))
+        let total = o1 || o2 ? UInt64.max : memory
+        return RenderCost(memoryBytes: total, costly: costly || total > 256 << 20)
+    }
+
+    /// The product of `factors`, or `UInt64.max` when it does not fit.
+    static func product(_ factors: UInt64...) -> UInt64 {
+        var result: UInt64 = 1
+        for factor in factors {
+            let (next, overflow) = result.multipliedReportingOverflow(by: factor)
+            if overflow { return .max }
+            result = next
+        }
+        return result
     }
 
     /// The rendition's size for a spec, from the header (what vips_thumbnail will produce,

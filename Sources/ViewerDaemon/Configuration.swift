@@ -15,7 +15,7 @@ public struct Configuration: Sendable {
     /// Wall-clock limit of one render; past it the worker is killed and the request gets
     /// `timeout`.
     public var jobTimeout: Duration = .seconds(30)
-    /// Address-space limit of each worker process (RLIMIT_AS).
+    /// Address-space limit of each worker process (RLIMIT_AS); 0: none.
     public var workerMemoryLimit: UInt64 = 4 << 30
     /// Memory that renders in flight may use together, by their estimates.
     public var memoryBudget: UInt64 = 1 << 30
@@ -30,7 +30,12 @@ public struct Configuration: Sendable {
     /// peers must pass a descriptor. Empty for a per-user daemon.
     public var sharedRoots: [String] = []
     /// A group allowed to connect: the socket becomes 0660 and owned by it (else 0600).
+    /// Not used when systemd passes the socket (its unit's `SocketGroup=` does this).
     public var socketGroup: String?
+    /// Exit (status 0) after this long with no client connected and nothing in flight;
+    /// zero: never. Meant for socket activation, which starts the daemon again on the next
+    /// connection.
+    public var idleExit: Duration = .zero
 
     public init(socketPath: String, cacheDirectory: String) {
         self.socketPath = socketPath
@@ -45,12 +50,24 @@ public struct Configuration: Sendable {
 
     /// Defaults for the current user: socket under `$XDG_RUNTIME_DIR` (else a private
     /// directory in /tmp), store under `$XDG_CACHE_HOME` (else `~/.cache`).
+    ///
+    /// Under systemd, the directories its unit asked for come first: the socket in
+    /// `$RUNTIME_DIRECTORY` (`RuntimeDirectory=`), the store in `$CACHE_DIRECTORY`
+    /// (`CacheDirectory=`), so the unit files need not repeat the paths.
     public static func defaults(environment: [String: String] = ProcessInfo.processInfo.environment) -> Configuration {
         var env = environment
-        env["VIEWERD_SOCKET"] = nil  // a client-side override, not the daemon's
+        env["VIEWERD_SOCKET"] = nil  // a setting (Settings reads it), not a default
         let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? NSHomeDirectory()
-        return Configuration(socketPath: DefaultPaths.socket(environment: env, uid: getuid()),
-                             cacheDirectory: DefaultPaths.cacheDirectory(environment: environment, home: home))
+        let systemd = { (name: String) -> String? in
+            // Several directories are joined with ":"; the first is ours.
+            guard let list = environment[name], let first = list.split(separator: ":").first,
+                  first.hasPrefix("/") else { return nil }
+            return String(first)
+        }
+        return Configuration(socketPath: systemd("RUNTIME_DIRECTORY").map { $0 + "/viewerd.sock" }
+                                 ?? DefaultPaths.socket(environment: env, uid: getuid()),
+                             cacheDirectory: systemd("CACHE_DIRECTORY")
+                                 ?? DefaultPaths.cacheDirectory(environment: environment, home: home))
     }
 
     /// Largest RESULT body the daemon sends: the largest raw rendition plus headers.

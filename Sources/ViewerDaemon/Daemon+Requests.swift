@@ -138,7 +138,14 @@ extension Daemon {
             if spec.fit == .fill && (spec.crop != .centre || candidate.crop != .centre) { continue }
             guard let size = reader.withRendition(key, { meta, _ in (Int(meta.width), Int(meta.height)) }) else { continue }
             guard Self.derivable(from: size, to: spec) else { continue }
-            if let original, size.0 * size.1 * 4 > original.width * original.height { continue }
+            if let original {
+                if size.0 * size.1 * 4 > original.width * original.height { continue }
+                // A rendition's sides are rounded: derive only when that gives exactly the size
+                // the original would (a 256x171 rendition of a 3:2 photo fits 200 wide as
+                // 200x134, the original as 200x133).
+                let direct = Renderer.outputSize(original, spec: spec)
+                guard Self.fitted(size, into: spec) == (direct.width, direct.height) else { continue }
+            }
             if best == nil || size.0 * size.1 < best!.pixels { best = (key, size.0 * size.1) }
         }
         guard let best else { return nil }
@@ -300,6 +307,9 @@ extension Daemon {
     func recordFailure(_ error: RenderError, of job: RenderJob) {
         let permanent: Bool
         switch error.code {
+        // A worker killed with SIGKILL by someone else was most likely the out-of-memory
+        // killer acting for the whole cgroup, not this file's fault: retry after the backoff.
+        case .decoderCrashed where error.description.contains("killed by signal 9"): permanent = false
         // A file that crashed or hung a decoder would do it again: not until it changes.
         case .corruptImage, .unsupportedFormat, .decoderCrashed, .timeout: permanent = true
         case .tooLarge, .unreadable: permanent = false

@@ -43,15 +43,38 @@ public final class Daemon {
     var scratch = [UInt8](repeating: 0, count: 64 * 1024)
     var receivedFDs = [Int32](repeating: -1, count: 16)
 
+    /// The service manager's socket, when started by systemd with `Type=notify`.
+    let notifier: Notifier?
+    /// Whether systemd passed the listening socket (socket activation).
+    let socketActivated: Bool
+    /// The service-manager timers and the idle clock (`Daemon+ServiceManager.swift`).
+    var service = ServiceTimers()
+
     public init(configuration: Configuration) throws(StartupError) {
         // Before any thread starts, so every thread inherits the blocked mask.
         let signalFD = vd_signalfd_for_termination()
         guard signalFD >= 0 else { throw StartupError("signalfd: \(SystemError("signalfd"))") }
         self.signalFD = signalFD
+        // Still before any thread: these unset the variables they read (workers must not
+        // take the listening socket or talk to the service manager as if they were us).
+        let activationEnvironment = SocketActivation.environment()
+        notifier = Notifier(environment: Notifier.environment())
+        let inherited: SocketActivation.Inherited?
+        do throws(SocketActivation.Failure) {
+            inherited = try SocketActivation.take(environment: activationEnvironment)
+        } catch {
+            Posix.close(signalFD)
+            throw StartupError("socket activation: \(error)")
+        }
+        socketActivated = inherited != nil
         // Every queued render holds its source open (the descriptor that proves access and
         // pins the identity): allow as many as the system lets us.
         _ = vd_raise_nofile()
         var configuration = configuration
+        if let inherited {
+            if inherited.ignored > 0 { Log.warning("event=socket-activation ignored_descriptors=\(inherited.ignored)") }
+            configuration.socketPath = inherited.path  // for logs and status: the address clients use
+        }
         // Shared roots are compared with resolved paths: resolve them once.
         configuration.sharedRoots = configuration.sharedRoots.map { root in
             guard let real = realpath(root, nil) else { return root }
@@ -79,7 +102,11 @@ public final class Daemon {
         }
         reader = store.makeReader()
         do throws(Listener.Failure) {
-            listener = try Listener(path: configuration.socketPath, group: configuration.socketGroup)
+            if let inherited {
+                listener = Listener(inheritedFD: inherited.fd, path: inherited.path)
+            } else {
+                listener = try Listener(path: configuration.socketPath, group: configuration.socketGroup)
+            }
         } catch {
             store.close()
             throw StartupError("\(error)")
@@ -115,9 +142,10 @@ public final class Daemon {
     public func run() {
         Log.info("event=listening socket=\(Log.quote(configuration.socketPath)) " +
                  "cache=\(Log.quote(configuration.cacheDirectory)) workers=\(configuration.renderThreads) " +
-                 "pid=\(getpid())")
+                 "activated=\(socketActivated ? "yes" : "no") pid=\(getpid())")
+        announceReady()
         while true {
-            let timeout: Int32 = shuttingDown ? 50 : -1
+            let timeout: Int32 = shuttingDown ? 50 : serviceTimeoutMillis()
             for (fd, events) in epoll.wait(timeoutMillis: timeout) {
                 if fd == listener.fd {
                     acceptConnections()
@@ -126,11 +154,12 @@ public final class Daemon {
                     deliverCompletions()
                 } else if fd == signalFD {
                     let signal = vd_signalfd_read(signalFD)
-                    if signal != 0 { beginShutdown(signal: signal) }
+                    if signal != 0 { beginShutdown(reason: "signal signal=\(signal)") }
                 } else if let connection = connections[fd] {
                     handle(connection, events: events)
                 }
             }
+            serviceTick()
             if shuttingDown && shutdownComplete() { break }
         }
         finishShutdown()
@@ -297,11 +326,14 @@ public final class Daemon {
 
     // MARK: - Shutdown
 
-    private func beginShutdown(signal: Int32) {
+    /// Stops accepting, answers `shutting-down` to what has not started, and lets the loop
+    /// finish the rest. `reason`: `signal signal=15` or `idle`, for the log line.
+    func beginShutdown(reason: String) {
         guard !shuttingDown else { return }
         shuttingDown = true
         shutdownDeadline = .now + .seconds(10)
-        Log.info("event=shutdown signal=\(signal) in_flight=\(inflight.count) connections=\(connections.count)")
+        Log.info("event=shutdown reason=\(reason) in_flight=\(inflight.count) connections=\(connections.count)")
+        notifier?.send("STOPPING=1\nSTATUS=Stopping: \(inflight.count) renders in flight")
         epoll.remove(listener.fd)
         listener.close()
         for job in pool.cancelQueued() {

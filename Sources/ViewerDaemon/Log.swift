@@ -2,16 +2,46 @@ import Foundation
 import Synchronization
 
 /// One line per event, `key=value` fields, to standard error.
+///
+/// When standard error is the journal's stream (systemd sets `JOURNAL_STREAM` to its device
+/// and inode), each line starts with its syslog priority, `<6>` info, `<4>` warning, `<3>`
+/// error, so that journald files it at that level (`journalctl -p warning` finds it).
 public enum Log {
     private static let lock = Mutex<Void>(())
 
-    public static func info(_ line: String) { emit("info", line) }
-    public static func warning(_ line: String) { emit("warning", line) }
-    public static func error(_ line: String) { emit("error", line) }
+    public static func info(_ line: String) { emit(.info, "level=info " + line) }
+    public static func warning(_ line: String) { emit(.warning, "level=warning " + line) }
+    public static func error(_ line: String) { emit(.error, "level=error " + line) }
 
-    private static func emit(_ level: String, _ line: String) {
-        let text = "level=\(level) \(line)\n"
+    /// `viewerd: message`, for a start that fails before there is anything to log about.
+    public static func failure(_ message: String) { emit(.error, "viewerd: " + message) }
+
+    /// The syslog priorities used.
+    enum Priority: Int {
+        case error = 3
+        case warning = 4
+        case info = 6
+    }
+
+    private static func emit(_ priority: Priority, _ line: String) {
+        let prefix = toJournal ? "<\(priority.rawValue)>" : ""
+        let text = prefix + line + "\n"
         lock.withLock { _ in FileHandle.standardError.write(Data(text.utf8)) }
+    }
+
+    /// Whether standard error is the stream `JOURNAL_STREAM` names. Checked against the
+    /// descriptor, not just the variable: a child of a service that redirects its stderr to
+    /// a file inherits the variable but not the stream.
+    static let toJournal: Bool = journalStream(ProcessInfo.processInfo.environment["JOURNAL_STREAM"], matches: 2)
+
+    /// Whether `value` (`<device>:<inode>`, decimal) names the file open on `fd`.
+    static func journalStream(_ value: String?, matches fd: Int32) -> Bool {
+        guard let value else { return false }
+        let parts = value.split(separator: ":")
+        guard parts.count == 2, let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else { return false }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return false }
+        return UInt64(st.st_dev) == device && UInt64(st.st_ino) == inode
     }
 
     /// Quotes a value for a `key=value` field when it needs it.

@@ -31,7 +31,7 @@ public enum WorkerProcess {
         do throws(RenderError) {
             try Renderer.setUp(programName: "viewerd-worker")
         } catch {
-            FileHandle.standardError.write(Data("level=error event=worker-start-failed error=\(Log.quote(error.description))\n".utf8))
+            Log.error("event=worker-start-failed error=\(Log.quote(error.description))")
             return 70
         }
         let jobs = JobInbox()

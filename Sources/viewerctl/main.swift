@@ -17,13 +17,25 @@ let topUsage = """
     \(commands.map { "  " + $0.name.padding(toLength: 10, withPad: " ", startingAt: 0) + $0.abstract }.joined(separator: "\n"))
 
     global options:
-      --socket PATH   the daemon's socket (default: $VIEWERD_SOCKET, else viewerd's default)
+      --socket PATH   the daemon's socket (default: $VIEWERD_SOCKET, else the per-user daemon's,
+                      else the system service's /run/viewerd/viewerd.sock)
       --version       print the version
       --help          this help; `viewerctl COMMAND --help` for a command's options
 
     exit codes: 0 success, 1 failure, 64 usage error, 69 daemon unavailable
 
     """
+
+/// The per-user daemon's socket, or the system service's when only that one is there.
+func defaultSocket() -> String {
+    let user = ViewerConnection.defaultSocketPath()
+    let system = "/run/viewerd/viewerd.sock"
+    if ProcessInfo.processInfo.environment["VIEWERD_SOCKET"] == nil,
+       !FileManager.default.fileExists(atPath: user), FileManager.default.fileExists(atPath: system) {
+        return system
+    }
+    return user
+}
 
 @MainActor func main() -> Int32 {
     var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
@@ -64,7 +76,7 @@ let topUsage = """
         printError("\(error.message)\nusage: \(command.usage)")
         return ExitCode.usage
     }
-    let globals = Globals(socketPath: socketOption ?? ViewerConnection.defaultSocketPath())
+    let globals = Globals(socketPath: socketOption ?? defaultSocket())
     do {
         return try parsed.run(globals)
     } catch let error as ViewerClientError {

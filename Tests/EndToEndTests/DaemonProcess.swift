@@ -51,8 +51,10 @@ final class DaemonProcess {
     func start(extraArguments: [String] = []) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.executable("viewerd"))
-        process.arguments = ["--socket", socketPath, "--cache-dir", cacheDirectory] + extraArguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        // --config /dev/null: no config file of the machine or the user leaks into a test.
+        process.arguments = ["--config", "/dev/null", "--socket", socketPath, "--cache-dir", cacheDirectory] + extraArguments
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("VIEWERD_") }
+            .merging(environment) { $1 }
         if !FileManager.default.fileExists(atPath: logPath) {
             _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         }

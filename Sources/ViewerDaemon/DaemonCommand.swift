@@ -1,0 +1,53 @@
+import Foundation
+import ViewerProtocol
+
+/// `viewerd` itself: reads the command line, the environment and the config file, then
+/// serves, or checks the configuration.
+///
+/// ```swift
+/// exit(DaemonCommand.main(arguments: Array(CommandLine.arguments.dropFirst())))
+/// ```
+public enum DaemonCommand {
+    /// Runs `viewerd` with these arguments (the program name left out); returns the exit
+    /// status: 0 success, 1 start failure, 64 usage error, 78 configuration error.
+    public static func main(arguments: [String],
+                            environment: [String: String] = ProcessInfo.processInfo.environment) -> Int32 {
+        do throws(ConfigError) {
+            let parsed = try DaemonArguments.parse(arguments)
+            switch parsed.action {
+            case .help:
+                print(DaemonArguments.usage, terminator: "")
+                return 0
+            case .version:
+                print("viewerd \(viewerdVersion) (protocol \(ProtocolVersion.current))")
+                return 0
+            case .run, .checkConfig:
+                break
+            }
+            let settings = try Settings.resolve(parsed, environment: environment)
+            if parsed.action == .checkConfig {
+                print(settings.report, terminator: "")
+                return 0
+            }
+            return serve(settings)
+        } catch {
+            Log.failure(error.description + (error.origin == nil ? " (viewerd --help lists the options)" : ""))
+            return error.exitCode
+        }
+    }
+
+    private static func serve(_ settings: Settings) -> Int32 {
+        let daemon: Daemon
+        do throws(StartupError) {
+            daemon = try Daemon(configuration: settings.configuration)
+        } catch {
+            Log.failure(error.description)
+            return 1
+        }
+        if settings.configFileFound {
+            Log.info("event=config file=\(Log.quote(settings.configFilePath))")
+        }
+        daemon.run()
+        return 0
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The unit files in `systemd/`: systemd accepts them, and they hold the sandbox and the
+/// wiring viewerd relies on.
+@Suite("systemd units")
+struct SystemdUnitTests {
+    static let systemInstance = ["viewerd.socket", "viewerd.service"]
+    static let userInstance = ["user/viewerd.socket", "user/viewerd.service"]
+
+    /// Copies of the units in a temporary directory, their ExecStart pointing at the built
+    /// viewerd (verify checks the command exists).
+    func copies(_ names: [String], into directory: String) throws -> [String] {
+        try names.map { name in
+            let text = try String(contentsOfFile: CheckConfigTests.unitDirectory + "/" + name, encoding: .utf8)
+            let copy = directory + "/" + (name as NSString).lastPathComponent
+            try text.replacingOccurrences(of: "ExecStart=/usr/local/bin/viewerd", with: "ExecStart=" + DaemonProcess.executable("viewerd"))
+                .write(toFile: copy, atomically: true, encoding: .utf8)
+            return copy
+        }
+    }
+
+    /// `systemd-analyze verify`: its status, and what it said about our units (it may warn
+    /// about the machine's own units, which is not ours to judge).
+    func verify(_ units: [String], user: Bool, runtimeDirectory: String) throws -> (status: Int32, complaints: [String]) {
+        let out = try runTool("/usr/bin/systemd-analyze", (user ? ["--user"] : []) + ["verify", "--man=no"] + units,
+                              environment: ["PATH": "/usr/bin:/bin", "XDG_RUNTIME_DIR": runtimeDirectory,
+                                            "HOME": runtimeDirectory, "SYSTEMD_LOG_COLOR": "0"])
+        let complaints = (out.stdout + out.stderr).split(separator: "\n").map(String.init).filter { $0.contains("viewerd") }
+        return (out.status, complaints)
+    }
+
+    func keys(of name: String) throws -> [String: [String]] {
+        let text = try String(contentsOfFile: CheckConfigTests.unitDirectory + "/" + name, encoding: .utf8)
+        var keys: [String: [String]] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") && !line.hasPrefix("[") {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            keys[String(line[..<equals]), default: []].append(String(line[line.index(after: equals)...]))
+        }
+        return keys
+    }
+
+    @Test("systemd-analyze verify passes on the system units, without a warning")
+    func verifySystemUnits() throws {
+        let directory = try DaemonProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try verify(try copies(Self.systemInstance, into: directory), user: false, runtimeDirectory: directory)
+        #expect(result.status == 0)
+        #expect(result.complaints.isEmpty, "\(result.complaints)")
+    }
+
+    @Test("systemd-analyze --user verify passes on the per-user units, without a warning")
+    func verifyUserUnits() throws {
+        let directory = try DaemonProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try verify(try copies(Self.userInstance, into: directory), user: true, runtimeDirectory: directory)
+        #expect(result.status == 0)
+        #expect(result.complaints.isEmpty, "\(result.complaints)")
+    }
+
+    @Test("verify is not a rubber stamp: a unit with a mistake is reported")
+    func verifyCatchesMistakes() throws {
+        let directory = try DaemonProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let units = try copies(Self.systemInstance, into: directory)
+        let service = try String(contentsOfFile: units[1], encoding: .utf8)
+        try service.replacingOccurrences(of: "ProtectSystem=strict", with: "ProtectSystem=stricter")
+            .write(toFile: units[1], atomically: true, encoding: .utf8)
+        #expect(try !verify(units, user: false, runtimeDirectory: directory).complaints.isEmpty)
+    }
+
+    @Test("the system service: notify, watchdog, its directories, the sandbox, a memory cap")
+    func systemService() throws {
+        let service = try keys(of: "viewerd.service")
+        let expected: [String: String] = [
+            "Type": "notify", "Requires": "viewerd.socket", "User": "viewerd", "CacheDirectory": "viewerd",
+            "RuntimeDirectory": "viewerd", "RuntimeDirectoryPreserve": "yes",
+            "ExecStart": "/usr/local/bin/viewerd --config /etc/viewerd/viewerd.conf",
+            "NoNewPrivileges": "yes", "ProtectSystem": "strict", "ProtectHome": "read-only", "PrivateNetwork": "yes",
+            "RestrictAddressFamilies": "AF_UNIX", "PrivateTmp": "yes", "SystemCallFilter": "@system-service",
+            "ProtectKernelTunables": "yes", "LockPersonality": "yes", "RestrictNamespaces": "yes",
+            "OOMPolicy": "continue", "RestartPreventExitStatus": "64 78",
+        ]
+        for (key, value) in expected { #expect(service[key] == [value], "\(key)") }
+        #expect(service["WatchdogSec"] != nil)
+        #expect(service["MemoryMax"] != nil)
+    }
+
+    @Test("the system socket: /run/viewerd/viewerd.sock, 0660 to the group viewerd, named for viewerd")
+    func systemSocket() throws {
+        let socket = try keys(of: "viewerd.socket")
+        #expect(socket["ListenStream"] == ["/run/viewerd/viewerd.sock"])
+        #expect(socket["SocketMode"] == ["0660"])
+        #expect(socket["SocketGroup"] == ["viewerd"])
+        #expect(socket["FileDescriptorName"] == ["viewerd"])
+    }
+
+    @Test("the user instance: %t/viewerd/viewerd.sock, owner only, notify with a watchdog")
+    func userUnits() throws {
+        let socket = try keys(of: "user/viewerd.socket")
+        #expect(socket["ListenStream"] == ["%t/viewerd/viewerd.sock"])
+        #expect(socket["SocketMode"] == ["0600"])
+        let service = try keys(of: "user/viewerd.service")
+        #expect(service["Type"] == ["notify"])
+        #expect(service["ExecStart"] == ["/usr/local/bin/viewerd"])
+        #expect(service["WatchdogSec"] != nil)
+        #expect(service["RestrictAddressFamilies"] == ["AF_UNIX"])
+        #expect(service["SystemCallFilter"] == ["@system-service"])
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import Testing
+@testable import ViewerDaemon
+
+@Suite("SocketActivation")
+struct SocketActivationTests {
+    @Test("variables for another process, or none, or zero descriptors: not activated")
+    func notOurs() throws {
+        #expect(try SocketActivation.take(environment: [:], pid: 100) == nil)
+        #expect(try SocketActivation.take(environment: ["LISTEN_PID": "99", "LISTEN_FDS": "1"], pid: 100) == nil)
+        #expect(try SocketActivation.take(environment: ["LISTEN_PID": "100", "LISTEN_FDS": "0"], pid: 100) == nil)
+    }
+
+    @Test("a LISTEN_FDS that is not a count is an error")
+    func badCount() {
+        #expect(throws: SocketActivation.Failure.self) {
+            try SocketActivation.take(environment: ["LISTEN_PID": "100", "LISTEN_FDS": "many"], pid: 100)
+        }
+    }
+
+    @Test("only a listening AF_UNIX stream socket will do")
+    func checksTheSocket() throws {
+        // Given sockets of several kinds
+        let directory = NSTemporaryDirectory() + "viewerd-activation-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let stream = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let datagram = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        let inet = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let file = open("/dev/null", O_RDONLY)
+        defer { for fd in [stream, datagram, inet, file] { close(fd) } }
+
+        // Then each is judged, and the stream socket passes once it listens
+        #expect(SocketActivation.isListeningUnixStream(file) == "not a socket")
+        #expect(SocketActivation.isListeningUnixStream(inet) == "not an AF_UNIX socket")
+        #expect(SocketActivation.isListeningUnixStream(datagram) == "not a stream socket")
+        #expect(SocketActivation.isListeningUnixStream(stream) == "not listening")
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let path = directory + "/s.sock"
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(stream, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0)
+        #expect(listen(stream, 4) == 0)
+        #expect(SocketActivation.isListeningUnixStream(stream) == nil)
+        #expect(SocketActivation.address(of: stream) == path)
+    }
+}
+
+extension SocketActivation.Inherited: Equatable {
+    public static func == (a: Self, b: Self) -> Bool { a.fd == b.fd && a.path == b.path && a.ignored == b.ignored }
+}
