@@ -41,6 +41,50 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
+## torture: issue 9. viewerd-torture on a release build (hostile files, hostile clients, load,
+## faults: about 10 minutes on 2 cores), then the protocol fuzzer for FUZZ_SECONDS. A short
+## version of the first part runs inside `make test` (Tests/EndToEndTests/TortureSmokeTests).
+TORTURE_BUILD_PATH ?= .build
+TORTURE_ARGS ?=
+FUZZ_BUILD_PATH ?= .build/fuzz
+FUZZ_SECONDS ?= 300
+FUZZ_REGRESSIONS := Tests/ViewerProtocolTests/FuzzRegressions
+SANITIZE_BUILD_PATH ?= .build/sanitize
+
+.PHONY: torture torture-deps fuzz sanitize
+
+## torture-deps: what make torture needs beyond make deps: python3 (the hostile-file generator);
+## the fuzzer's runtime (libclang_rt.fuzzer) ships with the Swift toolchain, no package needed
+torture-deps: deps
+	@command -v python3 >/dev/null || { SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends python3; }
+
+torture: torture-deps
+	$(SWIFT) build -c release --build-path $(TORTURE_BUILD_PATH)
+	$(TORTURE_BUILD_PATH)/release/viewerd-torture --script torture/make-hostile-files.sh $(TORTURE_ARGS)
+	$(MAKE) fuzz
+
+## fuzz: libFuzzer over the frame decoder and message parser (torture/fuzz), seeded from
+## protocol/vectors, for FUZZ_SECONDS; crash inputs are kept in $(FUZZ_REGRESSIONS)
+fuzz: torture-deps
+	$(SWIFT) build -c release --package-path torture/fuzz --build-path $(FUZZ_BUILD_PATH) -Xswiftc -sanitize=fuzzer,address
+	rm -rf $(FUZZ_BUILD_PATH)/artifacts && mkdir -p $(FUZZ_BUILD_PATH)/artifacts $(FUZZ_BUILD_PATH)/corpus
+	python3 torture/fuzz/seed.py protocol/vectors $(FUZZ_BUILD_PATH)/corpus
+	@$(FUZZ_BUILD_PATH)/release/protocol-fuzz -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	  -artifact_prefix=$(abspath $(FUZZ_BUILD_PATH))/artifacts/ -print_final_stats=1 \
+	  $(FUZZ_BUILD_PATH)/corpus $(FUZZ_REGRESSIONS) > $(FUZZ_BUILD_PATH)/fuzz.log 2>&1; \
+	status=$$?; grep -E "^stat::(number_of_executed_units|new_units_added|peak_rss_mb)|^Done" $(FUZZ_BUILD_PATH)/fuzz.log; \
+	kept=0; for f in $(FUZZ_BUILD_PATH)/artifacts/*; do [ -f "$$f" ] || continue; \
+	  cp "$$f" $(FUZZ_REGRESSIONS)/ && kept=$$((kept + 1)) && echo "fuzz: kept $(FUZZ_REGRESSIONS)/$$(basename $$f)"; done; \
+	if [ $$status -ne 0 ] || [ $$kept -gt 0 ]; then \
+	  tail -40 $(FUZZ_BUILD_PATH)/fuzz.log; echo "fuzz: FAILED ($$kept input(s) kept; status $$status)"; exit 1; fi; \
+	echo "fuzz: no crash in $(FUZZ_SECONDS) s"
+
+## sanitize: the test suite under ThreadSanitizer, then AddressSanitizer (torture/sanitize.sh)
+sanitize: deps
+	torture/sanitize.sh thread $(SANITIZE_BUILD_PATH)-thread
+	torture/sanitize.sh address $(SANITIZE_BUILD_PATH)-address
+
 ## install: binaries, units, man pages, bash completion, a commented default config
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -79,3 +123,16 @@ uninstall:
 
 clean:
 	rm -rf .build
+
+.PHONY: bench bench-smoke
+
+## bench: the benchmarks of BENCHMARKS.md (fetches its corpus; about 10 minutes on 2 cores after the build)
+bench: deps
+	$(SWIFT) build -c release
+	bench/fetch-corpus.sh
+	.build/release/viewerd-bench
+
+## bench-smoke: the bench harness on a tiny generated corpus (well under a minute; no figures)
+bench-smoke: deps
+	$(SWIFT) build -c release
+	.build/release/viewerd-bench --smoke

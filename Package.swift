@@ -36,8 +36,12 @@ let package = Package(
 
         .executableTarget(name: "viewerd", dependencies: ["ViewerDaemon"]),
         .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol"]),
+        .executableTarget(name: "viewerd-bench", dependencies: ["ViewerProtocol", "RenditionStore", "Rendering"]),
+        // make torture: hostile files, clients, load and faults against the real daemon (issue 9).
+        .executableTarget(name: "viewerd-torture", dependencies: ["ViewerProtocol", "Rendering", "CPosix"]),
 
-        .testTarget(name: "ViewerProtocolTests", dependencies: ["ViewerProtocol"]),
+        // FuzzRegressions/: inputs kept by the fuzz target (make torture), read by FuzzRegressionTests.
+        .testTarget(name: "ViewerProtocolTests", dependencies: ["ViewerProtocol"], exclude: ["FuzzRegressions"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "ViewerProtocol"]),
         .testTarget(name: "RenditionStoreTests", dependencies: ["RenditionStore"]),
         .testTarget(name: "ViewerDaemonTests", dependencies: ["ViewerDaemon", "ViewerProtocol"]),

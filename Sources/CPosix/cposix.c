@@ -9,6 +9,7 @@
 #include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <malloc.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -207,3 +208,5 @@ long vd_raise_nofile(void) {
     getrlimit(RLIMIT_NOFILE, &limit);
     return (long)limit.rlim_cur;
 }
+
+int vd_release_free_memory(void) { return malloc_trim(0); }

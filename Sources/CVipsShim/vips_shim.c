@@ -3,23 +3,26 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <vips/vips.h>
 
 static pthread_rwlock_t gate;
-static volatile sig_atomic_t cancel_flag;
+// Set by the worker's reader thread, read by the rendering thread (and libvips' workers in
+// on_eval): an atomic, not a volatile (a data race ThreadSanitizer found in make sanitize).
+static atomic_int cancel_flag;
 
-void vs_request_cancel(void) { cancel_flag = 1; }
-void vs_clear_cancel(void) { cancel_flag = 0; }
-int vs_cancel_requested(void) { return cancel_flag; }
+void vs_request_cancel(void) { atomic_store_explicit(&cancel_flag, 1, memory_order_relaxed); }
+void vs_clear_cancel(void) { atomic_store_explicit(&cancel_flag, 0, memory_order_relaxed); }
+int vs_cancel_requested(void) { return atomic_load_explicit(&cancel_flag, memory_order_relaxed); }
 
 // Called by libvips as the pipeline is evaluated; kills it when a cancel was asked for.
 static void on_eval(VipsImage *image, VipsProgress *progress, void *user) {
     (void)progress;
     (void)user;
-    if (cancel_flag) vips_image_set_kill(image, TRUE);
+    if (atomic_load_explicit(&cancel_flag, memory_order_relaxed)) vips_image_set_kill(image, TRUE);
 }
 
 void vs_gate_shared_begin(void) { pthread_rwlock_rdlock(&gate); }

@@ -21,7 +21,11 @@ public enum WorkerProcess {
     public static func run(arguments: [String]) -> Int32 {
         if let index = arguments.firstIndex(of: "--memory-limit"), index + 1 < arguments.count,
            let bytes = UInt64(arguments[index + 1]), bytes > 0 {
-            _ = vd_limit_address_space(bytes)
+            // ThreadSanitizer and AddressSanitizer reserve terabytes of address space for their
+            // shadow memory: under RLIMIT_AS they cannot even start (make sanitize).
+            if dlsym(nil, "__tsan_init") == nil && dlsym(nil, "__asan_init") == nil {
+                _ = vd_limit_address_space(bytes)
+            }
         }
         var limits = RenderLimits()
         if let index = arguments.firstIndex(of: "--max-pixels"), index + 1 < arguments.count,
@@ -42,6 +46,9 @@ public enum WorkerProcess {
         let faults = ProcessInfo.processInfo.environment["VIEWERD_TEST_FAULTS"] == "1"
         while let job = jobs.take() {
             serve(job, renderer: renderer, faults: faults)
+            // A big decode leaves glibc's heap large; hand the pages back between jobs so a
+            // worker's resident size follows the job it runs, not the largest it ever ran.
+            _ = vd_release_free_memory()
         }
         return 0
     }

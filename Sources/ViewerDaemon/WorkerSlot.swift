@@ -27,6 +27,8 @@ final class WorkerSlot: @unchecked Sendable {
     private var socket: Int32 = -1
     private var decoder = FrameDecoder(maxBodyLength: UInt32.max)
     private var consecutiveEarlyDeaths = 0
+    /// The signal that ended the last worker reaped without our asking (0: none).
+    private var lastDeathSignal: Int32 = 0
 
     init(index: Int, settings: WorkerPoolSettings) throws(SystemError) {
         self.index = index
@@ -34,7 +36,11 @@ final class WorkerSlot: @unchecked Sendable {
         self.cancelSignal = try Wakeup()
     }
 
-    var isAlive: Bool { pid > 0 }
+    /// Read by the event loop (STATS' workers_alive) while the slot's thread starts and reaps
+    /// processes: an atomic mirror of `pid > 0`, not `pid` itself (a data race ThreadSanitizer
+    /// found in make sanitize).
+    private let alive = Atomic<Bool>(false)
+    var isAlive: Bool { alive.load(ordering: .relaxed) }
 
     /// Renders `job` in the worker process, starting one if needed.
     func run(_ job: RenderJob, id: UInt32, onPreview: (Rendition) -> Void) -> Outcome {
@@ -51,7 +57,16 @@ final class WorkerSlot: @unchecked Sendable {
             reap(kill: true)
             if attempt == 1 { return .failed(.decoderCrashed(path: job.source.path, detail: "the worker process went away")) }
         }
-        return awaitAnswer(job, id: id, onPreview: onPreview)
+        let outcome = awaitAnswer(job, id: id, onPreview: onPreview)
+        // A SIGKILL the daemon did not send comes from outside (the OOM killer, an admin), not
+        // from the codec (those abort or segfault; RLIMIT_AS makes allocations fail): the file
+        // is not to blame, so it gets one more worker before it is answered (and remembered
+        // as) decoder-crashed. Found by make torture (kill -9 of workers mid-job).
+        if case .failed(.decoderCrashed) = outcome, lastDeathSignal == SIGKILL, ensureProcess(), send(job, id: id) {
+            Log.warning("event=worker-killed-retry path=\(Log.quote(job.source.path))")
+            return awaitAnswer(job, id: id, onPreview: { _ in })  // at most one PREVIEW per request
+        }
+        return outcome
     }
 
     private func send(_ job: RenderJob, id: UInt32) -> Bool {
@@ -159,6 +174,7 @@ final class WorkerSlot: @unchecked Sendable {
             return false
         }
         pid = child
+        alive.store(true, ordering: .relaxed)
         socket = pair[0]
         decoder = FrameDecoder(maxBodyLength: UInt32.max)
         pool.count(\.spawned)
@@ -175,8 +191,10 @@ final class WorkerSlot: @unchecked Sendable {
         var status: Int32 = 0
         _ = vd_wait(pid, &status, 1)
         pid = -1
+        alive.store(false, ordering: .relaxed)
         socket = -1
         let signal = status & 0x7f
+        lastDeathSignal = kill ? 0 : signal
         if signal != 0 {
             if signal != SIGKILL || !kill { pool.setFailing(consecutiveEarlyDeaths >= 3) }
             return "killed by signal \(signal) (\(String(cString: strsignal(signal))))"
@@ -197,6 +215,7 @@ final class WorkerSlot: @unchecked Sendable {
             }
         }
         pid = -1
+        alive.store(false, ordering: .relaxed)
         socket = -1
     }
 }

@@ -62,6 +62,9 @@ int vd_poll2(int fd1, int fd2, int timeout_ms);
 /// Raises the soft limit of open descriptors to the hard limit; returns the new soft limit.
 long vd_raise_nofile(void);
 
+/// malloc_trim(0): returns free heap pages to the system. Returns 1 if memory was released.
+int vd_release_free_memory(void);
+
 /// flock(LOCK_EX | LOCK_NB). Returns 0, or -1 with errno (EWOULDBLOCK when held).
 int vd_try_lock(int fd);
 

@@ -1,0 +1,80 @@
+import Foundation
+
+/// Sizes of every scenario: the full run of `make bench`, or the tiny `--smoke` run.
+struct Settings {
+    var smoke = false
+    /// Decode workers of the daemon (`--workers`), and the parallelism of the vipsthumbnail baseline.
+    var workers = ProcessInfo.processInfo.activeProcessorCount
+    /// `--memory-budget` of every daemon the bench starts.
+    var memoryBudget = "256M"
+    var memoryBudgetBytes: UInt64 = 256 << 20
+    /// Extra environment variables of the daemon (`--daemon-env`), for experiments.
+    var daemonEnvironment: [String: String] = [:]
+
+    // Cold
+    var coldRuns = 3
+    /// Connections sending the cold requests (pipelined, all at once).
+    var coldClients = 4
+
+    // Warm
+    var clientLevels = [1, 4, 16]
+    var warmSeconds = 3.0
+    var pingSeconds = 1.5
+
+    // Coalescing
+    var coalesceClients = 8
+    var coalesceAssets = 16
+
+    // Scroll
+    /// A grid of `columns` × `visibleRows` thumbnails on screen.
+    var columns = 4
+    var visibleRows = 5
+    /// Rows requested ahead of the screen at prefetch priority.
+    var prefetchRows = 15
+    /// One row scrolls into view every `rowInterval` seconds.
+    var rowInterval = 0.8
+    /// Items of the album scrolled (nil: all of it). Two scrolls through 2,000 items at a
+    /// pace this machine sustains would not fit the 20-minute budget; the first 1,000 do.
+    var albumItems: Int? = 1000
+    /// The informational fast scroll: items (from the end of the album), seconds per row.
+    /// 40 items/s: a screen of 20 every half second.
+    var fastScrollItems = 600
+    var fastRowInterval = 0.1
+
+    // Scale
+    var scaleReal = 1000
+    var scaleTotal = 100_000
+    var scaleRounds = 3
+    var scaleSeconds = 2.0
+    var scaleBudget = "4G"
+    var scaleBudgetBytes: UInt64 = 4 << 30
+
+    static func forSmoke() -> Settings {
+        var s = Settings()
+        s.smoke = true
+        s.coldRuns = 1
+        s.warmSeconds = 0.25
+        s.pingSeconds = 0.15
+        s.coalesceAssets = 4
+        s.prefetchRows = 4
+        s.rowInterval = 0.05
+        s.albumItems = nil
+        s.fastScrollItems = 20
+        s.fastRowInterval = 0.02
+        s.scaleReal = 20
+        s.scaleTotal = 2000
+        s.scaleRounds = 1
+        s.scaleSeconds = 0.25
+        s.scaleBudget = "512M"
+        s.scaleBudgetBytes = 512 << 20
+        return s
+    }
+
+    var visibleItems: Int { columns * visibleRows }
+    var itemsPerSecond: Double { Double(columns) / rowInterval }
+
+    /// Arguments of every daemon the bench starts.
+    func daemonArguments(cacheBudget: String = "1G") -> [String] {
+        ["--workers", String(workers), "--memory-budget", memoryBudget, "--cache-budget", cacheBudget]
+    }
+}
