@@ -27,7 +27,7 @@ final class Inbox<Element: Sendable>: Sendable {
     var pending: [Element] { state.withLock { $0.items } }
 
     /// The next element; throws `TimedOut` if none comes within `timeout`.
-    func next(within timeout: Duration = .seconds(5)) async throws -> Element {
+    func next(within timeout: Duration = .seconds(30)) async throws -> Element {
         let id = state.withLock { state in
             state.nextID += 1
             return state.nextID

@@ -10,7 +10,7 @@ struct TimedOut: Error, CustomStringConvertible {
 /// ignores cancellation (e.g. it awaits an unstructured task's value); `body` is then
 /// cancelled and abandoned.
 @discardableResult
-func within<T: Sendable>(_ timeout: Duration = .seconds(5), _ what: String = "the client",
+func within<T: Sendable>(_ timeout: Duration = .seconds(30), _ what: String = "the client",
                          _ body: @escaping @Sendable () async throws -> T) async throws -> T {
     let gate = Gate<T>()
     let work = Task { gate.open(await Result(catching: body)) }
