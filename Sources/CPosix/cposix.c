@@ -210,3 +210,5 @@ long vd_raise_nofile(void) {
 }
 
 int vd_release_free_memory(void) { return malloc_trim(0); }
+
+int vd_limit_malloc_arenas(int n) { return mallopt(M_ARENA_MAX, n); }

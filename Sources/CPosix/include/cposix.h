@@ -62,6 +62,10 @@ int vd_poll2(int fd1, int fd2, int timeout_ms);
 /// Raises the soft limit of open descriptors to the hard limit; returns the new soft limit.
 long vd_raise_nofile(void);
 
+/// mallopt(M_ARENA_MAX, n): fewer per-thread heaps (each keeps its freed memory). Call it
+/// before the process starts threads.
+int vd_limit_malloc_arenas(int n);
+
 /// malloc_trim(0): returns free heap pages to the system. Returns 1 if memory was released.
 int vd_release_free_memory(void);
 
