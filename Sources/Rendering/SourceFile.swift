@@ -60,19 +60,9 @@ public final class SourceFile: Sendable {
         var fd: Int32
         repeat { fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) } while fd < 0 && errno == EINTR
         guard fd >= 0 else { throw RenderError.fromErrno(errno, path: path) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else {
-            let e = errno
-            close(fd)
-            throw RenderError.fromErrno(e, path: path)
-        }
-        guard (st.st_mode & S_IFMT) == S_IFREG else {
-            close(fd)
-            throw .notRegularFile(path)
-        }
         self.path = path
         self.descriptor = fd
-        self.identity = AssetIdentity(st)
+        self.identity = try Self.regularFileIdentity(fd, name: path)
     }
 
     /// Takes ownership of a descriptor a client passed (proof that it may read the file);
@@ -90,6 +80,14 @@ public final class SourceFile: Sendable {
             close(fd)
             throw .permissionDenied("\(name) (the descriptor is not open for reading)")
         }
+        self.path = name
+        self.descriptor = fd
+        self.identity = try Self.regularFileIdentity(fd, name: name)
+    }
+
+    /// The identity of the file open on `fd`, which must be a regular file; closes `fd`
+    /// when it throws (the initializer that called it never owns it then).
+    private static func regularFileIdentity(_ fd: Int32, name: String) throws(RenderError) -> AssetIdentity {
         var st = stat()
         guard fstat(fd, &st) == 0 else {
             let e = errno
@@ -100,9 +98,7 @@ public final class SourceFile: Sendable {
             close(fd)
             throw .notRegularFile(name)
         }
-        self.path = name
-        self.descriptor = fd
-        self.identity = AssetIdentity(st)
+        return AssetIdentity(st)
     }
 
     /// The identity of the open file now (it changes if the file is rewritten in place).
