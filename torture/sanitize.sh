@@ -52,18 +52,12 @@ grep -E "^(✔|✘) Test run|Executed .* tests" "$BUILD/test.log" | tail -3
 reports=$(find "$REPORTS" -type f | sort)
 dirty=0
 if [ -n "$reports" ]; then
-  if [ "$KIND" = thread ]; then
-    # Reports both of whose accesses are inside Mutex.withLock are set aside (TSan cannot see
-    # Synchronization.Mutex: see tsan-triage.py); any other fails.
-    python3 "$HERE/tsan-triage.py" $reports || dirty=1
-  else
-    dirty=1
-    echo "sanitize=$KIND: $(echo "$reports" | wc -l) report file(s) from the tests and the processes they started:"
-    for f in $reports; do
-      echo "--- $f"
-      grep -E "^(==[0-9]+==)?(WARNING|ERROR|SUMMARY|Direct leak|Indirect leak)|^    #[0-9]+ " "$f" | head -40
-    done
-  fi
+  dirty=1
+  echo "sanitize=$KIND: $(echo "$reports" | wc -l) report file(s) from the tests and the processes they started:"
+  for f in $reports; do
+    echo "--- $f"
+    grep -E "^(==[0-9]+==)?(WARNING|ERROR|SUMMARY|Direct leak|Indirect leak)|^    #[0-9]+ " "$f" | head -40
+  done
 fi
 if [ $status -ne 0 ]; then
   echo "sanitize=$KIND: the test suite failed (status $status); see $BUILD/test.log"

@@ -1,5 +1,5 @@
 import CVipsShim
-import Synchronization
+import Locking
 import ViewerProtocol
 
 /// Limits that bound the cost of a render before any pixel is decoded.
@@ -84,7 +84,7 @@ public struct Renderer: Sendable {
         self.limits = limits
     }
 
-    private static let started = Mutex<Bool>(false)
+    private static let started = Locked<Bool>(false)
 
     /// Starts libvips for this process; later calls do nothing.
     public static func setUp(programName: String = "viewerd") throws(RenderError) {

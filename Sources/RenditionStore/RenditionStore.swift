@@ -1,5 +1,6 @@
 import CLMDB
 import Foundation
+import Locking
 import Synchronization
 
 /// The persistent rendition cache: LMDB, one writer thread, reads from any thread.
@@ -27,7 +28,7 @@ public final class RenditionStore: Sendable {
     let counters = SharedCounters()
     let log: @Sendable (String) -> Void
     /// One sweep at a time: each starts where the previous one stopped.
-    let sweepLock = Mutex<Void>(())
+    let sweepLock = Locked<Void>(())
 
     /// Opens (or creates) the store. A store that cannot be opened or has another schema is
     /// moved aside to `store.broken-<time>` and a fresh one is created; `log` says so.

@@ -1,5 +1,6 @@
 import CLMDB
 import Foundation
+import Locking
 import Synchronization
 
 /// The one thread that writes to LMDB. Callers enqueue; the thread takes everything queued
@@ -7,7 +8,7 @@ import Synchronization
 /// transaction when the budget's high watermark is crossed. Per-item commits would top out
 /// at a few thousand a second.
 ///
-/// Threads: `queue`, `hits` and `status` are Mutex-protected and touched by any thread; only
+/// Threads: `queue`, `hits` and `status` are behind locks (`Locked`) and touched by any thread; only
 /// the writer thread mutates `status.state` (it copies it into each transaction and stores
 /// it back after the commit), so stats read a committed state.
 final class StoreWriter: Sendable {
@@ -63,9 +64,9 @@ final class StoreWriter: Sendable {
     /// The persisted counters as they were at open; `counters` adds what this process saw.
     let base: PolicyState
     let maximumMapSize: Int
-    private let queue = Mutex<Queue>(Queue())
-    private let hits = Mutex<HitBuffer>(HitBuffer())
-    let status: Mutex<Status>
+    private let queue = Locked<Queue>(Queue())
+    private let hits = Locked<HitBuffer>(HitBuffer())
+    let status: Locked<Status>
     private let wakeup = DispatchSemaphore(value: 0)
     private let stopped = Atomic<Bool>(false)
     private let exited = DispatchSemaphore(value: 0)
@@ -78,7 +79,7 @@ final class StoreWriter: Sendable {
         self.log = log
         self.base = state
         self.maximumMapSize = configuration.mapSizeLimit
-        self.status = Mutex(Status(state: state))
+        self.status = Locked(Status(state: state))
         // The thread holds the writer (and so the environment) only while `run` runs, and
         // says when it has let go: `stop` waits for that, so that a store closed and released
         // has closed its LMDB environment, and the same store can be opened again at once
@@ -155,7 +156,7 @@ final class StoreWriter: Sendable {
     /// Runs `op` (which replies once committed) and waits for the reply; 0 once stopped.
     func perform(_ make: (@escaping @Sendable (Int) -> Void) -> Operation) -> Int {
         guard !stopped.load(ordering: .acquiring) else { return 0 }
-        let result = Mutex<Int>(0)
+        let result = Locked<Int>(0)
         let done = DispatchSemaphore(value: 0)
         enqueue(make { value in
             result.withLock { $0 = value }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc
@@ -14,7 +14,7 @@ import Glibc
 /// what the (non-blocking) socket takes at once, under the lock; the rest is left for the
 /// I/O thread, woken through the eventfd. No task of the cooperative pool ever waits on I/O.
 ///
-/// State. `state` (one Mutex) protects everything that changes: the phase, the socket
+/// State. `state` (one `Locked`) protects everything that changes: the phase, the socket
 /// descriptor, the id counter, the pending table (request id → sink), the outbound queue
 /// and the handshake waiters. Sinks are called and continuations resumed only after the lock
 /// is released. `wakeFD` never changes and is closed in `deinit`, so no thread can signal a
@@ -145,7 +145,7 @@ final class ClientConnection: Sendable {
     let clientName: String
     let handshakeTimeout: Duration
     let wakeFD: Int32
-    let state = Mutex(State())
+    let state = Locked(State())
 
     init(socketPath: String, clientName: String, handshakeTimeout: Duration = .seconds(10)) {
         self.socketPath = socketPath

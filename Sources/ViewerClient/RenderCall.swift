@@ -1,10 +1,10 @@
-import Synchronization
+import Locking
 import ViewerProtocol
 
 /// The sink of one RENDER: previews, then exactly one outcome, fanned out to the tasks
 /// awaiting `value` and to the streams made by `makeStream`.
 ///
-/// `state` (a Mutex) protects the outcome, the previews seen so far, the waiting
+/// `state` (a `Locked`) protects the outcome, the previews seen so far, the waiting
 /// continuations and the stream continuations. Streams are yielded to under the lock (a
 /// yield runs no user code, and keeps previews in order for a stream attaching concurrently)
 /// but finished after it is released, because finishing runs the stream's `onTermination`.
@@ -22,7 +22,7 @@ final class RenderCall: ReplySink {
         }
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var isFinished: Bool { state.withLock { $0.outcome != nil } }
 

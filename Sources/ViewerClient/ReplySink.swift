@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 import ViewerProtocol
 
 /// Where the I/O thread delivers what the daemon says about one request id.
@@ -14,7 +14,7 @@ protocol ReplySink: AnyObject, Sendable {
 
 /// The sink of a request with exactly one answer (STATS, PING, PREFETCH, …), awaited once.
 ///
-/// `state` (a Mutex) protects the outcome and the one waiting continuation. A caller that is
+/// `state` (a `Locked`) protects the outcome and the one waiting continuation. A caller that is
 /// cancelled stops waiting at once; the late answer is then dropped here.
 final class OneShotCall: ReplySink {
     private struct State {
@@ -23,7 +23,7 @@ final class OneShotCall: ReplySink {
         var abandoned = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func receive(_ message: Message) {
         guard message.isTerminal else { return }

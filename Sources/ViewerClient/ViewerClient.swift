@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import ViewerProtocol
 
 /// An asynchronous client of viewerd for viewers: many concurrent requests from any task
@@ -23,7 +23,7 @@ import ViewerProtocol
 /// Releasing the client closes its connection (pending requests fail with
 /// `connectionClosed`); request handles and rendition streams keep their client alive.
 ///
-/// `current` (a Mutex) protects the one piece of state: the connection in use, replaced when
+/// `current` (a `Locked`) protects the one piece of state: the connection in use, replaced when
 /// it has ended. Everything about a connection is protected by the connection itself.
 public final class ViewerClient: Sendable {
     /// The Unix socket this client connects to.
@@ -31,7 +31,7 @@ public final class ViewerClient: Sendable {
     /// The name sent in HELLO (shown in the daemon's logs).
     public let clientName: String
 
-    private let current = Mutex<ClientConnection?>(nil)
+    private let current = Locked<ClientConnection?>(nil)
 
     /// The name a client sends when not told: the process's name.
     public static var defaultClientName: String { ProcessInfo.processInfo.processName }

@@ -2,7 +2,7 @@ import CPosix
 import Foundation
 import Rendering
 import RenditionStore
-import Synchronization
+import Locking
 import ViewerProtocol
 
 /// Why the daemon could not start.
@@ -368,7 +368,7 @@ public final class Daemon {
 
 /// Events handed from other threads (render threads, the store's writer) to the event loop.
 final class CompletionQueue: Sendable {
-    private let items = Mutex<[LoopEvent]>([])
+    private let items = Locked<[LoopEvent]>([])
 
     func append(_ event: LoopEvent) { items.withLock { $0.append(event) } }
 

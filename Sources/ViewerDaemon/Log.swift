@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// One line per event, `key=value` fields, to standard error.
 ///
@@ -7,7 +7,7 @@ import Synchronization
 /// and inode), each line starts with its syslog priority, `<6>` info, `<4>` warning, `<3>`
 /// error, so that journald files it at that level (`journalctl -p warning` finds it).
 public enum Log {
-    private static let lock = Mutex<Void>(())
+    private static let lock = Locked<Void>(())
 
     public static func info(_ line: String) { emit(.info, "level=info " + line) }
     public static func warning(_ line: String) { emit(.warning, "level=warning " + line) }

@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 import ViewerProtocol
 
 /// One piece of render work as the scheduler sees it: who asked, how urgent, what it costs.
@@ -71,12 +71,12 @@ struct SchedulerStats: Sendable, Equatable {
 /// scheduler.finished(id: work.id)                     // when it ends, then call next() again
 /// ```
 ///
-/// Thread safety: all state is behind one `Mutex`; each operation is one short critical
+/// Thread safety: all state is behind one lock (`Locked`); each operation is one short critical
 /// section, so the event loop and worker threads may call it concurrently.
 final class Scheduler<Payload: Sendable>: Sendable {
     typealias Work = ScheduledWork<Payload>
 
-    private let state: Mutex<SchedulerState<Payload>>
+    private let state: Locked<SchedulerState<Payload>>
 
     /// - Parameters:
     ///   - memoryBudget: bytes that running work may hold at once.
@@ -86,7 +86,7 @@ final class Scheduler<Payload: Sendable>: Sendable {
     ///     own class before it holds its class back until it fits.
     init(memoryBudget: UInt64, perClientLimit: Int, maxBypass: Int = 8) {
         precondition(perClientLimit > 0 && maxBypass >= 0)
-        state = Mutex(SchedulerState(budget: memoryBudget, perClientLimit: perClientLimit, maxBypass: maxBypass))
+        state = Locked(SchedulerState(budget: memoryBudget, perClientLimit: perClientLimit, maxBypass: maxBypass))
     }
 
     /// Queues work and returns what was dropped to keep its client within `perClientLimit`:

@@ -1,6 +1,7 @@
 import Foundation
 import Rendering
 import RenditionStore
+import Locking
 import Synchronization
 import ViewerProtocol
 
@@ -19,7 +20,7 @@ final class WorkerPoolSettings: Sendable {
     let cancelGrace: Duration = .milliseconds(300)
     let workerMemoryLimit: UInt64
     let maxSourcePixels: UInt64
-    private let counters = Mutex(Counters())
+    private let counters = Locked(Counters())
 
     init(executable: String, jobTimeout: Duration, workerMemoryLimit: UInt64, maxSourcePixels: UInt64) {
         self.executable = executable

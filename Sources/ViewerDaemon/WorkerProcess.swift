@@ -1,7 +1,7 @@
 import CPosix
 import Foundation
 import Rendering
-import Synchronization
+import Locking
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc
@@ -79,7 +79,7 @@ public enum WorkerProcess {
 
     /// The jobs the reader thread received, and the id of the one being rendered.
     final class JobInbox: Sendable {
-        private let state = Mutex<(queue: [Job], closed: Bool, current: UInt32?)>(([], false, nil))
+        private let state = Locked<(queue: [Job], closed: Bool, current: UInt32?)>(([], false, nil))
         private let available = DispatchSemaphore(value: 0)
 
         func put(_ job: Job) {
@@ -207,7 +207,7 @@ public enum WorkerProcess {
     /// Writes one frame to the daemon; only the main thread writes (and the reader thread
     /// for CANCELLED of a queued job, which cannot interleave: writes of whole frames are
     /// serialized by `writeLock`).
-    private static let writeLock = Mutex<Void>(())
+    private static let writeLock = Locked<Void>(())
 
     static func send(_ message: Message, id: UInt32) {
         let bytes = message.frame(requestID: id).bytes

@@ -1,6 +1,7 @@
 import CPosix
 import Foundation
 import Rendering
+import Locking
 import Synchronization
 import ViewerProtocol
 #if canImport(Glibc)
@@ -21,7 +22,7 @@ final class WorkerSlot: @unchecked Sendable {
     /// Written by the event loop (abandon) to interrupt the wait for the worker's answer.
     let cancelSignal: Wakeup
     /// The job being rendered; read by the event loop to find where to send a cancel.
-    let current = Mutex<RenderJob?>(nil)
+    let current = Locked<RenderJob?>(nil)
     // Owned by the slot's thread:
     private var pid: pid_t = -1
     private var socket: Int32 = -1

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Synchronization
 import ViewerClient
 import ViewerProtocol
@@ -179,7 +180,7 @@ final class Progress: @unchecked Sendable {  // all state behind `lock`
 /// cooperative pool, so blocking it is fine).
 func blockingAwait<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) -> Result<T, Error> {
     let done = DispatchSemaphore(value: 0)
-    let result = Mutex<Result<T, Error>?>(nil)
+    let result = Locked<Result<T, Error>?>(nil)
     Task {
         let value: Result<T, Error>
         do { value = .success(try await body()) } catch { value = .failure(error) }

@@ -1,6 +1,6 @@
 import Foundation
 @testable import RenditionStore
-import Synchronization
+import Locking
 
 /// A temporary cache directory, removed when released.
 final class StoreDirectory {
@@ -42,14 +42,14 @@ func configuration(_ directory: StoreDirectory, budget: UInt64 = 1 << 30) -> Sto
 }
 
 final class LogLines: Sendable {
-    private let storage = Mutex<[String]>([])
+    private let storage = Locked<[String]>([])
     func append(_ line: String) { storage.withLock { $0.append(line) } }
     var lines: [String] { storage.withLock { $0 } }
 }
 
 /// A clock the test moves by hand.
 final class TestClock: Sendable {
-    private let now = Mutex<Date>(Date(timeIntervalSince1970: 1_700_000_000))
+    private let now = Locked<Date>(Date(timeIntervalSince1970: 1_700_000_000))
     func advance(by seconds: TimeInterval) { now.withLock { $0 += seconds } }
     var date: Date { now.withLock { $0 } }
 }

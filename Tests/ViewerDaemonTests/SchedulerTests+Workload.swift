@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import Locking
 import Testing
 @testable import ViewerDaemon
 import ViewerProtocol
@@ -103,8 +103,8 @@ extension SchedulerTests {
         // Given four producer-workers (one client each) and one thread changing and removing work
         let scheduler = Scheduler<Int>(memoryBudget: 1_000, perClientLimit: 10_000)
         let perThread: UInt64 = 2_000
-        let taken = Mutex<[UInt64]>([])
-        let removed = Mutex<[UInt64]>([])
+        let taken = Locked<[UInt64]>([])
+        let removed = Locked<[UInt64]>([])
         // When they all run at once
         DispatchQueue.concurrentPerform(iterations: 5) { thread in
             var rng = SeededGenerator(seed: UInt64(thread) + 1)

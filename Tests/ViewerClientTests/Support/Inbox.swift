@@ -1,7 +1,7 @@
-import Synchronization
+import Locking
 
 /// A queue one test task reads with a deadline, filled from any thread.
-/// `state` (a Mutex) holds the items not yet taken and the one waiting reader.
+/// `state` (a `Locked`) holds the items not yet taken and the one waiting reader.
 final class Inbox<Element: Sendable>: Sendable {
     private struct State {
         var items: [Element] = []
@@ -9,7 +9,7 @@ final class Inbox<Element: Sendable>: Sendable {
         var nextID: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func put(_ element: Element) {
         let waiter = state.withLock { state -> CheckedContinuation<Element, any Error>? in

@@ -1,6 +1,6 @@
 import CPosix
 import Foundation
-import Synchronization
+import Locking
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc
@@ -12,19 +12,19 @@ import Glibc
 /// inbox for the test to read, and is answered at once if `respond` says so. The test
 /// answers the rest itself through `Received.connection`.
 ///
-/// `connections` (a Mutex) holds the open connections and whether the server was stopped,
+/// `connections` (a `Locked`) holds the open connections and whether the server was stopped,
 /// so `stop()` ends them once. The accept thread keeps the server alive: call `stop()`.
 final class ScriptedServer: Sendable {
     let path: String
     let inbox = Inbox<Received>()
     /// How many HELLOs this server has answered (one per client connection).
-    let handshakes = Mutex(0)
+    let handshakes = Locked(0)
     private let listenFD: Int32
     private let greet: @Sendable (Hello) -> Message
     /// Signalled by `resumeReading()`; a paused server waits on it after the handshake.
     private let reading: DispatchSemaphore?
     private let respond: @Sendable (Message) -> Message?
-    private let connections = Mutex<(all: [ServerConnection], stopped: Bool)>(([], false))
+    private let connections = Locked<(all: [ServerConnection], stopped: Bool)>(([], false))
 
     /// The WELCOME a test server sends unless told otherwise: every capability.
     static func welcome(maxRequestBody: UInt32 = 1 << 20,
@@ -176,11 +176,11 @@ struct Received: Sendable {
 }
 
 /// The server's end of one client connection. Its reader thread owns `fd` and closes it
-/// when it ends; `open` (a Mutex) says whether writes may still use it, so a late answer
+/// when it ends; `open` (a `Locked`) says whether writes may still use it, so a late answer
 /// from a test never writes to a reused descriptor number.
 final class ServerConnection: Sendable {
     let fd: Int32
-    private let open = Mutex(true)
+    private let open = Locked(true)
 
     init(fd: Int32) { self.fd = fd }
 

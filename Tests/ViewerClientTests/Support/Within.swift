@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 struct TimedOut: Error, CustomStringConvertible {
     let what: String
@@ -25,9 +25,9 @@ func within<T: Sendable>(_ timeout: Duration = .seconds(30), _ what: String = "t
     return try await gate.value()
 }
 
-/// The first outcome given to `open`, for one waiter. `state` (a Mutex) holds it and the waiter.
+/// The first outcome given to `open`, for one waiter. `state` (a `Locked`) holds it and the waiter.
 private final class Gate<T: Sendable>: Sendable {
-    private let state = Mutex<(outcome: Result<T, any Error>?, waiter: CheckedContinuation<T, any Error>?)>((nil, nil))
+    private let state = Locked<(outcome: Result<T, any Error>?, waiter: CheckedContinuation<T, any Error>?)>((nil, nil))
 
     func open(_ outcome: Result<T, any Error>) {
         let waiter = state.withLock { state -> CheckedContinuation<T, any Error>? in
