@@ -80,20 +80,27 @@ extension Renderer {
         return result
     }
 
-    /// The rendition's size for a spec, from the header (what vips_thumbnail will produce,
-    /// to within rounding).
+    /// The rendition's size for a spec, from the header: what the renderer makes, to within
+    /// a pixel (libvips rounds along its shrink-on-load path: `plannedSize` knows exactly).
+    /// `fit` scales the upright source by the binding side's ratio in exact integer
+    /// arithmetic, halves rounded up, so the same proportions always give the same answer;
+    /// never enlarged unless `upscale` or a vector; at least 1 pixel a side. `fill` is the box.
     public static func outputSize(_ header: SourceHeader, spec: RenditionSpec) -> (width: Int, height: Int) {
         let spec = spec.normalized()
         // EXIF orientations 5-8 swap the sides.
         let upright = header.orientation >= 5 && header.orientation <= 8
-        let sw = Double(upright ? header.height : header.width), sh = Double(upright ? header.width : header.height)
+        let sw = upright ? header.height : header.width, sh = upright ? header.width : header.height
         guard sw > 0, sh > 0 else { return (0, 0) }
-        let bw = spec.width == 0 ? Double.infinity : Double(spec.width)
-        let bh = spec.height == 0 ? Double.infinity : Double(spec.height)
-        if spec.fit == .fill { return (Int(bw), Int(bh)) }
-        var scale = min(bw / sw, bh / sh)
-        if !spec.upscale && !header.isVector { scale = min(scale, 1) }
-        return (max(1, Int((sw * scale).rounded())), max(1, Int((sh * scale).rounded())))
+        let bw = Int(spec.width), bh = Int(spec.height)
+        if spec.fit == .fill { return (bw, bh) }
+        guard bw > 0 || bh > 0 else { return (sw, sh) }
+        // The width binds when bw/sw <= bh/sh (an unconstrained side never binds). Sides are
+        // below 2^32 and boxes below 2^16, so the products fit in 64 bits.
+        let widthBinds = bh == 0 || (bw > 0 && bw * sh <= bh * sw)
+        let (target, side) = widthBinds ? (bw, sw) : (bh, sh)
+        if target >= side && !spec.upscale && !header.isVector { return (sw, sh) }
+        func scaled(_ length: Int) -> Int { max(1, (2 * length * target + side) / (2 * side)) }
+        return widthBinds ? (bw, scaled(sh)) : (scaled(sw), bh)
     }
 
     /// The largest power of two (up to 8) libjpeg can shrink by while staying above the output.

@@ -115,11 +115,15 @@ public struct Renderer: Sendable {
     func headerUngated(_ source: SourceFile) throws(RenderError) -> SourceHeader {
         var h = vs_header()
         let status = vs_header_fd(source.descriptor, &h)
+        return try Self.header(h, status: status, path: source.path)
+    }
+
+    private static func header(_ h: vs_header, status: Int32, path: String) throws(RenderError) -> SourceHeader {
         if status == -2 {
             _ = takeVipsError()
-            throw .unsupportedFormat(source.path)
+            throw .unsupportedFormat(path)
         }
-        guard status == 0 else { throw .corrupt(path: source.path, detail: takeVipsError()) }
+        guard status == 0 else { throw .corrupt(path: path, detail: takeVipsError()) }
         let loader = withUnsafeBytes(of: h.loader) { raw in
             String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
         }
@@ -134,9 +138,30 @@ public struct Renderer: Sendable {
         try Self.attributingErrors { () throws(RenderError) in try renderUngated(source, spec: spec) }
     }
 
-    /// Renders from an encoded image in memory (for previews and derivations).
-    public func render(bytes: [UInt8], spec: RenditionSpec) throws(RenderError) -> Rendition {
-        try Self.attributingErrors { () throws(RenderError) in try renderUngated(bytes: bytes, spec: spec) }
+    /// Renders from an encoded image in memory (for previews and derivations). `size`, for
+    /// `fit`: the exact size to make (a derivation passes `plannedSize` of the original, so it
+    /// comes out as large as a direct render would).
+    public func render(bytes: [UInt8], spec: RenditionSpec, size: (width: Int, height: Int)? = nil) throws(RenderError) -> Rendition {
+        try Self.attributingErrors { () throws(RenderError) in try renderUngated(bytes: bytes, spec: spec, size: size) }
+    }
+
+    /// The size `render(source, spec:)` will make, from libvips' own plan: the thumbnail
+    /// pipeline is built (headers read, shrink-on-load chosen) but no pixel is computed.
+    /// libvips' sides depend on that path (800x600 into 118 is 118x89, while a 188x141
+    /// rendition of it into 118 is 118x88), so only this tells a derivation its size.
+    public func plannedSize(_ source: SourceFile, spec: RenditionSpec) throws(RenderError) -> (width: Int, height: Int) {
+        try Self.attributingErrors { () throws(RenderError) in
+            let spec = spec.normalized()
+            let header = try admitUngated(source, spec: spec)
+            let box = Self.thumbnailBox(spec, vector: header.isVector)
+            var out: OpaquePointer?
+            let toSRGB: Int32 = header.hasICCProfile && !header.isCMYK ? 1 : 0
+            let status = vs_thumbnail_fd(source.descriptor, box.width, box.height, box.crop, box.size,
+                                         Int32(spec.page), toSRGB, &out)
+            guard status == 0, let out else { throw .corrupt(path: source.path, detail: takeVipsError()) }
+            let planned = VipsImageRef(out).size
+            return (planned.width, planned.height)
+        }
     }
 
     /// Checks the source's header against the limits and returns it.
@@ -171,10 +196,14 @@ public struct Renderer: Sendable {
         return try encode(VipsImageRef(out), spec: spec, path: source.path)
     }
 
-    private func renderUngated(bytes: [UInt8], spec: RenditionSpec) throws(RenderError) -> Rendition {
+    private func renderUngated(bytes: [UInt8], spec: RenditionSpec, size: (width: Int, height: Int)?) throws(RenderError) -> Rendition {
         let spec = spec.normalized()
         if let problem = spec.validate(maxSide: limits.maxOutputSide) { throw .invalidSpec(problem) }
-        let box = Self.thumbnailBox(spec, vector: false)
+        var box = Self.thumbnailBox(spec, vector: false)
+        if spec.fit == .fit, let size, size.width > 0, size.height > 0,
+           size.width <= Int(limits.maxOutputSide), size.height <= Int(limits.maxOutputSide) {
+            box = (Int32(size.width), Int32(size.height), 0, 3)  // VIPS_SIZE_FORCE: exactly this size
+        }
         var out: OpaquePointer?
         let status = bytes.withUnsafeBytes { raw in
             vs_thumbnail_buffer(raw.baseAddress, raw.count, box.width, box.height, box.crop, box.size,

@@ -140,11 +140,10 @@ extension Daemon {
             guard Self.derivable(from: size, to: spec) else { continue }
             if let original {
                 if size.0 * size.1 * 4 > original.width * original.height { continue }
-                // A rendition's sides are rounded: derive only when that gives exactly the size
-                // the original would (a 256x171 rendition of a 3:2 photo fits 200 wide as
-                // 200x134, the original as 200x133).
+                // The worker makes a derivation exactly the size a direct render would have
+                // (libvips' plan for the original); the rendition must cover it on both sides.
                 let direct = Renderer.outputSize(original, spec: spec)
-                guard Self.fitted(size, into: spec) == (direct.width, direct.height) else { continue }
+                guard size.0 >= direct.width, size.1 >= direct.height else { continue }
             }
             if best == nil || size.0 * size.1 < best!.pixels { best = (key, size.0 * size.1) }
         }
@@ -168,13 +167,10 @@ extension Daemon {
         return best?.key
     }
 
-    /// The size `spec` makes from an image of `size` (same aspect ratio as the source).
+    /// The size `spec` makes from an image of `size`, to within a pixel (Renderer.outputSize).
     static func fitted(_ size: (Int, Int), into spec: RenditionSpec) -> (Int, Int) {
-        if spec.fit == .fill { return (Int(spec.width), Int(spec.height)) }
-        let bw = spec.width == 0 ? Double.infinity : Double(spec.width)
-        let bh = spec.height == 0 ? Double.infinity : Double(spec.height)
-        let scale = min(bw / Double(size.0), bh / Double(size.1), 1)
-        return (max(1, Int((Double(size.0) * scale).rounded())), max(1, Int((Double(size.1) * scale).rounded())))
+        let out = Renderer.outputSize(SourceHeader(width: size.0, height: size.1, bands: 4, loader: "derived"), spec: spec)
+        return (out.width, out.height)
     }
 
     /// Whether a rendition of `size` holds everything `spec` needs: strictly larger, and for

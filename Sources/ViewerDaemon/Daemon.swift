@@ -83,20 +83,25 @@ public final class Daemon {
         }
         self.configuration = configuration
 
-        do {
-            try FileManager.default.createDirectory(atPath: configuration.cacheDirectory,
-                                                    withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+        do throws(SystemError) {
+            try Posix.makeDirectories(configuration.cacheDirectory, mode: 0o700)
         } catch {
-            throw StartupError("cannot create the cache directory \(configuration.cacheDirectory): \(error.localizedDescription)")
+            throw StartupError("cannot create the cache directory \(configuration.cacheDirectory): \(error)")
         }
         guard access(configuration.cacheDirectory, W_OK) == 0 else {
             throw StartupError("the cache directory \(configuration.cacheDirectory) is not writable")
         }
+        var storeConfiguration = StoreConfiguration(directory: configuration.cacheDirectory,
+                                                    budgetBytes: configuration.cacheBudgetBytes)
+        // Test-only (make torture): a memory map too small for the budget, which may not grow,
+        // so that LMDB reports MDB_MAP_FULL and the writer must evict to go on.
+        let environment = ProcessInfo.processInfo.environment
+        if environment["VIEWERD_TEST_FAULTS"] == "1", let bytes = environment["VIEWERD_TEST_STORE_MAP"].flatMap({ Int($0) }) {
+            storeConfiguration.mapSize = bytes
+            storeConfiguration.maximumMapSize = bytes
+        }
         do throws(StoreError) {
-            store = try RenditionStore(StoreConfiguration(directory: configuration.cacheDirectory,
-                                                          budgetBytes: configuration.cacheBudgetBytes),
-                                       log: { Log.warning($0) })
+            store = try RenditionStore(storeConfiguration, log: { Log.warning($0) })
         } catch {
             throw StartupError("cannot open the store in \(configuration.cacheDirectory): \(error)")
         }

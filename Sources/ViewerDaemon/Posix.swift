@@ -55,6 +55,21 @@ enum Posix {
 
     static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
+    /// `mkdir -p` with `mode` for the directories it creates. The error names the component
+    /// that failed and errno's reason ("mkdir /srv/a-file/cache: Not a directory"), which a
+    /// user can act on; Foundation's createDirectory reports only "could not be completed".
+    static func makeDirectories(_ path: String, mode: mode_t) throws(SystemError) {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, mode) == 0 || errno == EEXIST { continue }
+            throw SystemError("mkdir \(prefix)")
+        }
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw SystemError("stat \(path)") }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else { throw SystemError("mkdir \(path)", ENOTDIR) }
+    }
+
     /// Fills a sockaddr_un for `path` (which must fit in 107 bytes).
     static func unixAddress(_ path: String) throws(SystemError) -> sockaddr_un {
         var address = sockaddr_un()

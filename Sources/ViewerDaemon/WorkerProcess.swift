@@ -60,14 +60,14 @@ public enum WorkerProcess {
     struct Job {
         let id: UInt32
         let request: RenderRequest
-        /// The source file, or -1 for a derivation.
+        /// The source file (for a derivation too: its plan gives the size to make).
         let descriptor: Int32
         /// For a derivation: the encoded rendition to render from.
         var base: [UInt8]? = nil
     }
 
     /// Daemon-to-worker only: a RENDER body plus field 100, the bytes of a stored rendition
-    /// to render from instead of the source file.
+    /// to render from instead of the source file, which comes with it as a descriptor.
     static let deriveType: UInt8 = 0x40
     static let baseTag: UInt16 = 100
 
@@ -141,10 +141,13 @@ public enum WorkerProcess {
             decoder.append(buffer[0..<n])
             while let frame = try? decoder.next() {
                 if frame.type == deriveType {
+                    let descriptor = frame.flags & FrameFlags.descriptor != 0 && !descriptors.isEmpty ? descriptors.removeFirst() : -1
                     let asRender = Frame(type: MessageType.render.rawValue, requestID: frame.requestID, body: frame.body)
                     if case .render(let request)? = try? Message(frame: asRender),
                        let fields = try? FieldReader(frame.body, message: "derive"), let base = fields.bytes(baseTag) {
-                        jobs.put(Job(id: frame.requestID, request: request, descriptor: -1, base: Array(base)))
+                        jobs.put(Job(id: frame.requestID, request: request, descriptor: descriptor, base: Array(base)))
+                    } else if descriptor >= 0 {
+                        Glibc.close(descriptor)
                     }
                     continue
                 }
@@ -164,8 +167,14 @@ public enum WorkerProcess {
     private static func serve(_ job: Job, renderer: Renderer, faults: Bool) {
         Renderer.clearCancel()
         if let base = job.base {
+            // The size a direct render would make; without it (the original no longer reads),
+            // the derivation sizes itself from the rendition, which may differ by a pixel.
+            let size = job.descriptor < 0 ? nil
+                : (try? SourceFile(descriptor: job.descriptor, path: job.request.path)).flatMap {
+                    try? renderer.plannedSize($0, spec: job.request.spec)
+                }
             do throws(RenderError) {
-                let rendition = try renderer.render(bytes: base, spec: job.request.spec)
+                let rendition = try renderer.render(bytes: base, spec: job.request.spec, size: size)
                 send(.result(RenderResult(format: rendition.format, width: rendition.width, height: rendition.height,
                                           fromCache: false, bytes: rendition.bytes)), id: job.id)
             } catch {

@@ -73,10 +73,10 @@ final class WorkerSlot: @unchecked Sendable {
     private func send(_ job: RenderJob, id: UInt32) -> Bool {
         let request = RenderRequest(path: job.source.path, spec: job.spec,
                                     delivery: job.wantsPreview.load(ordering: .relaxed) ? .opportunistic : .final)
-        if let base = job.derivedFrom {
-            return writeAll(WorkerProcess.deriveFrame(request, from: base, id: id).bytes)
-        }
-        var frame = Message.render(request).frame(requestID: id)
+        // A derivation sends the source too: the worker reads from it the size a direct render
+        // would have (libvips' plan), and makes the derived rendition exactly that size.
+        var frame = job.derivedFrom.map { WorkerProcess.deriveFrame(request, from: $0, id: id) }
+            ?? Message.render(request).frame(requestID: id)
         frame.flags |= FrameFlags.descriptor
         let bytes = frame.bytes
         // The descriptor travels with the frame's first byte; the kernel duplicates it into

@@ -21,7 +21,7 @@ final class DaemonRunner: @unchecked Sendable {
         socketPath = directory + "/viewerd.sock"
         self.cacheDirectory = cacheDirectory ?? directory + "/cache"
         logPath = directory + "/viewerd.log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         // Hermetic: no config file and no VIEWERD_* variables of the user's reach the daemon,
