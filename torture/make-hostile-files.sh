@@ -132,7 +132,7 @@ add(write("odd/pdf-header.pdf", b"%PDF-1.4\n%%EOF\n"), DAMAGED, "a PDF header an
 with open(os.path.join(root, "odd/sparse-4g.jpg"), "wb") as f:
     f.truncate(4 << 30)
 # libvips 8.14 sniffs it whole (about 20 s): "timeout" is its documented answer then.
-add("odd/sparse-4g.jpg", "unsupported-format,timeout", "a sparse 4 GiB file of zeros")
+add("odd/sparse-4g.jpg", "unsupported-format", "a sparse 4 GiB file of zeros")
 
 # Images with the wrong extension: the content decides.
 for src, dst in [("good.png", "png-named.jpg"), ("good.jpg", "jpeg-named.gif"), ("lossy.webp", "webp-named.png"),

@@ -9,20 +9,41 @@
 #include <unistd.h>
 #include <vips/vips.h>
 
+// Some loaders fail with nothing in the error buffer and say why only in a GLib warning
+// (libspng on a truncated PNG: "not enough data"). The last warning is kept here, instead of
+// going to stderr without a file name, and stands in for an empty error message.
+static pthread_mutex_t warning_lock = PTHREAD_MUTEX_INITIALIZER;
+static char last_warning[256];
+
+static void on_vips_warning(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer user) {
+    (void)domain;
+    (void)level;
+    (void)user;
+    pthread_mutex_lock(&warning_lock);
+    g_strlcpy(last_warning, message ? message : "", sizeof(last_warning));
+    pthread_mutex_unlock(&warning_lock);
+}
+
 static pthread_rwlock_t gate;
-// Set by the worker's reader thread, read by the rendering thread (and libvips' workers in
-// on_eval): an atomic, not a volatile (a data race ThreadSanitizer found in make sanitize).
-static atomic_int cancel_flag;
+// One render's cancel request: set by another thread (the worker's reader, on CANCEL), read
+// by libvips' threads in on_eval. An atomic, not a volatile (a data race ThreadSanitizer found
+// in make sanitize). One per render, so a cancel stops that render and no other one running
+// in the same process.
+struct vs_cancel {
+    atomic_int requested;
+};
 
-void vs_request_cancel(void) { atomic_store_explicit(&cancel_flag, 1, memory_order_relaxed); }
-void vs_clear_cancel(void) { atomic_store_explicit(&cancel_flag, 0, memory_order_relaxed); }
-int vs_cancel_requested(void) { return atomic_load_explicit(&cancel_flag, memory_order_relaxed); }
+vs_cancel *vs_cancel_new(void) { return g_new0(vs_cancel, 1); }
+void vs_cancel_free(vs_cancel *cancel) { g_free(cancel); }
+void vs_cancel_request(vs_cancel *cancel) { atomic_store_explicit(&cancel->requested, 1, memory_order_relaxed); }
+int vs_cancel_requested(const vs_cancel *cancel) {
+    return atomic_load_explicit(&((vs_cancel *)cancel)->requested, memory_order_relaxed);
+}
 
-// Called by libvips as the pipeline is evaluated; kills it when a cancel was asked for.
+// Called by libvips as the pipeline is evaluated; kills it when its cancel was requested.
 static void on_eval(VipsImage *image, VipsProgress *progress, void *user) {
     (void)progress;
-    (void)user;
-    if (atomic_load_explicit(&cancel_flag, memory_order_relaxed)) vips_image_set_kill(image, TRUE);
+    if (user && vs_cancel_requested(user)) vips_image_set_kill(image, TRUE);
 }
 
 void vs_gate_shared_begin(void) { pthread_rwlock_rdlock(&gate); }
@@ -45,6 +66,7 @@ int vs_init(const char *argv0, int allow_svg, int allow_pdf, int allow_jxl) {
     // One thread per render: parallelism comes from rendering several images at once.
     vips_concurrency_set(1);
     vips_leak_set(FALSE);
+    g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING, on_vips_warning, NULL);
     // ImageMagick, FITS, raw, matrix, CSV, OpenSlide, ... are attack surface with little
     // use for a viewer. SVG, PDF and JPEG XL are "untrusted" in 8.14 but wanted; the caller
     // chooses.
@@ -57,9 +79,24 @@ int vs_init(const char *argv0, int allow_svg, int allow_pdf, int allow_jxl) {
 
 void vs_thread_shutdown(void) { vips_thread_shutdown(); }
 
+void vs_errors_reset(void) {
+    vips_error_clear();
+    pthread_mutex_lock(&warning_lock);
+    last_warning[0] = 0;
+    pthread_mutex_unlock(&warning_lock);
+}
+
 char *vs_error_take(void) {
     // vips_error_buffer_copy copies and clears under libvips' own lock.
     char *text = vips_error_buffer_copy();
+    pthread_mutex_lock(&warning_lock);
+    int empty = !text || !*g_strstrip(text);
+    if (empty && last_warning[0]) {
+        g_free(text);
+        text = g_strdup(last_warning);
+    }
+    last_warning[0] = 0;
+    pthread_mutex_unlock(&warning_lock);
     return text ? text : g_strdup("");
 }
 
@@ -197,14 +234,16 @@ static int to_srgb8(VipsImage *in, VipsImage **out) {
     return 0;
 }
 
-int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background,
+int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background, vs_cancel *cancel,
                    void **buf, size_t *len, int *out_width, int *out_height) {
     *buf = NULL;
     *len = 0;
     VipsImage *img = NULL;
     if (to_srgb8(image, &img)) return -1;
-    vips_image_set_progress(img, TRUE);
-    g_signal_connect(img, "eval", G_CALLBACK(on_eval), NULL);
+    if (cancel) {
+        vips_image_set_progress(img, TRUE);
+        g_signal_connect(img, "eval", G_CALLBACK(on_eval), cancel);
+    }
     int has_alpha = vips_image_hasalpha(img);
     if (has_alpha && format == VS_FORMAT_JPEG) {
         double rgb[3] = {(background >> 16) & 0xff, (background >> 8) & 0xff, background & 0xff};

@@ -9,7 +9,7 @@ extension Renderer {
     ///
     /// Only worth it when the source is much larger than the box (k ≥ 4): otherwise the final
     /// render is about as fast.
-    public func preview(_ source: SourceFile, spec: RenditionSpec) throws(RenderError) -> Rendition? {
+    public func preview(_ source: SourceFile, spec: RenditionSpec, cancellation: RenderCancellation? = nil) throws(RenderError) -> Rendition? {
         let spec = spec.normalized()
         let header = try admit(source, spec: spec)
         let out = Self.outputSize(header, spec: spec)
@@ -26,7 +26,7 @@ extension Renderer {
             guard vs_fit_cheap(image.pointer, Int32(out.width), Int32(out.height), &fitted) == 0, let fitted else {
                 throw .corrupt(path: source.path, detail: takeVipsError())
             }
-            return try encode(VipsImageRef(fitted), spec: spec, path: source.path)
+            return try encode(VipsImageRef(fitted), spec: spec, path: source.path, cancellation: cancellation)
         }
     }
 }

@@ -97,13 +97,6 @@ public struct Renderer: Sendable {
         if failed { throw .corrupt(path: "libvips", detail: "libvips failed to start: \(takeVipsError())") }
     }
 
-    /// Asks the render in progress in this process to stop (from any thread); it then fails.
-    public static func requestCancel() { vs_request_cancel() }
-    /// Clears a cancel request before the next render.
-    public static func clearCancel() { vs_clear_cancel() }
-    /// Whether a cancel was requested since the last `clearCancel`.
-    public static var cancelRequested: Bool { vs_cancel_requested() != 0 }
-
     /// Releases libvips' state for the calling thread; call before a rendering thread ends.
     public static func threadWillExit() { vs_thread_shutdown() }
 
@@ -113,6 +106,8 @@ public struct Renderer: Sendable {
     }
 
     func headerUngated(_ source: SourceFile) throws(RenderError) -> SourceHeader {
+        // Only files that begin like a format we read reach libvips' sniffers.
+        guard ImageSignature.detect(descriptor: source.descriptor) != nil else { throw .unsupportedFormat(source.path) }
         var h = vs_header()
         let status = vs_header_fd(source.descriptor, &h)
         return try Self.header(h, status: status, path: source.path)
@@ -134,15 +129,19 @@ public struct Renderer: Sendable {
     }
 
     /// Renders `source` to `spec`. The header is checked against the limits first.
-    public func render(_ source: SourceFile, spec: RenditionSpec) throws(RenderError) -> Rendition {
-        try Self.attributingErrors { () throws(RenderError) in try renderUngated(source, spec: spec) }
+    /// `cancellation` lets another thread stop it (it then fails).
+    public func render(_ source: SourceFile, spec: RenditionSpec, cancellation: RenderCancellation? = nil) throws(RenderError) -> Rendition {
+        try Self.attributingErrors { () throws(RenderError) in try renderUngated(source, spec: spec, cancellation: cancellation) }
     }
 
     /// Renders from an encoded image in memory (for previews and derivations). `size`, for
     /// `fit`: the exact size to make (a derivation passes `plannedSize` of the original, so it
     /// comes out as large as a direct render would).
-    public func render(bytes: [UInt8], spec: RenditionSpec, size: (width: Int, height: Int)? = nil) throws(RenderError) -> Rendition {
-        try Self.attributingErrors { () throws(RenderError) in try renderUngated(bytes: bytes, spec: spec, size: size) }
+    public func render(bytes: [UInt8], spec: RenditionSpec, size: (width: Int, height: Int)? = nil,
+                       cancellation: RenderCancellation? = nil) throws(RenderError) -> Rendition {
+        try Self.attributingErrors { () throws(RenderError) in
+            try renderUngated(bytes: bytes, spec: spec, size: size, cancellation: cancellation)
+        }
     }
 
     /// The size `render(source, spec:)` will make, from libvips' own plan: the thumbnail
@@ -184,7 +183,7 @@ public struct Renderer: Sendable {
         return header
     }
 
-    private func renderUngated(_ source: SourceFile, spec: RenditionSpec) throws(RenderError) -> Rendition {
+    private func renderUngated(_ source: SourceFile, spec: RenditionSpec, cancellation: RenderCancellation?) throws(RenderError) -> Rendition {
         let spec = spec.normalized()
         let header = try admitUngated(source, spec: spec)
         let box = Self.thumbnailBox(spec, vector: header.isVector)
@@ -193,10 +192,11 @@ public struct Renderer: Sendable {
         let status = vs_thumbnail_fd(source.descriptor, box.width, box.height, box.crop, box.size,
                                      Int32(spec.page), toSRGB, &out)
         guard status == 0, let out else { throw .corrupt(path: source.path, detail: takeVipsError()) }
-        return try encode(VipsImageRef(out), spec: spec, path: source.path)
+        return try encode(VipsImageRef(out), spec: spec, path: source.path, cancellation: cancellation)
     }
 
-    private func renderUngated(bytes: [UInt8], spec: RenditionSpec, size: (width: Int, height: Int)?) throws(RenderError) -> Rendition {
+    private func renderUngated(bytes: [UInt8], spec: RenditionSpec, size: (width: Int, height: Int)?,
+                               cancellation: RenderCancellation?) throws(RenderError) -> Rendition {
         let spec = spec.normalized()
         if let problem = spec.validate(maxSide: limits.maxOutputSide) { throw .invalidSpec(problem) }
         var box = Self.thumbnailBox(spec, vector: false)
@@ -210,7 +210,7 @@ public struct Renderer: Sendable {
                                 Int32(spec.page), 0, &out)
         }
         guard status == 0, let out else { throw .corrupt(path: "<memory>", detail: takeVipsError()) }
-        return try encode(VipsImageRef(out), spec: spec, path: "<memory>")
+        return try encode(VipsImageRef(out), spec: spec, path: "<memory>", cancellation: cancellation)
     }
 
     /// Runs `body` holding the error gate shared. When it fails with a libvips message, it runs
@@ -218,21 +218,24 @@ public struct Renderer: Sendable {
     /// other threads failed at the same moment (libvips' error buffer is process-global).
     static func attributingErrors<R>(_ body: () throws(RenderError) -> R) throws(RenderError) -> R {
         vs_gate_shared_begin()
+        vs_errors_reset()
         let first = Result(catching: body)
         vs_gate_shared_end()
         guard case .failure(let error) = first, error.carriesLibvipsMessage else { return try first.get() }
         vs_gate_exclusive_begin()
         defer { vs_gate_exclusive_end() }
-        _ = takeVipsError()  // whatever others left
+        vs_errors_reset()  // whatever others left
         return try body()
     }
 
-    func encode(_ image: VipsImageRef, spec: RenditionSpec, path: String) throws(RenderError) -> Rendition {
+    func encode(_ image: VipsImageRef, spec: RenditionSpec, path: String, cancellation: RenderCancellation?) throws(RenderError) -> Rendition {
         var buffer: UnsafeMutableRawPointer?
         var length = 0
         var width: Int32 = 0, height: Int32 = 0
-        let status = vs_save_buffer(image.pointer, Int32(spec.format.rawValue), Int32(spec.quality),
-                                    spec.background, &buffer, &length, &width, &height)
+        let status = withExtendedLifetime(cancellation) {
+            vs_save_buffer(image.pointer, Int32(spec.format.rawValue), Int32(spec.quality),
+                           spec.background, cancellation?.handle, &buffer, &length, &width, &height)
+        }
         guard status == 0, let buffer else { throw .corrupt(path: path, detail: takeVipsError()) }
         defer { vs_free(buffer) }
         let bytes = [UInt8](UnsafeRawBufferPointer(start: buffer, count: length))

@@ -86,10 +86,15 @@ enum HeaderSniffer {
 
     /// The estimated cost of rendering this source to `spec`: from its header when the
     /// format is known, else from its size on disk (compressed images rarely expand more
-    /// than 20-fold), so that unknown files are neither free nor unbounded.
+    /// than 20-fold), so that unknown files are neither free nor unbounded. A file that is
+    /// no image format at all (a sparse 4 GiB file of zeros) costs next to nothing.
     static func cost(of source: SourceFile, header: SourceHeader?, spec: RenditionSpec) -> RenderCost {
         if let header {
             return Renderer.estimateCost(header, spec: spec)
+        }
+        // Not a format we read: the worker refuses it from its first bytes, at no cost.
+        if ImageSignature.detect(descriptor: source.descriptor) == nil {
+            return RenderCost(memoryBytes: 1 << 20, costly: false)
         }
         let guess = max(UInt64(source.identity.size) * 20, 32 << 20)
         return RenderCost(memoryBytes: guess, costly: guess > 256 << 20)

@@ -48,8 +48,8 @@ public enum WorkerProcess {
         reader.start()
         let renderer = Renderer(limits: limits)
         let faults = ProcessInfo.processInfo.environment["VIEWERD_TEST_FAULTS"] == "1"
-        while let job = jobs.take() {
-            serve(job, renderer: renderer, faults: faults)
+        while let (job, cancellation) = jobs.take() {
+            serve(job, cancellation: cancellation, renderer: renderer, faults: faults)
             // A big decode leaves glibc's heap large; hand the pages back between jobs so a
             // worker's resident size follows the job it runs, not the largest it ever ran.
             _ = vd_release_free_memory()
@@ -79,7 +79,7 @@ public enum WorkerProcess {
 
     /// The jobs the reader thread received, and the id of the one being rendered.
     final class JobInbox: Sendable {
-        private let state = Locked<(queue: [Job], closed: Bool, current: UInt32?)>(([], false, nil))
+        private let state = Locked<(queue: [Job], closed: Bool, current: (id: UInt32, cancellation: RenderCancellation)?)>(([], false, nil))
         private let available = DispatchSemaphore(value: 0)
 
         func put(_ job: Job) {
@@ -92,19 +92,20 @@ public enum WorkerProcess {
             available.signal()
         }
 
-        /// The next job, or nil once the daemon has gone.
-        func take() -> Job? {
+        /// The next job and what stops it, or nil once the daemon has gone.
+        func take() -> (Job, RenderCancellation)? {
             while true {
                 available.wait()
-                let next = state.withLock { s -> (Job?, Bool) in
+                let next = state.withLock { s -> ((Job, RenderCancellation)?, Bool) in
                     if !s.queue.isEmpty {
                         let job = s.queue.removeFirst()
-                        s.current = job.id
-                        return (job, false)
+                        let cancellation = RenderCancellation()
+                        s.current = (job.id, cancellation)
+                        return ((job, cancellation), false)
                     }
                     return (nil, s.closed)
                 }
-                if let job = next.0 { return job }
+                if let taken = next.0 { return taken }
                 if next.1 { return nil }
             }
         }
@@ -117,7 +118,7 @@ public enum WorkerProcess {
                     if job.descriptor >= 0 { Glibc.close(job.descriptor) }
                     return true
                 }
-                if s.current == id { Renderer.requestCancel() }
+                if let current = s.current, current.id == id { current.cancellation.cancel() }
                 return false
             }
         }
@@ -164,8 +165,7 @@ public enum WorkerProcess {
         }
     }
 
-    private static func serve(_ job: Job, renderer: Renderer, faults: Bool) {
-        Renderer.clearCancel()
+    private static func serve(_ job: Job, cancellation: RenderCancellation, renderer: Renderer, faults: Bool) {
         if let base = job.base {
             // The size a direct render would make; without it (the original no longer reads),
             // the derivation sizes itself from the rendition, which may differ by a pixel.
@@ -174,11 +174,11 @@ public enum WorkerProcess {
                     try? renderer.plannedSize($0, spec: job.request.spec)
                 }
             do throws(RenderError) {
-                let rendition = try renderer.render(bytes: base, spec: job.request.spec, size: size)
+                let rendition = try renderer.render(bytes: base, spec: job.request.spec, size: size, cancellation: cancellation)
                 send(.result(RenderResult(format: rendition.format, width: rendition.width, height: rendition.height,
                                           fromCache: false, bytes: rendition.bytes)), id: job.id)
             } catch {
-                send(.error(ErrorReply(error.code, error.description)), id: job.id)
+                send(cancellation.isCancelled ? .cancelled : .error(ErrorReply(error.code, error.description)), id: job.id)
             }
             return
         }
@@ -190,20 +190,16 @@ public enum WorkerProcess {
             return
         }
         if faults { injectFault(path: job.request.path) }
-        if job.request.delivery == .opportunistic, let preview = try? renderer.preview(source, spec: job.request.spec) {
+        if job.request.delivery == .opportunistic, let preview = try? renderer.preview(source, spec: job.request.spec, cancellation: cancellation) {
             send(.preview(RenderResult(format: preview.format, width: preview.width, height: preview.height,
                                        fromCache: false, bytes: preview.bytes)), id: job.id)
         }
         do throws(RenderError) {
-            let rendition = try renderer.render(source, spec: job.request.spec)
+            let rendition = try renderer.render(source, spec: job.request.spec, cancellation: cancellation)
             send(.result(RenderResult(format: rendition.format, width: rendition.width, height: rendition.height,
                                       fromCache: false, bytes: rendition.bytes)), id: job.id)
         } catch {
-            if Renderer.cancelRequested {
-                send(.cancelled, id: job.id)
-            } else {
-                send(.error(ErrorReply(error.code, error.description)), id: job.id)
-            }
+            send(cancellation.isCancelled ? .cancelled : .error(ErrorReply(error.code, error.description)), id: job.id)
         }
     }
 

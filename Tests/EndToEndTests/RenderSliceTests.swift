@@ -133,6 +133,26 @@ struct RenderSliceTests {
         daemon.stop()
     }
 
+    @Test("a sparse 4 GiB file of zeros is refused from its first bytes, not read whole nor charged 80 GiB")
+    func sparseZeros() throws {
+        // libvips' sniffers read such a file to its end (15 s); a 5 s job timeout would answer
+        // `timeout`, and its size-based estimate would hold back the render queued after it.
+        let daemon = try DaemonProcess(extraArguments: ["--job-timeout", "5", "--workers", "1"])
+        let zeros = daemon.directory + "/zeros.jpg"
+        #expect(FileManager.default.createFile(atPath: zeros, contents: nil))
+        #expect(truncate(zeros, 4 << 30) == 0)
+        let good = try Fixtures.write(daemon.directory + "/good.jpg", width: 300, height: 200)
+        let client = try daemon.connect()
+        let outcome = Result { try client.render(request(zeros)) }
+        guard case .failure(ViewerClientError.server(let reply)) = outcome else {
+            Issue.record("expected an error from the server, got \(outcome)")
+            return
+        }
+        #expect(reply.code == .unsupportedFormat, "\(reply.message)")
+        #expect(try client.render(request(good)).width == 256)
+        daemon.stop()
+    }
+
     @Test("A malformed frame closes that connection only")
     func malformedFrame() throws {
         let daemon = try DaemonProcess()

@@ -78,6 +78,18 @@ struct RendererTests {
         #expect(throws: RenderError.self) { try SourceFile(path: "relative.jpg") }
     }
 
+    /// libspng fails a PNG cut inside its header with an empty error and a GLib warning.
+    @Test("a PNG cut short says why, not an empty message", arguments: [16, 33, 100, 1000])
+    func truncatedPNGSaysWhy(_ length: Int) throws {
+        let scratch = try Scratch()
+        let whole = try Data(contentsOf: URL(fileURLWithPath: try scratch.image("whole.png", width: 640, height: 480, options: "interlace")))
+        let cut = try scratch.file("cut.png", Array(whole.prefix(length)))
+        let outcome = Result { () throws(RenderError) in try renderer.render(SourceFile(path: cut), spec: RenditionSpec(width: 64, height: 64)) }
+        guard case .failure(let error) = outcome else { Issue.record("a PNG cut at \(length) bytes rendered"); return }
+        #expect(error.code == .corruptImage)
+        #expect(!error.description.contains(":  ("), "\(error)")
+    }
+
     @Test("a source over the pixel limit is refused from its header, naming the numbers")
     func pixelLimit() throws {
         let scratch = try Scratch()

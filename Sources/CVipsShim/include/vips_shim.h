@@ -34,9 +34,12 @@ int vs_init(const char *argv0, int allow_svg, int allow_pdf, int allow_jxl);
 /// Release libvips' per-thread state; call on threads that rendered before they end.
 void vs_thread_shutdown(void);
 
-/// Takes (copies and clears) libvips' process-global error buffer. Never NULL.
+/// Takes (copies and clears) libvips' process-global error buffer; when that is empty, the
+/// last libvips warning since vs_errors_reset (some loaders only warn). Never NULL.
 /// The caller frees the result with vs_free.
 char *vs_error_take(void);
+/// Clears the error buffer and the kept warning, before a render.
+void vs_errors_reset(void);
 void vs_free(void *p);
 void vs_unref(VipsImage *image);
 
@@ -82,12 +85,14 @@ void vs_gate_shared_end(void);
 void vs_gate_exclusive_begin(void);
 void vs_gate_exclusive_end(void);
 
-/// Asks the render in progress in this process to stop: the next evaluation step of its
-/// pipeline kills it and the call that drives it (vs_save_buffer) fails. Async-signal-safe
-/// and callable from any thread. vs_clear_cancel() before each render.
-void vs_request_cancel(void);
-void vs_clear_cancel(void);
-int vs_cancel_requested(void);
+/// One render's cancel request (opaque). Create one per render, pass it to vs_save_buffer,
+/// request from any thread: the next evaluation step of that render's pipeline kills it and
+/// vs_save_buffer fails. Other renders in the process are not touched.
+typedef struct vs_cancel vs_cancel;
+vs_cancel *vs_cancel_new(void);
+void vs_cancel_free(vs_cancel *cancel);
+void vs_cancel_request(vs_cancel *cancel);
+int vs_cancel_requested(const vs_cancel *cancel);
 
 /// Dimensions of a (lazy) image.
 void vs_image_size(VipsImage *image, int *width, int *height, int *bands);
@@ -95,7 +100,8 @@ void vs_image_size(VipsImage *image, int *width, int *height, int *bands);
 /// Encodes: flattens alpha onto `background` (0xRRGGBB) when the format has no alpha,
 /// strips metadata. RAW writes 8-bit sRGB RGBA pixels, tightly packed.
 /// On success *buf is g_malloc'd: free it with vs_free.
-int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background,
+/// `cancel` may be NULL (not cancellable).
+int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background, vs_cancel *cancel,
                    void **buf, size_t *len, int *out_width, int *out_height);
 
 /// Writes 8-bit pixels (bands 1-4, packed rows) to a file whose suffix picks the format.
