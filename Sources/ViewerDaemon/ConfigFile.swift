@@ -66,7 +66,11 @@ public struct ConfigFile: Sendable, Equatable {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
             let error = errno
-            if error == ENOENT && !required { return nil }
+            if !required && (error == ENOENT || error == ENOTDIR || (error == EACCES && !exists(path))) {
+                // No default file; or one we cannot even see (a daemon running as another user
+                // with this HOME: its directories are closed to us), so not one meant for us.
+                return nil
+            }
             throw ConfigError(origin, "cannot read the config file: \(String(cString: strerror(error)))")
         }
         defer { close(fd) }
@@ -88,6 +92,12 @@ public struct ConfigFile: Sendable, Equatable {
             bytes.append(contentsOf: buffer[0..<n])
         }
         return try parse(bytes, path: path)
+    }
+
+    /// Whether `path` can be seen to exist (false when a directory above it is closed to us).
+    private static func exists(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0
     }
 
     /// The file read when `--config` is not given: `/etc/viewerd/viewerd.conf` for root,

@@ -103,6 +103,34 @@ struct CheckConfigTests {
         #expect(report(missing.stdout)["job-timeout"]! == ("30", "default"))
     }
 
+    /// `sudo -u nobody viewerd` keeps root's HOME, whose directories nobody cannot enter.
+    @Test("a default config path behind a closed directory means defaults; a visible unreadable file stops",
+          .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+    func closedHome() throws {
+        // Given a HOME closed to others with a config in it, and an open one with an unreadable config
+        let closed = try Scratch()
+        _ = try closed.write(".config/viewerd/viewerd.conf", "job-timeout = 12\n")
+        chmod(closed.path, 0o700)
+        let open = try Scratch()
+        let unreadable = try open.write(".config/viewerd/viewerd.conf", "job-timeout = 12\n")
+        for path in [open.path, open.path + "/.config", open.path + "/.config/viewerd"] { chmod(path, 0o755) }
+        chmod(unreadable, 0o600)
+
+        // When nobody checks the configuration with each HOME
+        let run = { (home: String) throws -> (status: Int32, stdout: String, stderr: String) in
+            try runTool("/usr/bin/setpriv", ["--reuid", "nobody", "--regid", "nogroup", "--clear-groups", viewerd, "--check-config"],
+                        environment: ["HOME": home, "PATH": "/usr/bin:/bin"])
+        }
+        let behindClosed = try run(closed.path)
+        let visible = try run(open.path)
+
+        // Then the file it cannot see is no file; the one it sees but cannot read is an error
+        #expect(behindClosed.status == 0, "\(behindClosed.stderr)")
+        #expect(report(behindClosed.stdout)["job-timeout"]! == ("30", "default"))
+        #expect(visible.status == 78)
+        #expect(visible.stderr.contains("Permission denied"), "\(visible.stderr)")
+    }
+
     @Test("a bad file stops with file:line and exit 78; a bad flag with exit 64")
     func errors() throws {
         let scratch = try Scratch()
