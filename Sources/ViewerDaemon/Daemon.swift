@@ -83,12 +83,25 @@ public final class Daemon {
         }
         self.configuration = configuration
 
+        // The socket first: its lock tells whether another viewerd serves it, and a daemon
+        // refused for that must leave nothing behind (not even a new cache directory).
+        do throws(Listener.Failure) {
+            if let inherited {
+                listener = Listener(inheritedFD: inherited.fd, path: inherited.path)
+            } else {
+                listener = try Listener(path: configuration.socketPath, group: configuration.socketGroup)
+            }
+        } catch {
+            throw StartupError("\(error)")
+        }
         do throws(SystemError) {
             try Posix.makeDirectories(configuration.cacheDirectory, mode: 0o700)
         } catch {
+            listener.close()
             throw StartupError("cannot create the cache directory \(configuration.cacheDirectory): \(error)")
         }
         guard access(configuration.cacheDirectory, W_OK) == 0 else {
+            listener.close()
             throw StartupError("the cache directory \(configuration.cacheDirectory) is not writable")
         }
         var storeConfiguration = StoreConfiguration(directory: configuration.cacheDirectory,
@@ -103,19 +116,10 @@ public final class Daemon {
         do throws(StoreError) {
             store = try RenditionStore(storeConfiguration, log: { Log.warning($0) })
         } catch {
+            listener.close()
             throw StartupError("cannot open the store in \(configuration.cacheDirectory): \(error)")
         }
         reader = store.makeReader()
-        do throws(Listener.Failure) {
-            if let inherited {
-                listener = Listener(inheritedFD: inherited.fd, path: inherited.path)
-            } else {
-                listener = try Listener(path: configuration.socketPath, group: configuration.socketGroup)
-            }
-        } catch {
-            store.close()
-            throw StartupError("\(error)")
-        }
         do throws(SystemError) {
             epoll = try Epoll()
             wakeup = try Wakeup()

@@ -191,6 +191,8 @@ struct RenderSliceTests {
                                  ["--socket", daemon.socketPath, "--cache-dir", daemon.directory + "/other"])
         #expect(result.status == 1)
         #expect(result.stderr.contains("already serving"))
+        // Refused before it touched anything: no cache directory of its own
+        #expect(!FileManager.default.fileExists(atPath: daemon.directory + "/other"))
         #expect(try daemon.connect().ping() > .zero)
         daemon.stop()
     }
