@@ -53,6 +53,8 @@ final class Environment: @unchecked Sendable {
     let longPaths: MDB_dbi
     /// source identity -> FailureRecord
     let failures: MDB_dbi
+    /// LMDB's page size (the OS page size when the file was made): the unit of disk it uses.
+    let pageSize: Int
 
     /// - Parameter mapSize: nil keeps the size recorded in the file (read-only opens).
     init(path: String, mapSize: Int?, readOnly: Bool, sync: Bool = true) throws(StoreError) {
@@ -92,6 +94,9 @@ final class Environment: @unchecked Sendable {
                 handles.append(dbi)
             }
             try StoreError.check(mdb_txn_commit(txn), "mdb_txn_commit")
+            var stat = MDB_stat()
+            try StoreError.check(mdb_env_stat(env, &stat), "mdb_env_stat")
+            self.pageSize = Int(stat.ms_psize)
             self.env = env
             self.readOnly = readOnly
             (renditions, meta, entries, queue) = (handles[0], handles[1], handles[2], handles[3])

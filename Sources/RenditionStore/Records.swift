@@ -4,7 +4,8 @@
 /// Layout: a sequence of little-endian u64 in `layout` order; fields added later go at the
 /// end, and a shorter record (from an older build) reads the missing ones as 0.
 struct PolicyState: Equatable, Sendable {
-    /// Sum of stored value sizes (header + rendition bytes): what the budget bounds.
+    /// Sum of the stored renditions' charges (`EntryRecord.charge`: the disk each takes,
+    /// page-rounded, with its bookkeeping): what the budget bounds.
     var bytes: UInt64 = 0
     var smallBytes: UInt64 = 0
     var mainBytes: UInt64 = 0
@@ -112,6 +113,28 @@ struct EntryRecord: Equatable {
     }
 
     var queueKey: [UInt8] { Self.queueKey(queue, sequence) }
+
+    /// What this rendition counts against the budget: the disk it takes, not only its bytes.
+    func charge(pageSize: Int) -> UInt64 { Self.charge(valueSize: Int(size), pathKeyCount: pathKey.count, pageSize: pageSize) }
+
+    /// The disk a stored value of `valueSize` bytes takes in LMDB with its bookkeeping. A value
+    /// that does not fit in half a page (LMDB's node limit, about 2 KiB with its key) gets
+    /// whole overflow pages of its own, after a 16-byte page header: a 10 KiB thumbnail takes
+    /// 12 KiB. Beside it, its entry record, its queue slot and its path-index item each carry
+    /// the key again. Measured against `store_file_bytes` (BENCHMARKS.md, scale): what is
+    /// left over is LMDB's branch pages and free pages.
+    static func charge(valueSize: Int, pathKeyCount: Int, pageSize: Int) -> UInt64 {
+        let key = 64  // a rendition key: identity and spec, about 60 bytes
+        let node = 8  // LMDB's node header; each node also has a 2-byte slot in its page
+        let nodeLimit = (((pageSize - 16) / 2) & ~1) - 2
+        let value = node + key + valueSize <= nodeLimit
+            ? node + key + valueSize + 2
+            : (16 + valueSize + pageSize - 1) / pageSize * pageSize + node + key + 8 + 2
+        let entry = node + key + 16 + pathKeyCount + 2
+        let slot = node + 9 + key + 2
+        let pathItem = node + pathKeyCount + key + 2
+        return UInt64(value + entry + slot + pathItem)
+    }
 }
 
 /// FNV-1a, 64 bits: ghost entries and over-long path keys store this instead of the bytes.

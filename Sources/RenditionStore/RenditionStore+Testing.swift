@@ -18,6 +18,32 @@ extension RenditionStore {
         _ = try? env.write { txn in try txn.put(env.meta, Self.schemaKey, bytes) }
     }
 
+    /// Rewrites the persisted totals (to stand for a store an older build wrote).
+    func changeStateForTesting(_ change: (inout PolicyState) -> Void) {
+        flush()
+        let env = environment
+        _ = try? env.write { txn in
+            var state = try PolicyState.load(txn, env)
+            change(&state)
+            try txn.put(env.meta, PolicyState.key, state.encoded())
+        }
+    }
+
+    /// Pages that hold data now: the branch, leaf and overflow pages of every database,
+    /// LMDB's own two included; the rest of the file is free pages kept for reuse.
+    func pagesInUse() -> Int {
+        let env = environment
+        let databases = [MDB_dbi(0), MDB_dbi(1), env.renditions, env.meta, env.entries, env.queue, env.ghosts,
+                         env.paths, env.longPaths, env.failures]
+        return (try? env.read { txn in
+            databases.reduce(0) { total, dbi in
+                var stat = MDB_stat()
+                guard mdb_stat(txn.raw, dbi, &stat) == 0 else { return total }
+                return total + Int(stat.ms_branch_pages + stat.ms_leaf_pages + stat.ms_overflow_pages)
+            }
+        }) ?? 0
+    }
+
     /// Every committed rendition key.
     func committedKeys() -> [[UInt8]] {
         let env = environment
@@ -79,7 +105,7 @@ extension RenditionStore {
             if slots[record.queueKey] != key { problems.append("entry without its queue slot") }
             let item = PathIndex.Item.rendition(key: key, sourceCount: Int(record.sourceCount)).bytes
             if !pathItems.contains(record.pathKey + [0] + item) { problems.append("rendition not in the path index") }
-            bytes[record.queue, default: 0] += UInt64(record.size)
+            bytes[record.queue, default: 0] += record.charge(pageSize: env.pageSize)
             counts[record.queue, default: 0] += 1
         }
         if entries.count != values.count { problems.append("\(entries.count) entries for \(values.count) renditions") }

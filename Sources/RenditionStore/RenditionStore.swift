@@ -19,7 +19,7 @@ import Synchronization
 public final class RenditionStore: Sendable {
     /// Bumped when the layout of keys, values or indexes changes; an older store is moved aside.
     /// 2: path index, eviction queues, negative cache, persisted state.
-    public static let schemaVersion: UInt32 = 3
+    public static let schemaVersion: UInt32 = 4
 
     /// The configuration the store was opened with.
     public let configuration: StoreConfiguration
@@ -67,7 +67,10 @@ public final class RenditionStore: Sendable {
         do {
             found = try env.write { txn -> UInt32? in
                 if let raw = try txn.get(env.meta, schemaKey) {
-                    return raw.count == 4 ? raw.loadLE(UInt32.self, at: 0) : nil
+                    let version = raw.count == 4 ? raw.loadLE(UInt32.self, at: 0) : nil
+                    // Schema 3 counted value bytes against the budget; 4 counts charges.
+                    if version == 3 { return try migrateChargesFrom3(txn, env) }
+                    return version
                 }
                 // An empty store is new; one with renditions and no schema is not ours.
                 guard txn.count(env.renditions) == 0 else { return nil }
@@ -85,6 +88,30 @@ public final class RenditionStore: Sendable {
         return env
     }
 
+    /// Schema 3 to 4: the totals become sums of `EntryRecord.charge` (the disk a rendition
+    /// takes) instead of value sizes; the records themselves are unchanged. One pass over the
+    /// entries, in the transaction that writes the new schema number.
+    private static func migrateChargesFrom3(_ txn: Transaction, _ env: Environment) throws -> UInt32 {
+        var state = try PolicyState.load(txn, env)
+        var small: UInt64 = 0, main: UInt64 = 0
+        try txn.withCursor(env.entries) { cursor in
+            var item = try cursor.move(MDB_FIRST)
+            while let found = item {
+                if let record = EntryRecord(found.value) {
+                    let charge = record.charge(pageSize: env.pageSize)
+                    if record.queue == .small { small += charge } else { main += charge }
+                }
+                item = try cursor.move(MDB_NEXT)
+            }
+        }
+        (state.smallBytes, state.mainBytes, state.bytes) = (small, main, small + main)
+        try txn.put(env.meta, PolicyState.key, state.encoded())
+        var schema: [UInt8] = []
+        schema.appendLE(schemaVersion)
+        try txn.put(env.meta, schemaKey, schema)
+        return schemaVersion
+    }
+
     /// A reader for the calling thread (not shared between threads at once).
     public func makeReader() -> StoreReader { StoreReader(store: self) }
 
@@ -96,7 +123,9 @@ public final class RenditionStore: Sendable {
     ///   - path: the source file's path, for `invalidate` and `sweep`.
     public func put(_ key: RenditionKey, path: String, metadata: RenditionMetadata, bytes: [UInt8]) {
         let size = StoredValue.headerSize + bytes.count
-        guard UInt64(size) <= writer.limits.largestValue, size <= Int(UInt32.max),
+        let charge = EntryRecord.charge(valueSize: size, pathKeyCount: PathIndex.key(for: Array(path.utf8)).count,
+                                        pageSize: environment.pageSize)
+        guard charge <= writer.limits.largestValue, size <= Int(UInt32.max),
               key.sourceCount <= 255, key.bytes.count + 2 <= PathIndex.maximumItemSize else {
             counters.refused.add(1, ordering: .relaxed)
             log("event=store-put-refused bytes=\(size) budget=\(configuration.budgetBytes) key_bytes=\(key.bytes.count) path=\(path)")

@@ -10,7 +10,7 @@ import Foundation
 public struct StoreConfiguration: Sendable {
     /// The cache directory; the LMDB environment lives in `<directory>/store`.
     public var directory: String
-    /// Upper bound of the stored renditions' bytes (headers included).
+    /// Upper bound of the disk the stored renditions take, as charged (`EntryRecord.charge`).
     public var budgetBytes: UInt64
     /// Fraction of the budget above which the writer evicts (default 0.95).
     public var highWatermark: Double = 0.95
@@ -32,7 +32,8 @@ public struct StoreConfiguration: Sendable {
 
     /// - Parameters:
     ///   - directory: the cache directory (created by the caller).
-    ///   - budgetBytes: bound of the stored bytes; 1 GiB by default.
+    ///   - budgetBytes: bound of the disk the renditions take (each charged the LMDB pages it
+    ///     fills, with its bookkeeping: `EntryRecord.charge`); 1 GiB by default.
     public init(directory: String, budgetBytes: UInt64 = 1 << 30) {
         self.directory = directory
         self.budgetBytes = budgetBytes
@@ -85,7 +86,8 @@ struct StoreLimits: Sendable {
 public struct StoreStats: Sendable, Equatable {
     /// Renditions stored.
     public var entries: Int
-    /// Bytes of the stored values (what the budget bounds).
+    /// The stored renditions' charges: the disk they take, page-rounded, with their
+    /// bookkeeping (what the budget bounds).
     public var bytes: UInt64
     /// The configured budget (for `readStats`, the budget of the process that wrote last).
     public var budgetBytes: UInt64

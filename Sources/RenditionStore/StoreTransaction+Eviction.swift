@@ -79,7 +79,7 @@ extension StoreTransaction {
     private mutating func evictRendition(_ key: [UInt8], _ record: EntryRecord) throws {
         try removeRendition(key)
         state.evictions += 1
-        state.evictedBytes += UInt64(record.size)
+        state.evictedBytes += record.charge(pageSize: env.pageSize)
     }
 
     /// Moves `key` to the tail of `queue`.

@@ -81,9 +81,9 @@ struct StoreTransaction {
         return state.nextSequence
     }
 
-    /// Adds or removes `record`'s bytes from the totals.
+    /// Adds or removes `record`'s charge from the totals.
     mutating func account(_ record: EntryRecord, removing: Bool) {
-        let size = UInt64(record.size)
+        let size = record.charge(pageSize: env.pageSize)
         func apply(_ value: inout UInt64, _ delta: UInt64) {
             value = removing ? (value >= delta ? value - delta : 0) : value + delta
         }

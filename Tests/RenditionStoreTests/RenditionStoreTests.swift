@@ -19,7 +19,7 @@ struct RenditionStoreTests {
         #expect(reader.withRendition(key(1)) { m, b in (m, Array(b)) }.map { $0.0 == meta && $0.1 == bytes } == true)
         #expect(reader.withRendition(key(2)) { _, _ in true } == nil)
         #expect(store.stats.entries == 1)
-        #expect(store.stats.bytes == UInt64(bytes.count + StoredValue.headerSize))
+        #expect(store.stats.bytes == charge(store, bytes.count, path: "/p/1.jpg"))
         #expect(store.consistencyProblems() == [])
         store.close()
     }
@@ -34,7 +34,7 @@ struct RenditionStoreTests {
         store.put(key(2), path: "/p/2.jpg", metadata: meta, bytes: [UInt8](repeating: 3, count: 50))
         store.flush()
         // Then the newest value counts, once
-        #expect(store.stats.bytes == UInt64(300 + 50 + 2 * StoredValue.headerSize))
+        #expect(store.stats.bytes == charge(store, 300, path: "/p/1.jpg") + charge(store, 50, path: "/p/2.jpg"))
         #expect(store.makeReader().withRendition(key(1)) { _, b in b.count } == 300)
         // When one is removed
         store.remove(key(1))
@@ -42,7 +42,7 @@ struct RenditionStoreTests {
         // Then it is gone and uncounted
         #expect(store.makeReader().withRendition(key(1)) { _, _ in true } == nil)
         #expect(store.stats.entries == 1)
-        #expect(store.stats.bytes == UInt64(50 + StoredValue.headerSize))
+        #expect(store.stats.bytes == charge(store, 50, path: "/p/2.jpg"))
         #expect(store.consistencyProblems() == [])
         store.close()
     }
@@ -67,7 +67,7 @@ struct RenditionStoreTests {
         }
         #expect(store.stats.entries == 100)
         #expect(store.stats.hits == 101)
-        #expect(store.stats.bytes == (0..<100).reduce(0) { $0 + UInt64(StoredValue.headerSize + "value \($1)".utf8.count) })
+        #expect(store.stats.bytes == (0..<100).reduce(0) { $0 + charge(store, "value \($1)".utf8.count, path: "/p/\($1).jpg") })
         #expect(store.consistencyProblems() == [])
         store.close()
     }
@@ -127,6 +127,34 @@ struct RenditionStoreTests {
         store.close()
     }
 
+    @Test("a schema 3 store (value bytes counted) is kept, its totals recounted as charges")
+    func migrationFrom3() throws {
+        // Given a store as schema 3 left it: totals that are sums of value sizes
+        let dir = try StoreDirectory()
+        let sizes = [100, 5_000, 20_000]
+        do {
+            let store = try RenditionStore(configuration(dir))
+            for (n, size) in sizes.enumerated() {
+                store.put(key(n), path: "/p/\(n).jpg", metadata: meta, bytes: [UInt8](repeating: 1, count: size))
+            }
+            store.changeStateForTesting { state in
+                state.bytes = UInt64(sizes.reduce(0, +) + 3 * StoredValue.headerSize)
+                (state.smallBytes, state.mainBytes) = (state.bytes, 0)
+            }
+            store.setSchemaForTesting(3)
+            store.close()
+        }
+        // When this build opens it
+        let logged = LogLines()
+        let store = try RenditionStore(configuration(dir), log: { logged.append($0) })
+        // Then the renditions are still there and the totals are charges
+        #expect(!logged.lines.contains { $0.contains("store-moved-aside") })
+        #expect(store.stats.entries == 3)
+        #expect(store.stats.bytes == sizes.enumerated().reduce(0) { $0 + charge(store, $1.element, path: "/p/\($1.offset).jpg") })
+        #expect(store.consistencyProblems() == [])
+        store.close()
+    }
+
     @Test("a truncated data file is moved aside and a fresh store works")
     func truncatedFile() throws {
         // Given a store whose data file was cut short
@@ -166,7 +194,8 @@ struct RenditionStoreTests {
         child.waitUntilExit()
         // Then it sees what this process committed
         #expect(child.terminationStatus == 0)
-        #expect(output.contains("entries=10 bytes=\(10 * (100 + StoredValue.headerSize)) budget=\(5 << 20)"))
+        let total = (0..<10).reduce(0) { $0 + charge(store, 100, path: "/p/\($1).jpg") }
+        #expect(output.contains("entries=10 bytes=\(total) budget=\(5 << 20)"))
         store.close()
     }
 }

@@ -65,3 +65,9 @@ func executable(_ name: String) -> String {
     }
     return dir.appendingPathComponent(name).path
 }
+
+/// What a rendition of `count` bytes under `path` counts against the budget in `store`.
+func charge(_ store: RenditionStore, _ count: Int, path: String) -> UInt64 {
+    EntryRecord.charge(valueSize: count + StoredValue.headerSize, pathKeyCount: PathIndex.key(for: Array(path.utf8)).count,
+                       pageSize: store.environment.pageSize)
+}
