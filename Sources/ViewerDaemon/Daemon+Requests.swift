@@ -105,8 +105,8 @@ extension Daemon {
             return
         }
         nextSequence += 1
-        let header = HeaderSniffer.sniff(descriptor: source.descriptor)
-        let base = derivationBase(for: source, spec: spec, original: header)
+        let sniffed = HeaderSniffer.sniff(descriptor: source.descriptor)
+        let base = derivationBase(for: source, spec: spec, original: sniffed.header)
         if base != nil { stats.derivations += 1 }
         let job = RenderJob(key: key, source: source, spec: spec, priority: waiter.priority, sequence: nextSequence,
                             derivedFrom: base?.bytes)
@@ -115,7 +115,7 @@ extension Daemon {
         entry.updatePriority()
         inflight[key] = entry
         let cost = base.map { Renderer.estimateCost(SourceHeader(width: $0.width, height: $0.height, bands: 4, loader: "derived"), spec: spec) }
-            ?? HeaderSniffer.cost(of: source, header: header, spec: spec)
+            ?? HeaderSniffer.cost(of: source, sniffed, spec: spec)
         for dropped in pool.submit(job, client: waiter.connection, cost: cost) {
             // Over the client's queue limit: its least urgent, oldest work gives way.
             guard let droppedEntry = inflight.removeValue(forKey: dropped.key) else { continue }

@@ -11,13 +11,21 @@ import ViewerProtocol
 enum HeaderSniffer {
     static let prefixSize = 64 * 1024
 
-    /// The header of the file open on `descriptor`, or nil when the format is not one of
-    /// JPEG, PNG, GIF, WebP (the caller then assumes a default cost).
-    static func sniff(descriptor: Int32) -> SourceHeader? {
+    /// What the first bytes of a source say.
+    struct Sniffed {
+        /// The header, for JPEG, PNG, GIF and WebP; nil for other formats (a default cost).
+        var header: SourceHeader?
+        /// Whether the bytes begin like a format viewerd reads at all (`ImageSignature`).
+        var isImage: Bool
+    }
+
+    /// Reads the start of the file open on `descriptor` once, for both questions.
+    static func sniff(descriptor: Int32) -> Sniffed {
         var bytes = [UInt8](repeating: 0, count: prefixSize)
         let n = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
-        guard n > 0 else { return nil }
-        return sniff(Array(bytes[0..<n]))
+        guard n > 0 else { return Sniffed(header: nil, isImage: false) }
+        let prefix = bytes[0..<n]
+        return Sniffed(header: sniff(Array(prefix)), isImage: ImageSignature.detect(prefix) != nil)
     }
 
     static func sniff(_ b: [UInt8]) -> SourceHeader? {
@@ -88,12 +96,12 @@ enum HeaderSniffer {
     /// format is known, else from its size on disk (compressed images rarely expand more
     /// than 20-fold), so that unknown files are neither free nor unbounded. A file that is
     /// no image format at all (a sparse 4 GiB file of zeros) costs next to nothing.
-    static func cost(of source: SourceFile, header: SourceHeader?, spec: RenditionSpec) -> RenderCost {
-        if let header {
+    static func cost(of source: SourceFile, _ sniffed: Sniffed, spec: RenditionSpec) -> RenderCost {
+        if let header = sniffed.header {
             return Renderer.estimateCost(header, spec: spec)
         }
         // Not a format we read: the worker refuses it from its first bytes, at no cost.
-        if ImageSignature.detect(descriptor: source.descriptor) == nil {
+        if !sniffed.isImage {
             return RenderCost(memoryBytes: 1 << 20, costly: false)
         }
         let guess = max(UInt64(source.identity.size) * 20, 32 << 20)
