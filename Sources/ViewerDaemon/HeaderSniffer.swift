@@ -15,17 +15,17 @@ enum HeaderSniffer {
     struct Sniffed {
         /// The header, for JPEG, PNG, GIF and WebP; nil for other formats (a default cost).
         var header: SourceHeader?
-        /// Whether the bytes begin like a format viewerd reads at all (`ImageSignature`).
-        var isImage: Bool
+        /// The format the bytes begin, of those viewerd reads (`ImageSignature`); nil: none.
+        var format: ImageSignature?
     }
 
     /// Reads the start of the file open on `descriptor` once, for both questions.
     static func sniff(descriptor: Int32) -> Sniffed {
         var bytes = [UInt8](repeating: 0, count: prefixSize)
         let n = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
-        guard n > 0 else { return Sniffed(header: nil, isImage: false) }
+        guard n > 0 else { return Sniffed(header: nil, format: nil) }
         let prefix = bytes[0..<n]
-        return Sniffed(header: sniff(Array(prefix)), isImage: ImageSignature.detect(prefix) != nil)
+        return Sniffed(header: sniff(Array(prefix)), format: ImageSignature.detect(prefix))
     }
 
     static func sniff(_ b: [UInt8]) -> SourceHeader? {
@@ -100,11 +100,14 @@ enum HeaderSniffer {
         if let header = sniffed.header {
             return Renderer.estimateCost(header, spec: spec)
         }
-        // Not a format we read: the worker refuses it from its first bytes, at no cost.
-        if !sniffed.isImage {
+        guard let format = sniffed.format else {
+            // Not a format we read: the worker refuses it from its first bytes, at no cost.
             return RenderCost(memoryBytes: 1 << 20, costly: false)
         }
         let guess = max(UInt64(source.identity.size) * 20, 32 << 20)
-        return RenderCost(memoryBytes: guess, costly: guess > 256 << 20)
+        // A vector's cost is not in its size: a few hundred bytes of SVG <use> fan-out run to
+        // the job timeout. Costly work runs one at a time, so the other workers stay free.
+        let vector = format == .svg || format == .pdf
+        return RenderCost(memoryBytes: guess, costly: vector || guess > 256 << 20)
     }
 }

@@ -104,6 +104,37 @@ struct WorkerPoolTests {
     }
 }
 
+@Suite("Vector sources")
+struct VectorSourceTests {
+    @Test("SVGs run one at a time: two that run to the timeout leave a worker for a photo")
+    func oneVectorAtATime() throws {
+        // Given two workers and two SVGs whose <use> fan-out (4^15 instances) outlasts the job timeout
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "2", "--job-timeout", "4"])
+        let uses = (1..<16).map { "<g id=\"l\($0)\">" + String(repeating: "<use href=\"#l\($0 - 1)\"/>", count: 4) + "</g>" }.joined()
+        let bomb = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100\" height=\"100\"><defs><rect id=\"l0\" width=\"1\" height=\"1\"/>"
+            + uses + "</defs><use href=\"#l15\"/></svg>"
+        for name in ["a.svg", "b.svg"] { try bomb.write(toFile: daemon.directory + "/" + name, atomically: true, encoding: .utf8) }
+        let photo = try Fixtures.write(daemon.directory + "/photo.jpg", width: 800, height: 600)
+        let socket = try RawSocket.greeted(path: daemon.socketPath)
+
+        // When both SVGs are asked for, then the photo
+        let spec = RenditionSpec(width: 256, height: 256)
+        try socket.send(.render(RenderRequest(path: daemon.directory + "/a.svg", spec: spec)), id: 1)
+        try socket.send(.render(RenderRequest(path: daemon.directory + "/b.svg", spec: spec)), id: 2)
+        try socket.send(.render(RenderRequest(path: photo, spec: spec)), id: 3)
+        var order: [UInt32] = []
+        while order.count < 3 {
+            let (id, message) = try socket.read()
+            if case .preview = message { continue }
+            order.append(id)
+        }
+
+        // Then the photo is answered first: the second SVG waited for the first, not the photo
+        #expect(order.first == 3, "answers in the order \(order)")
+        daemon.stop()
+    }
+}
+
 @Suite("Derivation")
 struct DerivationTests {
     /// Sources whose sides libvips rounds along different paths: 800x600 into 118 is 118x89
