@@ -1,7 +1,9 @@
 // Fixed-arity wrappers of the libvips calls viewerd uses. See include/vips_shim.h.
 #include "vips_shim.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -106,18 +108,72 @@ void vs_unref(VipsImage *image) {
     if (image) g_object_unref(image);
 }
 
-// A source on a duplicate of the descriptor, positioned at the start of the file.
-static VipsSource *source_for_fd(int fd) {
-    if (lseek(fd, 0, SEEK_SET) < 0) {
-        vips_error("viewerd", "cannot seek: %s", g_strerror(errno));
+// The reader behind source_for_fd: its own duplicate of the descriptor, read with pread at
+// its own position (the offset of an open file is shared with every copy of the descriptor,
+// the daemon's included), and a render's cancel request.
+typedef struct {
+    int fd;
+    gint64 position;
+    vs_cancel *cancel;
+} fd_reader;
+
+static gint64 fd_read(VipsSourceCustom *custom, void *buffer, gint64 length, fd_reader *reader) {
+    (void)custom;
+    // libvips checks a pipeline's kill flag between regions, and one region of a large PNG or
+    // a progressive JPEG shrunk to a thumbnail is the whole decode: the codec's reads are
+    // where a cancel can reach inside it.
+    if (reader->cancel && vs_cancel_requested(reader->cancel)) {
+        vips_error("viewerd", "cancelled");
+        return -1;
+    }
+    ssize_t n;
+    do n = pread(reader->fd, buffer, (size_t)length, (off_t)reader->position); while (n < 0 && errno == EINTR);
+    if (n > 0) reader->position += n;
+    return n;
+}
+
+static gint64 fd_seek(VipsSourceCustom *custom, gint64 offset, int whence, fd_reader *reader) {
+    (void)custom;
+    gint64 base = reader->position;
+    if (whence == SEEK_SET) base = 0;
+    if (whence == SEEK_END) {
+        struct stat st;
+        if (fstat(reader->fd, &st) != 0) return -1;
+        base = st.st_size;
+    }
+    if (base + offset < 0) return -1;
+    reader->position = base + offset;
+    return reader->position;
+}
+
+static void fd_reader_free(gpointer data, GObject *finalized) {
+    (void)finalized;
+    fd_reader *reader = data;
+    close(reader->fd);
+    g_free(reader);
+}
+
+// A source reading the file open on `fd` from its start; reads fail once `cancel` (may be
+// NULL) is requested.
+static VipsSource *source_for_fd(int fd, vs_cancel *cancel) {
+    int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) {
+        vips_error("viewerd", "cannot duplicate the descriptor: %s", g_strerror(errno));
         return NULL;
     }
-    return vips_source_new_from_descriptor(fd);
+    fd_reader *reader = g_new0(fd_reader, 1);
+    reader->fd = copy;
+    reader->cancel = cancel;
+    VipsSourceCustom *custom = vips_source_custom_new();
+    g_signal_connect(custom, "read", G_CALLBACK(fd_read), reader);
+    g_signal_connect(custom, "seek", G_CALLBACK(fd_seek), reader);
+    g_object_weak_ref(G_OBJECT(custom), fd_reader_free, reader);
+    return VIPS_SOURCE(custom);
 }
 
 int vs_header_fd(int fd, vs_header *out) {
     memset(out, 0, sizeof(*out));
-    VipsSource *source = source_for_fd(fd);
+    VipsSource *source = source_for_fd(fd, NULL);
     if (!source) return -1;
     const char *loader = vips_foreign_find_load_source(source);
     if (!loader) {
@@ -167,9 +223,9 @@ static int thumbnail_common(VipsSource *source, const void *buf, size_t len, int
 }
 
 int vs_thumbnail_fd(int fd, int width, int height, int crop, int size, int page, int to_srgb,
-                    VipsImage **out) {
+                    vs_cancel *cancel, VipsImage **out) {
     *out = NULL;
-    VipsSource *source = source_for_fd(fd);
+    VipsSource *source = source_for_fd(fd, cancel);
     if (!source) return -1;
     int result = thumbnail_common(source, NULL, 0, width, height, crop, size, page, to_srgb, out);
     g_object_unref(source);
@@ -182,9 +238,9 @@ int vs_thumbnail_buffer(const void *buf, size_t len, int width, int height, int 
     return thumbnail_common(NULL, buf, len, width, height, crop, size, page, to_srgb, out);
 }
 
-int vs_preview_fd(int fd, int shrink, int heif_thumbnail, VipsImage **out) {
+int vs_preview_fd(int fd, int shrink, int heif_thumbnail, vs_cancel *cancel, VipsImage **out) {
     *out = NULL;
-    VipsSource *source = source_for_fd(fd);
+    VipsSource *source = source_for_fd(fd, cancel);
     if (!source) return -1;
     const char *loader = vips_foreign_find_load_source(source);
     VipsImage *loaded = NULL;

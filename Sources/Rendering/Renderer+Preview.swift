@@ -18,7 +18,7 @@ extension Renderer {
         guard (isJPEG && shrink >= 4) || isHEIF else { return nil }
         return try Self.attributingErrors { () throws(RenderError) -> Rendition? in
             var loaded: OpaquePointer?
-            let status = vs_preview_fd(source.descriptor, Int32(shrink), isHEIF ? 1 : 0, &loaded)
+            let status = vs_preview_fd(source.descriptor, Int32(shrink), isHEIF ? 1 : 0, cancellation?.handle, &loaded)
             if status == -2 { return nil }
             guard status == 0, let loaded else { throw .corrupt(path: source.path, detail: takeVipsError()) }
             let image = VipsImageRef(loaded)

@@ -150,7 +150,7 @@ public struct Renderer: Sendable {
     /// rendition of it into 118 is 118x88), so only this tells a derivation its size.
     public func plannedSize(_ source: SourceFile, spec: RenditionSpec) throws(RenderError) -> (width: Int, height: Int) {
         try Self.attributingErrors { () throws(RenderError) in
-            let planned = try thumbnailUngated(source, spec: spec.normalized()).size
+            let planned = try thumbnailUngated(source, spec: spec.normalized(), cancellation: nil).size
             return (planned.width, planned.height)
         }
     }
@@ -177,17 +177,20 @@ public struct Renderer: Sendable {
 
     private func renderUngated(_ source: SourceFile, spec: RenditionSpec, cancellation: RenderCancellation?) throws(RenderError) -> Rendition {
         let spec = spec.normalized()
-        return try encode(thumbnailUngated(source, spec: spec), spec: spec, path: source.path, cancellation: cancellation)
+        return try encode(thumbnailUngated(source, spec: spec, cancellation: cancellation), spec: spec, path: source.path,
+                          cancellation: cancellation)
     }
 
     /// The admitted source's thumbnail pipeline for a normalized spec: built, not yet computed.
-    private func thumbnailUngated(_ source: SourceFile, spec: RenditionSpec) throws(RenderError) -> VipsImageRef {
+    /// `cancellation` also reaches its reads of the source (a decode the kill flag cannot stop).
+    private func thumbnailUngated(_ source: SourceFile, spec: RenditionSpec,
+                                  cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
         let header = try admitUngated(source, spec: spec)
         let box = Self.thumbnailBox(spec, vector: header.isVector)
         var out: OpaquePointer?
         let toSRGB: Int32 = header.hasICCProfile && !header.isCMYK ? 1 : 0
         let status = vs_thumbnail_fd(source.descriptor, box.width, box.height, box.crop, box.size,
-                                     Int32(spec.page), toSRGB, &out)
+                                     Int32(spec.page), toSRGB, cancellation?.handle, &out)
         guard status == 0, let out else { throw .corrupt(path: source.path, detail: takeVipsError()) }
         return VipsImageRef(out)
     }

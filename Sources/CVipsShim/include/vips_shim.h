@@ -8,6 +8,8 @@
 #include <stdint.h>
 
 typedef struct _VipsImage VipsImage;
+/// One render's cancel request (see vs_cancel_new).
+typedef struct vs_cancel vs_cancel;
 
 /// Output encodings, matching ViewerProtocol.OutputFormat raw values.
 enum {
@@ -64,15 +66,17 @@ int vs_header_fd(int fd, vs_header *out);
 /// width/height: the box; size: 0 both, 1 up only, 2 down only, 3 force.
 /// to_srgb: convert through the embedded ICC profile to sRGB (the output is stripped of
 /// profiles, so colours must be sRGB when it is written).
+/// `cancel` (may be NULL): once requested, the source's reads fail, which stops a decode
+/// that libvips' kill flag cannot reach.
 int vs_thumbnail_fd(int fd, int width, int height, int crop, int size, int page, int to_srgb,
-                    VipsImage **out);
+                    vs_cancel *cancel, VipsImage **out);
 int vs_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int size,
                         int page, int to_srgb, VipsImage **out);
 
 /// A cheap degraded preview: JPEG decoded with DCT scaling by `shrink` (2, 4 or 8) and no
 /// resampling, or HEIF's embedded thumbnail (`heif_thumbnail` = 1). Upright. Returns -2 when
 /// the source has no such shortcut.
-int vs_preview_fd(int fd, int shrink, int heif_thumbnail, VipsImage **out);
+int vs_preview_fd(int fd, int shrink, int heif_thumbnail, vs_cancel *cancel, VipsImage **out);
 
 /// Shrinks an image to fit the box with a cheap kernel (for previews); no-op if it fits.
 int vs_fit_cheap(VipsImage *in, int width, int height, VipsImage **out);
@@ -88,7 +92,6 @@ void vs_gate_exclusive_end(void);
 /// One render's cancel request (opaque). Create one per render, pass it to vs_save_buffer,
 /// request from any thread: the next evaluation step of that render's pipeline kills it and
 /// vs_save_buffer fails. Other renders in the process are not touched.
-typedef struct vs_cancel vs_cancel;
 vs_cancel *vs_cancel_new(void);
 void vs_cancel_free(vs_cancel *cancel);
 void vs_cancel_request(vs_cancel *cancel);
