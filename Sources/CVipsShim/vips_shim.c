@@ -110,8 +110,11 @@ void vs_unref(VipsImage *image) {
 
 // The reader behind source_for_fd: its own duplicate of the descriptor, read with pread at
 // its own position (the offset of an open file is shared with every copy of the descriptor,
-// the daemon's included), and a render's cancel request.
+// the daemon's included), and a render's cancel request. libvips reads a source from one
+// thread at a time but from several threads in turn, ordered by its own (GLib) locks, which
+// ThreadSanitizer cannot see; `lock` orders our state where it can.
 typedef struct {
+    pthread_mutex_t lock;
     int fd;
     gint64 position;
     vs_cancel *cancel;
@@ -126,30 +129,31 @@ static gint64 fd_read(VipsSourceCustom *custom, void *buffer, gint64 length, fd_
         vips_error("viewerd", "cancelled");
         return -1;
     }
+    pthread_mutex_lock(&reader->lock);
     ssize_t n;
     do n = pread(reader->fd, buffer, (size_t)length, (off_t)reader->position); while (n < 0 && errno == EINTR);
     if (n > 0) reader->position += n;
+    pthread_mutex_unlock(&reader->lock);
     return n;
 }
 
 static gint64 fd_seek(VipsSourceCustom *custom, gint64 offset, int whence, fd_reader *reader) {
     (void)custom;
-    gint64 base = reader->position;
+    pthread_mutex_lock(&reader->lock);
+    gint64 base = reader->position, result = -1;
+    struct stat st;
     if (whence == SEEK_SET) base = 0;
-    if (whence == SEEK_END) {
-        struct stat st;
-        if (fstat(reader->fd, &st) != 0) return -1;
-        base = st.st_size;
-    }
-    if (base + offset < 0) return -1;
-    reader->position = base + offset;
-    return reader->position;
+    if (whence == SEEK_END) base = fstat(reader->fd, &st) == 0 ? st.st_size : -1;
+    if (base >= 0 && base + offset >= 0) result = reader->position = base + offset;
+    pthread_mutex_unlock(&reader->lock);
+    return result;
 }
 
 static void fd_reader_free(gpointer data, GObject *finalized) {
     (void)finalized;
     fd_reader *reader = data;
     close(reader->fd);
+    pthread_mutex_destroy(&reader->lock);
     g_free(reader);
 }
 
@@ -162,6 +166,7 @@ static VipsSource *source_for_fd(int fd, vs_cancel *cancel) {
         return NULL;
     }
     fd_reader *reader = g_new0(fd_reader, 1);
+    pthread_mutex_init(&reader->lock, NULL);
     reader->fd = copy;
     reader->cancel = cancel;
     VipsSourceCustom *custom = vips_source_custom_new();
