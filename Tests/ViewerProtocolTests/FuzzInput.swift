@@ -1,0 +1,1 @@
+../../torture/fuzz/Sources/protocol-fuzz/FuzzInput.swift
