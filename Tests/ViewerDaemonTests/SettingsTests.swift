@@ -43,7 +43,7 @@ struct SettingsTests {
                                   flags: ["--workers", "4"])
 
         // Then each comes from the highest layer that has it
-        #expect(result.configuration.renderThreads == 4)
+        #expect(result.configuration.workerCount == 4)
         #expect(result.source(of: .workers) == .flag("--workers"))
         #expect(result.configuration.cacheBudgetBytes == 3 << 30)
         #expect(result.source(of: .cacheBudget) == .environment("VIEWERD_CACHE_BUDGET"))

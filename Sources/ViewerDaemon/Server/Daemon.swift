@@ -12,7 +12,7 @@ public struct StartupError: Error, CustomStringConvertible {
 }
 
 /// The viewerd server: one event-loop thread owns every connection, the in-flight table and
-/// the counters; renders run on the executor's threads and come back through `completions`.
+/// the counters; renders run in the worker processes and come back through `completions`.
 ///
 /// ```swift
 /// let daemon = try Daemon(configuration: .defaults())
@@ -150,7 +150,7 @@ public final class Daemon {
     /// returns.
     public func run() {
         Log.info("event=listening socket=\(Log.quote(configuration.socketPath)) " +
-                 "cache=\(Log.quote(configuration.cacheDirectory)) workers=\(configuration.renderThreads) " +
+                 "cache=\(Log.quote(configuration.cacheDirectory)) workers=\(configuration.workerCount) " +
                  "activated=\(socketActivated ? "yes" : "no") pid=\(getpid())")
         announceReady()
         while true {
@@ -375,7 +375,7 @@ public final class Daemon {
     }
 }
 
-/// Events handed from other threads (render threads, the store's writer) to the event loop.
+/// Events handed from other threads (the worker slots, the store's writer) to the event loop.
 final class CompletionQueue: Sendable {
     private let items = Locked<[LoopEvent]>([])
 

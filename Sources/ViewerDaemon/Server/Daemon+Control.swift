@@ -130,7 +130,7 @@ extension Daemon {
             ("memory_in_use_bytes", queue.memoryInUse),
             ("memory_budget_bytes", queue.memoryBudget),
             ("busy", stats.busy),
-            ("workers", UInt64(configuration.renderThreads)),
+            ("workers", UInt64(configuration.workerCount)),
             ("workers_alive", UInt64(pool.workersAlive)),
             ("workers_failing", pool.settings.snapshot.failing ? 1 : 0),
             ("workers_spawned", pool.settings.snapshot.spawned),

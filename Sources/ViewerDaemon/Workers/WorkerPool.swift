@@ -59,7 +59,7 @@ final class WorkerPool: Sendable {
         self.onEvent = onEvent
         scheduler = Scheduler(memoryBudget: configuration.memoryBudget, perClientLimit: configuration.maxOutstandingPerClient)
         var slots: [WorkerSlot] = []
-        for index in 0..<configuration.renderThreads {
+        for index in 0..<configuration.workerCount {
             slots.append(try WorkerSlot(index: index, settings: settings))
         }
         self.slots = slots

@@ -49,7 +49,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
             configuration.memoryBudget = try Self.size(text, minimum: 1)
         case .workers:
             guard let n = Int(text), (1...256).contains(n) else { throw Invalid("expected a whole number from 1 to 256") }
-            configuration.renderThreads = n
+            configuration.workerCount = n
         case .jobTimeout:
             let seconds = try Self.seconds(text)
             guard seconds > 0 else { throw Invalid("expected a number of seconds above 0, like 30") }
@@ -84,7 +84,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
         case .cacheDir: configuration.cacheDirectory
         case .cacheBudget: Self.formatSize(configuration.cacheBudgetBytes)
         case .memoryBudget: Self.formatSize(configuration.memoryBudget)
-        case .workers: String(configuration.renderThreads)
+        case .workers: String(configuration.workerCount)
         case .jobTimeout: Self.formatSeconds(configuration.jobTimeout)
         case .maxPixels: String(configuration.limits.maxSourcePixels)
         case .workerMemoryLimit: Self.formatSize(configuration.workerMemoryLimit)

@@ -5,13 +5,13 @@ import Synchronization
 import ViewerProtocol
 
 /// One unit of render work: one rendition key, whoever waits for it.
-/// Owned by the event loop; the executor only reads its immutable parts.
+/// Owned by the event loop; the worker slots only read its immutable parts and its atomics.
 final class RenderJob: Sendable {
     let key: RenditionKey
     let source: SourceFile
     let spec: RenditionSpec
     let sequence: UInt64
-    /// The job's priority: the highest among its waiters. Read by render threads when they
+    /// The job's priority: the highest among its waiters. Read by the worker slots when they
     /// pick work, raised by the event loop when a more urgent waiter joins.
     let priority: Atomic<UInt8>
     var currentPriority: Priority { Priority(rawValue: priority.load(ordering: .relaxed)) ?? .normal }

@@ -11,7 +11,7 @@ public struct Configuration: Sendable {
     /// Size the store may take on disk.
     public var cacheBudgetBytes: UInt64
     /// Worker processes, i.e. renders that run at once (default: one per core).
-    public var renderThreads: Int
+    public var workerCount: Int
     /// Wall-clock limit of one render; past it the worker is killed and the request gets
     /// `timeout`.
     public var jobTimeout: Duration = .seconds(30)
@@ -41,7 +41,7 @@ public struct Configuration: Sendable {
         self.socketPath = socketPath
         self.cacheDirectory = cacheDirectory
         self.cacheBudgetBytes = 1 << 30
-        self.renderThreads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        self.workerCount = max(1, ProcessInfo.processInfo.activeProcessorCount)
         self.limits = RenderLimits()
         self.maxRequestBody = 1 << 20
         self.clientOutboundLimit = 32 << 20
