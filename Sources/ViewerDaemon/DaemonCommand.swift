@@ -51,3 +51,6 @@ public enum DaemonCommand {
         return 0
     }
 }
+
+/// The daemon's release version, reported in WELCOME and `--version`.
+public let viewerdVersion = "0.1.0"

@@ -3,55 +3,29 @@ import Rendering
 import RenditionStore
 import ViewerProtocol
 
-/// Who waits for a job: a request (answered when the job ends) or a prefetch (no answer).
-struct Waiter {
-    let connection: UInt64
-    /// nil for a prefetch.
-    let requestID: UInt32?
-    var priority: Priority
-    let delivery: DeliveryMode
-}
-
-/// A job and its waiters. Confined to the event loop.
-final class JobEntry {
-    let job: RenderJob
-    var waiters: [Waiter] = []
-
-    init(job: RenderJob) { self.job = job }
-
-    /// The job runs at the urgency of its most urgent waiter. Returns true if that changed.
-    @discardableResult
-    func updatePriority() -> Bool {
-        let best = waiters.map(\.priority.rawValue).min() ?? Priority.background.rawValue
-        job.wantsPreview.store(waiters.contains { $0.delivery == .opportunistic }, ordering: .relaxed)
-        return job.priority.exchange(best, ordering: .relaxed) != best
-    }
-}
-
+/// RENDER: from the store when it can be, else a job in the in-flight table; and the
+/// carrying out of the table's actions.
 extension Daemon {
+    typealias Action = InFlight<RenditionKey, RenderJob, Rendition>.Action
+
     func handleRender(_ request: RenderRequest, descriptor: Int32?, requestID: UInt32, on connection: Connection) {
         stats.requests += 1
+        let ref = RequestRef(connection: connection.id, id: requestID)
         let fail = { (code: ErrorCode, message: String) in
+            if let descriptor { Posix.close(descriptor) }
             self.send(connection, .error(ErrorReply(code, message)), requestID: requestID)
         }
-        guard !shuttingDown else {
-            if let descriptor { Posix.close(descriptor) }
-            return fail(.shuttingDown, "viewerd is shutting down")
-        }
-        guard connection.requests[requestID] == nil else {
-            if let descriptor { Posix.close(descriptor) }
+        guard !shuttingDown else { return fail(.shuttingDown, "viewerd is shutting down") }
+        guard !inFlight.isPending(ref) else {
             return fail(.invalidArgument, "request id \(requestID) is already in use on this connection")
         }
         let spec = request.spec.normalized()
-        if let problem = spec.validate(maxSide: configuration.limits.maxOutputSide) {
-            if let descriptor { Posix.close(descriptor) }
-            return fail(.invalidArgument, problem)
-        }
+        if let problem = spec.validate(maxSide: configuration.limits.maxOutputSide) { return fail(.invalidArgument, problem) }
         let source: SourceFile
         do throws(RenderError) {
             source = try openSource(path: request.path, descriptor: descriptor, for: connection)
         } catch {
-            return fail(error.code, error.description)
+            return send(connection, .error(ErrorReply(error.code, error.description)), requestID: requestID)
         }
         let key = RenditionKey(source: source.identity.bytes, spec: spec.keyBytes, rendererVersion: Renderer.version)
         if serveFromStore(key, requestID: requestID, on: connection) { return }
@@ -66,14 +40,15 @@ extension Daemon {
             stats.negativeHits += 1
             return send(connection, .error(ErrorReply(rawCode: failure.code, message: failure.message)), requestID: requestID)
         }
-        guard request.delivery != .cacheOnly else { return fail(.notCached, "not in the cache: \(request.path)") }
-        guard connection.outstanding < configuration.maxOutstandingPerClient else {
-            return fail(.busy, "more than \(configuration.maxOutstandingPerClient) requests outstanding on this connection")
+        let notCached = { self.send(connection, .error(ErrorReply(.notCached, "not in the cache: \(request.path)")), requestID: requestID) }
+        guard request.delivery != .cacheOnly else { return notCached() }
+        guard inFlight.pendingCount(of: connection.id) < configuration.maxOutstandingPerClient else {
+            let message = "more than \(configuration.maxOutstandingPerClient) requests outstanding on this connection"
+            return send(connection, .error(ErrorReply(.busy, message)), requestID: requestID)
         }
-        connection.outstanding += 1
-        connection.requests[requestID] = key
-        join(key, source: source, spec: spec,
-             Waiter(connection: connection.id, requestID: requestID, priority: request.priority, delivery: request.delivery))
+        perform(inFlight.request(ref, key: key, priority: request.priority, delivery: request.delivery) { id in
+            makeJob(id, key: key, source: source, spec: spec)
+        })
     }
 
     /// Answers from the store if the rendition is there (the hit path: one copy, from the
@@ -81,49 +56,29 @@ extension Daemon {
     func serveFromStore(_ key: RenditionKey, requestID: UInt32, on connection: Connection) -> Bool {
         let hit: Bool? = reader.withRendition(key) { meta, payload in
             guard let format = OutputFormat(rawValue: meta.format) else { return false }
-            connection.enqueueResult(requestID: requestID, format: format, width: meta.width, height: meta.height,
-                                     fromCache: true, payload: payload)
+            connection.enqueueRendition(.result, requestID: requestID, format: format, width: meta.width,
+                                        height: meta.height, fromCache: true, payload: payload)
             return true
         }
         if hit == true {
             stats.hits += 1
+            dirty[connection.id] = connection
             return true
         }
         stats.misses += 1
         return false
     }
 
-    /// Adds a waiter to the job of `key`, starting the job if none is in flight.
-    func join(_ key: RenditionKey, source: SourceFile, spec: RenditionSpec, _ waiter: Waiter) {
-        if let entry = inflight[key] {
-            // Identical work in flight: wait for it, and lend it our urgency. A new visible
-            // waiter also makes it the newest visible work (it just scrolled into view).
-            stats.coalesced += 1
-            entry.waiters.append(waiter)
-            let raised = entry.updatePriority()
-            if raised || waiter.priority == .visible { pool.reprioritize(entry.job, renew: waiter.priority == .visible) }
-            return
-        }
-        nextSequence += 1
+    /// The job for `key`: from a larger stored rendition when there is one to derive from,
+    /// else from the original, with the cost the scheduler admits it by.
+    func makeJob(_ id: JobID, key: RenditionKey, source: SourceFile, spec: RenditionSpec) -> RenderJob {
         let sniffed = HeaderSniffer.sniff(descriptor: source.descriptor)
         let base = derivationBase(for: source, spec: spec, original: sniffed.header)
         if base != nil { stats.derivations += 1 }
-        let job = RenderJob(key: key, source: source, spec: spec, priority: waiter.priority, sequence: nextSequence,
-                            derivedFrom: base?.bytes)
-        let entry = JobEntry(job: job)
-        entry.waiters = [waiter]
-        entry.updatePriority()
-        inflight[key] = entry
         let cost = base.map { Renderer.estimateCost(SourceHeader(width: $0.width, height: $0.height, bands: 4, loader: "derived"), spec: spec) }
             ?? HeaderSniffer.cost(of: source, sniffed, spec: spec)
-        for dropped in pool.submit(job, client: waiter.connection, cost: cost) {
-            // Over the client's queue limit: its least urgent, oldest work gives way.
-            guard let droppedEntry = inflight.removeValue(forKey: dropped.key) else { continue }
-            stats.busy += 1
-            for w in droppedEntry.waiters {
-                answer(w, key: dropped.key, .error(ErrorReply(.busy, "too much work queued for this client; dropped the least urgent")))
-            }
-        }
+        return RenderJob(key: key, source: source, spec: spec, priority: .normal, sequence: id, cost: cost,
+                         derivedFrom: base?.bytes)
     }
 
     /// A stored rendition of the same file, larger than `spec` asks and in the same geometry,
@@ -187,140 +142,79 @@ extension Daemon {
         }
     }
 
-    /// Removes the waiters that match; a job nobody waits for any more is abandoned (if it
-    /// has not started, it never will).
-    func leave(_ key: RenditionKey, where matches: (Waiter) -> Bool) {
-        guard let entry = inflight[key] else { return }
-        entry.waiters.removeAll(where: matches)
-        if entry.waiters.isEmpty {
-            inflight[key] = nil
-            if pool.abandon(entry.job) { stats.cancelledQueued += 1 } else { stats.cancelledRunning += 1 }
-        } else if entry.updatePriority() {
-            pool.reprioritize(entry.job, renew: false)
+    /// Carries out the in-flight table's actions, in order.
+    func perform(_ actions: [Action]) {
+        for action in actions {
+            switch action {
+            case .answer(let request, let answer):
+                deliver(answer, to: request)
+            case .submit(let id, let job, let priority, let wantsPreview, let client):
+                job.retune(priority: priority, wantsPreview: wantsPreview)
+                // Over the client's queue limit its least urgent, oldest work gives way.
+                for dropped in pool.submit(job, client: client, cost: job.cost) {
+                    perform(inFlight.dropped(dropped.sequence, from: client))
+                }
+                _ = id
+            case .abandon(_, let job):
+                if pool.abandon(job) { stats.cancelledQueued += 1 } else { stats.cancelledRunning += 1 }
+            case .update(_, let job, let priority, let wantsPreview, let renew):
+                job.retune(priority: priority, wantsPreview: wantsPreview)
+                pool.reprioritize(job, renew: renew)
+            }
         }
     }
 
-    func cancel(requestID: UInt32, on connection: Connection) {
-        // Already answered (or never known): nothing to cancel, nothing to say.
-        guard let key = connection.requests.removeValue(forKey: requestID) else { return }
-        connection.outstanding -= 1
-        leave(key) { $0.connection == connection.id && $0.requestID == requestID }
-        send(connection, .cancelled, requestID: requestID)
-    }
-
-    func setPriority(_ priority: Priority, requestID: UInt32, on connection: Connection) {
-        guard let key = connection.requests[requestID], let entry = inflight[key] else { return }
-        for i in entry.waiters.indices where entry.waiters[i].connection == connection.id && entry.waiters[i].requestID == requestID {
-            entry.waiters[i].priority = priority
+    /// Queues one answer of the in-flight table on its connection, if it is still open.
+    private func deliver(_ answer: InFlight<RenditionKey, RenderJob, Rendition>.Answer, to request: RequestRef) {
+        guard let connection = connectionsByID[request.connection] else { return }
+        switch answer {
+        case .result(let rendition):
+            connection.enqueueRendition(.result, requestID: request.id, format: rendition.format, width: rendition.width,
+                                        height: rendition.height, sharing: rendition.bytes)
+        case .preview(let rendition):
+            stats.previews += 1
+            connection.enqueueRendition(.preview, requestID: request.id, format: rendition.format, width: rendition.width,
+                                        height: rendition.height, sharing: rendition.bytes)
+        case .error(let error):
+            count(error)
+            connection.enqueue(.error(error), requestID: request.id)
+        case .cancelled:
+            connection.enqueue(.cancelled, requestID: request.id)
         }
-        if entry.updatePriority() { pool.reprioritize(entry.job, renew: priority == .visible) }
+        dirty[connection.id] = connection
     }
 
-    /// A closed connection leaves every job it waited for.
-    func leaveAll(_ connection: Connection) {
-        for key in Set(connection.requests.values).union(connection.prefetches) {
-            leave(key) { $0.connection == connection.id }
-        }
-        connection.requests.removeAll()
-        connection.prefetches.removeAll()
-    }
-
+    /// What the pool and the store's writer reported since the last look.
     func deliverCompletions() {
-        for completion in completions.takeAll() {
-            switch completion {
-            case .rendered(let done): deliver(done)
-            case .preview(let job, let rendition): deliverPreview(rendition, of: job)
+        for event in completions.takeAll() {
+            switch event {
+            case .preview(let job, let rendition):
+                perform(inFlight.preview(job.sequence, rendition))
+            case .finished(let job, let outcome):
+                switch outcome {
+                case .rendered(let rendition):
+                    stats.renders += 1
+                    perform(inFlight.finished(job.sequence, .rendered(rendition)))
+                case .failed(let error, let cause):
+                    Log.info("event=render-failed code=\(error.code.name) path=\(Log.quote(job.source.path)) " +
+                             "detail=\(Log.quote(error.description))")
+                    remember(error, cause: cause, of: job)
+                    perform(inFlight.finished(job.sequence, .failed(ErrorReply(error.code, error.description))))
+                case .cancelled:
+                    perform(inFlight.finished(job.sequence, .cancelled))
+                }
             case .ack(let connectionID, let requestID, let count):
                 guard let connection = connectionsByID[connectionID] else { continue }
                 send(connection, .ack(count: UInt64(count)), requestID: requestID)
-                flush(connection)
-                updateInterest(connection)
             }
         }
     }
 
-    private func deliver(_ completion: RenderCompletion) {
-        // The entry may be gone (everyone left) or belong to a newer job for the same key.
-        guard let entry = inflight[completion.job.key], entry.job === completion.job else { return }
-        inflight[completion.job.key] = nil
-        var touched: [Connection] = []
-        switch completion.result {
-        case .success(let rendition):
-            stats.renders += 1
-            rendition.bytes.withUnsafeBytes { payload in
-                for waiter in entry.waiters {
-                    guard let connection = settle(waiter, key: completion.job.key), let id = waiter.requestID else { continue }
-                    connection.enqueueResult(requestID: id, format: rendition.format, width: rendition.width,
-                                             height: rendition.height, fromCache: false, payload: payload)
-                    touched.append(connection)
-                }
-            }
-        case .failure(let error):
-            Log.info("event=render-failed code=\(error.code.name) path=\(Log.quote(completion.job.source.path)) " +
-                     "detail=\(Log.quote(error.description))")
-            // A derivation's failure says nothing about the original file.
-            if completion.job.derivedFrom == nil { recordFailure(error, of: completion.job) }
-            for waiter in entry.waiters {
-                guard let connection = settle(waiter, key: completion.job.key), let id = waiter.requestID else { continue }
-                send(connection, .error(ErrorReply(error.code, error.description)), requestID: id)
-                touched.append(connection)
-            }
-        }
-        for connection in touched {
-            flush(connection)
-            updateInterest(connection)
-        }
-    }
-
-    /// Forgets a waiter's bookkeeping on its connection; returns the connection if open.
-    private func settle(_ waiter: Waiter, key: RenditionKey) -> Connection? {
-        guard let connection = connectionsByID[waiter.connection] else { return nil }
-        if let id = waiter.requestID {
-            guard connection.requests.removeValue(forKey: id) != nil else { return nil }
-            connection.outstanding -= 1
-        } else {
-            connection.prefetches.remove(key)
-        }
-        return connection
-    }
-
-    private func deliverPreview(_ rendition: Rendition, of job: RenderJob) {
-        guard let entry = inflight[job.key], entry.job === job else { return }
-        for waiter in entry.waiters where waiter.delivery == .opportunistic {
-            guard let id = waiter.requestID, let connection = connectionsByID[waiter.connection] else { continue }
-            stats.previews += 1
-            connection.enqueue(.preview(RenderResult(format: rendition.format, width: rendition.width,
-                                                     height: rendition.height, fromCache: false,
-                                                     bytes: rendition.bytes)), requestID: id)
-            flush(connection)
-            updateInterest(connection)
-        }
-    }
-
-    /// Remembers a failure so the file is not decoded again for nothing. Corrupt and
-    /// unsupported files stay failed until they change; a size over the limit and read errors
-    /// are retried after the store's backoff (the limit or the disk may change).
-    func recordFailure(_ error: RenderError, of job: RenderJob) {
-        let permanent: Bool
-        switch error.code {
-        // A worker killed with SIGKILL by someone else was most likely the out-of-memory
-        // killer acting for the whole cgroup, not this file's fault: retry after the backoff.
-        case .decoderCrashed where error.description.contains("killed by signal 9"): permanent = false
-        // A file that crashed or hung a decoder would do it again: not until it changes.
-        case .corruptImage, .unsupportedFormat, .decoderCrashed, .timeout: permanent = true
-        case .tooLarge, .unreadable: permanent = false
-        default: return
-        }
+    /// Remembers a failure when `FailurePolicy` says the file is to blame, so it is not
+    /// decoded again for nothing.
+    func remember(_ error: RenderError, cause: FailureCause, of job: RenderJob) {
+        guard let persistence = FailurePolicy.persistence(of: error, cause: cause, derived: job.derivedFrom != nil) else { return }
         store.recordFailure(source: job.source.identity.bytes, path: job.source.path, code: error.code.rawValue,
-                            message: error.description, permanent: permanent)
-    }
-
-    /// Sends a terminal answer to one waiter, if its connection is still open.
-    func answer(_ waiter: Waiter, key: RenditionKey, _ message: Message) {
-        guard let connection = settle(waiter, key: key), let id = waiter.requestID else { return }
-        send(connection, message, requestID: id)
+                            message: error.description, permanent: persistence == .permanent)
     }
 }
-
-/// The daemon's release version, reported in WELCOME and `--version`.
-public let viewerdVersion = "0.1.0"

@@ -22,28 +22,41 @@ final class RenderJob: Sendable {
     /// A larger stored rendition of the same source to render from instead of the original
     /// (a derivation), when that is cheaper.
     let derivedFrom: [UInt8]?
+    /// The estimated memory and costliness the scheduler admits it by.
+    let cost: RenderCost
 
     init(key: RenditionKey, source: SourceFile, spec: RenditionSpec, priority: Priority, sequence: UInt64,
-         derivedFrom: [UInt8]? = nil) {
+         cost: RenderCost = RenderCost(memoryBytes: 0, costly: false), derivedFrom: [UInt8]? = nil) {
         self.key = key
+        self.cost = cost
         self.derivedFrom = derivedFrom
         self.source = source
         self.spec = spec
         self.sequence = sequence
         self.priority = Atomic(priority.rawValue)
     }
+
+    /// Sets what the in-flight table decided: the priority of its most urgent waiter, and
+    /// whether one of them wants a preview.
+    func retune(priority: Priority, wantsPreview: Bool) {
+        self.priority.store(priority.rawValue, ordering: .relaxed)
+        self.wantsPreview.store(wantsPreview, ordering: .relaxed)
+    }
 }
 
-/// A render that finished, for the event loop to deliver.
-struct RenderCompletion: Sendable {
-    let job: RenderJob
-    let result: Result<Rendition, RenderError>
+/// How a job ended in the pool.
+enum JobOutcome: Sendable {
+    case rendered(Rendition)
+    case failed(RenderError, cause: FailureCause)
+    /// It stopped because it was asked to (its waiters left, as far as the pool knows).
+    case cancelled
 }
 
 /// What other threads hand to the event loop.
 enum LoopEvent: Sendable {
-    case rendered(RenderCompletion)
     case preview(RenderJob, Rendition)
+    /// Exactly once for every job the pool took from its scheduler.
+    case finished(RenderJob, JobOutcome)
     /// A control request finished elsewhere (the store's writer thread).
     case ack(connection: UInt64, requestID: UInt32, count: Int)
 }

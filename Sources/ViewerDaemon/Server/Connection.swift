@@ -1,14 +1,21 @@
+import CPosix
 import RenditionStore
 import ViewerProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// One client connection. Confined to the event loop thread.
+/// One client connection: its socket, the frames read from it and the answers waiting to be
+/// sent. It knows nothing of requests and jobs (the in-flight table does): it reads, queues
+/// and writes bytes.
+///
+/// Confined to the event loop thread.
 final class Connection {
     let id: UInt64
     let fd: Int32
     var decoder: FrameDecoder
-    /// Bytes waiting to be sent; `outboundSent` of them already went out.
-    var outbound: [UInt8] = []
-    var outboundSent = 0
+    /// Answers waiting to be sent.
+    private(set) var outbound = OutboundQueue()
     /// Set after a valid HELLO.
     var version: UInt16?
     var clientName = ""
@@ -16,19 +23,13 @@ final class Connection {
     var closing = false
     /// Reading paused because the client is not reading its answers.
     var readPaused = false
-    /// Requests accepted and not yet answered.
-    var outstanding = 0
-    /// Render requests waiting for a job, by request id.
-    var requests: [UInt32: RenditionKey] = [:]
-    /// Keys this connection prefetches.
-    var prefetches: Set<RenditionKey> = []
     /// Descriptors received (SCM_RIGHTS) and not yet matched to their frames.
     var descriptors: [Int32] = []
     /// The peer's credentials (SO_PEERCRED), read at accept.
     var peerUID: UInt32 = UInt32.max
     var peerPID: Int32 = 0
-    /// The epoll mask currently registered.
-    var registeredEvents: UInt32 = 0
+    /// The epoll mask currently registered; nil before the first registration.
+    var registeredEvents: UInt32?
 
     init(id: UInt64, fd: Int32, maxRequestBody: UInt32) {
         self.id = id
@@ -36,37 +37,155 @@ final class Connection {
         self.decoder = FrameDecoder(maxBodyLength: maxRequestBody)
     }
 
-    var pendingOutbound: Int { outbound.count - outboundSent }
+    var pendingOutbound: Int { outbound.byteCount }
 
-    /// Appends a whole frame to the outbound buffer.
+    /// Appends a whole frame.
     func enqueue(_ message: Message, requestID: UInt32) {
         let body = message.body()
-        FrameHeader(type: message.type.rawValue, requestID: requestID, bodyLength: UInt32(body.count))
-            .write(to: &outbound)
-        outbound.append(contentsOf: body)
+        var frame: [UInt8] = []
+        frame.reserveCapacity(FrameHeader.size + body.count)
+        FrameHeader(type: message.type.rawValue, requestID: requestID, bodyLength: UInt32(body.count)).write(to: &frame)
+        frame.append(contentsOf: body)
+        outbound.append(frame)
     }
 
-    /// Appends a RESULT frame whose rendition bytes are copied straight from `payload`
-    /// (for a hit, the store's mapped page: the one copy on the hit path).
-    func enqueueResult(requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
-                       fromCache: Bool, payload: UnsafeRawBufferPointer) {
+    /// Appends a RESULT or PREVIEW frame whose rendition bytes are copied from `payload` (for
+    /// a hit, the store's mapped page: the one copy on the hit path).
+    func enqueueRendition(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
+                          fromCache: Bool, payload: UnsafeRawBufferPointer) {
         let prefix = RenderResult.bodyPrefix(format: format, width: width, height: height,
                                              fromCache: fromCache, byteCount: payload.count)
-        outbound.reserveCapacity(pendingOutbound + FrameHeader.size + prefix.count + payload.count)
-        FrameHeader(type: MessageType.result.rawValue, requestID: requestID,
-                    bodyLength: UInt32(prefix.count + payload.count)).write(to: &outbound)
-        outbound.append(contentsOf: prefix)
-        outbound.append(contentsOf: payload)
+        var frame: [UInt8] = []
+        frame.reserveCapacity(FrameHeader.size + prefix.count + payload.count)
+        FrameHeader(type: type.rawValue, requestID: requestID, bodyLength: UInt32(prefix.count + payload.count))
+            .write(to: &frame)
+        frame.append(contentsOf: prefix)
+        frame.append(contentsOf: payload)
+        outbound.append(frame)
     }
 
-    /// Drops the sent prefix once it dominates the buffer.
-    func compactOutbound() {
-        if outboundSent == outbound.count {
-            outbound.removeAll(keepingCapacity: outbound.capacity <= 1 << 20)
-            outboundSent = 0
-        } else if outboundSent > 1 << 20 && outboundSent * 2 > outbound.count {
-            outbound.removeFirst(outboundSent)
-            outboundSent = 0
+    /// Appends a RESULT or PREVIEW frame that shares `payload` with every other waiter of the
+    /// same render: only the header and the field prefix are this connection's own bytes.
+    func enqueueRendition(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
+                          sharing payload: [UInt8]) {
+        let prefix = RenderResult.bodyPrefix(format: format, width: width, height: height,
+                                             fromCache: false, byteCount: payload.count)
+        var head: [UInt8] = []
+        head.reserveCapacity(FrameHeader.size + prefix.count)
+        FrameHeader(type: type.rawValue, requestID: requestID, bodyLength: UInt32(prefix.count + payload.count))
+            .write(to: &head)
+        head.append(contentsOf: prefix)
+        outbound.append(head)
+        outbound.append(shared: payload)
+    }
+
+    /// Sends what the socket takes now. Returns false if the connection is broken.
+    func flush() -> Bool {
+        outbound.send(to: fd)
+    }
+
+    /// What happened when the connection was read.
+    enum ReadResult {
+        /// Bytes (and descriptors) were appended; `more` if the read filled the buffer.
+        case read(more: Bool)
+        case wouldBlock
+        /// The peer closed its end, or the socket failed.
+        case closed
+    }
+
+    /// One read: bytes into the frame decoder, descriptors into `descriptors`.
+    func read(into scratch: inout [UInt8], descriptors received: inout [Int32]) -> ReadResult {
+        var count: Int32 = 0
+        let n = scratch.withUnsafeMutableBytes { buffer in
+            received.withUnsafeMutableBufferPointer { fds in
+                vd_recv_with_fds(fd, buffer.baseAddress, buffer.count, fds.baseAddress, Int32(fds.count), &count)
+            }
+        }
+        descriptors.append(contentsOf: received.prefix(Int(count)))
+        if n < 0 { return errno == EAGAIN ? .wouldBlock : .closed }
+        if n == 0 { return .closed }
+        scratch.withUnsafeBytes { decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+        return .read(more: n == scratch.count)
+    }
+
+    /// The epoll mask this connection wants now. Half-closed peers are only watched while
+    /// reading: a level-triggered RDHUP on a paused connection would fire forever.
+    var wantedEvents: UInt32 {
+        var events: UInt32 = 0
+        if !readPaused && !closing { events |= Epoll.readable | Epoll.hangup }
+        if pendingOutbound > 0 { events |= Epoll.writable }
+        return events
+    }
+}
+
+/// Bytes queued for a socket, as a list of chunks: a rendition shared by many waiters is
+/// one array referenced by each of their queues, not a copy each, and appending never moves
+/// what is queued (no quadratic growth for a client that reads slowly).
+struct OutboundQueue {
+    private var chunks: [[UInt8]] = []
+    /// Whether each chunk is shared with other queues (never appended to).
+    private var shared: [Bool] = []
+    /// Chunks before this index are sent.
+    private var head = 0
+    /// Bytes of `chunks[head]` already sent.
+    private var offset = 0
+    /// Bytes not yet sent.
+    private(set) var byteCount = 0
+    /// Small frames are packed into one chunk up to this size, so a burst of small answers
+    /// goes out in one send.
+    private static let packLimit = 64 * 1024
+
+    mutating func append(_ bytes: [UInt8]) {
+        byteCount += bytes.count
+        if chunks.count > head, let last = chunks.indices.last, !shared[last],
+           chunks[last].count + bytes.count <= Self.packLimit {
+            chunks[last].append(contentsOf: bytes)
+            return
+        }
+        chunks.append(bytes)
+        shared.append(false)
+    }
+
+    mutating func append(shared bytes: [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        byteCount += bytes.count
+        chunks.append(bytes)
+        shared.append(true)
+    }
+
+    /// Sends until the socket would block or the queue is empty. Returns false when the
+    /// socket failed (the peer is gone).
+    mutating func send(to fd: Int32) -> Bool {
+        while head < chunks.count {
+            let chunk = chunks[head]
+            let n = chunk.withUnsafeBytes { raw in
+                Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN { break }
+                return false
+            }
+            offset += n
+            byteCount -= n
+            if offset == chunk.count {
+                head += 1
+                offset = 0
+            }
+        }
+        compact()
+        return true
+    }
+
+    private mutating func compact() {
+        if head == chunks.count {
+            chunks.removeAll(keepingCapacity: true)
+            shared.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head > 64 && head * 2 > chunks.count {
+            chunks.removeFirst(head)
+            shared.removeFirst(head)
+            head = 0
         }
     }
 }

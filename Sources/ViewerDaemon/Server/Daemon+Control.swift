@@ -12,15 +12,16 @@ extension Daemon {
         guard spec.validate(maxSide: configuration.limits.maxOutputSide) == nil else { return 0 }
         var queued = 0
         for path in request.paths {
-            guard connection.prefetches.count < configuration.maxOutstandingPerClient else { break }
+            guard inFlight.prefetchCount(of: connection.id) < configuration.maxOutstandingPerClient else { break }
             guard let source = try? openSource(path: path, descriptor: nil, for: connection) else { continue }
             let key = RenditionKey(source: source.identity.bytes, spec: spec.keyBytes, rendererVersion: Renderer.version)
-            guard !connection.prefetches.contains(key), reader.withRendition(key, { _, _ in true }) == nil,
+            guard !inFlight.isPrefetching(key, by: connection.id), reader.withRendition(key, { _, _ in true }) == nil,
                   store.failure(source: source.identity.bytes) == nil else { continue }
-            connection.prefetches.insert(key)
-            join(key, source: source, spec: spec,
-                 Waiter(connection: connection.id, requestID: nil, priority: request.priority, delivery: .final))
-            queued += 1
+            let (added, actions) = inFlight.prefetch(key, by: connection.id, priority: request.priority) { id in
+                makeJob(id, key: key, source: source, spec: spec)
+            }
+            perform(actions)
+            if added { queued += 1 }
         }
         stats.prefetched += UInt64(queued)
         return queued
@@ -33,18 +34,17 @@ extension Daemon {
         for path in request.paths {
             guard let identity = AssetIdentity.of(path: path) else { continue }
             let key = RenditionKey(source: identity.bytes, spec: spec.keyBytes, rendererVersion: Renderer.version)
-            guard connection.prefetches.remove(key) != nil else { continue }
-            leave(key) { $0.connection == connection.id && $0.requestID == nil }
-            stopped += 1
+            let (done, actions) = inFlight.stopPrefetch(key, by: connection.id)
+            perform(actions)
+            if done { stopped += 1 }
         }
         return stopped
     }
 
     func stopAllPrefetches(of connection: Connection) -> Int {
-        let keys = connection.prefetches
-        connection.prefetches.removeAll()
-        for key in keys { leave(key) { $0.connection == connection.id && $0.requestID == nil } }
-        return keys.count
+        let (stopped, actions) = inFlight.stopAllPrefetches(of: connection.id)
+        perform(actions)
+        return stopped
     }
 
     /// Drops the renditions of a path (or of everything under a directory). The store does
@@ -92,70 +92,8 @@ extension Daemon {
     }
 
     func statsReply() -> StatsReply {
-        let s = store.stats
-        let queue = pool.scheduler.stats
-        let uptime = ContinuousClock.now - started
-        // Failures by code, as "errors_<name>", for the ones that happened.
-        let byCode = stats.errorsByCode.sorted { $0.key < $1.key }.map { code, count in
-            ("errors_" + (ErrorCode(rawValue: code)?.name ?? "\(code)").replacingOccurrences(of: "-", with: "_"), count)
-        }
-        return StatsReply(counters: [
-            ("uptime_seconds", UInt64(uptime.components.seconds)),
-            ("protocol_version", UInt64(ProtocolVersion.current)),
-            ("connections", UInt64(connections.count)),
-            ("connections_accepted", stats.connectionsAccepted),
-            ("requests", stats.requests),
-            ("hits", stats.hits),
-            ("misses", stats.misses),
-            ("renders", stats.renders),
-            ("coalesced", stats.coalesced),
-            ("previews", stats.previews),
-            ("derivations", stats.derivations),
-            ("larger_served", stats.largerServed),
-            ("prefetched", stats.prefetched),
-            ("cancelled_queued", stats.cancelledQueued),
-            ("cancelled_running", stats.cancelledRunning),
-            ("errors", stats.errors),
-            ("malformed_frames", stats.malformedFrames),
-            ("descriptors_received", stats.descriptorsReceived),
-            ("negative_hits", stats.negativeHits),
-            ("jobs_in_flight", UInt64(inflight.count)),
-            ("jobs_queued", UInt64(queue.queued)),
-            ("queued_visible", UInt64(queue.queued(.visible))),
-            ("queued_high", UInt64(queue.queued(.high))),
-            ("queued_normal", UInt64(queue.queued(.normal))),
-            ("queued_prefetch", UInt64(queue.queued(.prefetch))),
-            ("queued_background", UInt64(queue.queued(.background))),
-            ("jobs_running", UInt64(pool.runningCount)),
-            ("memory_in_use_bytes", queue.memoryInUse),
-            ("memory_budget_bytes", queue.memoryBudget),
-            ("busy", stats.busy),
-            ("workers", UInt64(configuration.workerCount)),
-            ("workers_alive", UInt64(pool.workersAlive)),
-            ("workers_failing", pool.settings.snapshot.failing ? 1 : 0),
-            ("workers_spawned", pool.settings.snapshot.spawned),
-            ("worker_crashes", pool.settings.snapshot.crashes),
-            ("worker_timeouts", pool.settings.snapshot.timeouts),
-            ("workers_killed", pool.settings.snapshot.killed),
-            ("store_entries", UInt64(s.entries)),
-            ("store_bytes", s.bytes),
-            ("store_budget_bytes", s.budgetBytes),
-            ("store_high_watermark_bytes", s.highWatermarkBytes),
-            ("store_file_bytes", UInt64(s.fileBytes)),
-            ("store_map_bytes", UInt64(s.mapSize)),
-            ("store_hits", s.hits),
-            ("store_misses", s.misses),
-            ("store_evictions", s.evictions),
-            ("store_evicted_bytes", s.evictedBytes),
-            ("store_invalidated", s.invalidated),
-            ("store_swept", s.swept),
-            ("store_failures", UInt64(s.failures)),
-            ("store_failures_recorded", s.failuresRecorded),
-            ("store_refused", s.refused),
-            ("store_corrupt", s.corrupt),
-            ("store_write_batches", s.writeBatches),
-            ("store_write_failures", s.writeFailures),
-            ("store_map_full_events", s.mapFullEvents),
-        ] + byCode)
+        StatsReport(daemon: stats, inFlight: inFlight.counters, jobsInFlight: inFlight.jobCount,
+                    connections: connections.count, uptime: ContinuousClock.now - started,
+                    workers: configuration.workerCount, pool: pool, store: store.stats).reply
     }
 }

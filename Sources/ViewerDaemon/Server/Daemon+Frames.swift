@@ -14,17 +14,20 @@ extension Daemon {
             }
             descriptor = connection.descriptors.removeFirst()
         }
+        let isControl = frame.type == MessageType.cancel.rawValue || frame.type == MessageType.setPriority.rawValue
         let message: Message
         do throws(ProtocolError) {
             message = try Message(frame: frame)
         } catch {
             if let descriptor { Posix.close(descriptor) }
-            if frame.type == MessageType.cancel.rawValue || frame.type == MessageType.setPriority.rawValue,
-               connection.version != nil {
-                return  // see below: never answer on the id a control frame names
-            }
             if connection.version == nil {
                 reject(connection, ErrorReply(.handshakeRequired, "the first frame must be HELLO (\(error))"))
+            } else if isControl {
+                // A CANCEL or SET_PRIORITY carries the id of the RENDER it names: the ERROR
+                // about it ends that RENDER too (one terminal answer per id).
+                stats.malformedFrames += 1
+                perform(inFlight.fail(RequestRef(connection: connection.id, id: frame.requestID),
+                                      ErrorReply(.malformedFrame, "\(error)")))
             } else if case .unexpectedMessage = error {
                 send(connection, .error(ErrorReply(.unknownMessage, "\(error)")), requestID: frame.requestID)
             } else {
@@ -43,10 +46,11 @@ extension Daemon {
         }
         if let descriptor, message.type != .render {
             Posix.close(descriptor)
-            // An answer on a CANCEL's or SET_PRIORITY's id would read as the end of the
-            // request they name: a bad control frame is dropped instead.
-            if message.type != .cancel && message.type != .setPriority {
-                send(connection, .error(ErrorReply(.invalidArgument, "only RENDER takes a descriptor")), requestID: frame.requestID)
+            let error = ErrorReply(.invalidArgument, "only RENDER takes a descriptor")
+            if isControl {
+                perform(inFlight.fail(RequestRef(connection: connection.id, id: frame.requestID), error))
+            } else {
+                send(connection, .error(error), requestID: frame.requestID)
             }
             return
         }
@@ -55,9 +59,9 @@ extension Daemon {
         case .render(let request):
             handleRender(request, descriptor: descriptor, requestID: id, on: connection)
         case .cancel:
-            cancel(requestID: id, on: connection)
+            perform(inFlight.cancel(RequestRef(connection: connection.id, id: id)))
         case .setPriority(let priority):
-            setPriority(priority, requestID: id, on: connection)
+            perform(inFlight.setPriority(RequestRef(connection: connection.id, id: id), priority))
         case .prefetch(let request):
             send(connection, .ack(count: UInt64(startPrefetch(request, on: connection))), requestID: id)
         case .stopPrefetch(let request):

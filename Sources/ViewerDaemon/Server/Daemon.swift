@@ -14,6 +14,10 @@ public struct StartupError: Error, CustomStringConvertible {
 /// The viewerd server: one event-loop thread owns every connection, the in-flight table and
 /// the counters; renders run in the worker processes and come back through `completions`.
 ///
+/// The daemon carries out what others decide: `InFlight` decides who waits for what and what
+/// each request hears, `Scheduler` what starts, `FailurePolicy` what is remembered. It reads
+/// frames, performs their actions and writes the answers.
+///
 /// ```swift
 /// let daemon = try Daemon(configuration: .defaults())
 /// try daemon.run()   // until SIGTERM or SIGINT
@@ -34,8 +38,9 @@ public final class Daemon {
     var connections: [Int32: Connection] = [:]
     var connectionsByID: [UInt64: Connection] = [:]
     var nextConnectionID: UInt64 = 1
-    var inflight: [RenditionKey: JobEntry] = [:]
-    var nextSequence: UInt64 = 0
+    /// Connections with answers queued since they were last flushed.
+    var dirty: [UInt64: Connection] = [:]
+    var inFlight = InFlight<RenditionKey, RenderJob, Rendition>()
     var stats = DaemonStats()
     var shuttingDown = false
     var shutdownDeadline: ContinuousClock.Instant?
@@ -168,169 +173,11 @@ public final class Daemon {
                     handle(connection, events: events)
                 }
             }
+            flushDirty()
             serviceTick()
             if shuttingDown && shutdownComplete() { break }
         }
         finishShutdown()
-    }
-
-    // MARK: - Connections
-
-    private func acceptConnections() {
-        while true {
-            let fd = vd_accept(listener.fd)
-            if fd < 0 {
-                if errno != EAGAIN && errno != ECONNABORTED {
-                    Log.warning("event=accept-failed error=\(Log.quote(SystemError("accept4").description))")
-                }
-                return
-            }
-            let connection = Connection(id: nextConnectionID, fd: fd, maxRequestBody: configuration.maxRequestBody)
-            nextConnectionID += 1
-            var pid: pid_t = 0, uid: uid_t = 0, gid: gid_t = 0
-            if vd_peer_credentials(fd, &pid, &uid, &gid) == 0 {
-                connection.peerUID = uid
-                connection.peerPID = pid
-            }
-            stats.connectionsAccepted += 1
-            connections[fd] = connection
-            connectionsByID[connection.id] = connection
-            updateInterest(connection)
-        }
-    }
-
-    private func handle(_ connection: Connection, events: UInt32) {
-        if events & Epoll.writable != 0 { flush(connection) }
-        if connections[connection.fd] === connection && events & (Epoll.readable | Epoll.hangup) != 0 {
-            readAvailable(connection)
-        }
-        if connections[connection.fd] === connection { updateInterest(connection) }
-    }
-
-    private func readAvailable(_ connection: Connection) {
-        guard !connection.readPaused && !connection.closing else { return }
-        // A bounded number of reads per wakeup keeps one busy client from starving others.
-        for _ in 0..<8 {
-            var count: Int32 = 0
-            let n = scratch.withUnsafeMutableBytes { buffer in
-                receivedFDs.withUnsafeMutableBufferPointer { fds in
-                    vd_recv_with_fds(connection.fd, buffer.baseAddress, buffer.count, fds.baseAddress, Int32(fds.count), &count)
-                }
-            }
-            for i in 0..<Int(count) {
-                stats.descriptorsReceived += 1
-                connection.descriptors.append(receivedFDs[i])
-            }
-            if n < 0 {
-                if errno == EAGAIN { break }
-                close(connection)
-                return
-            }
-            if n > 0 { scratch.withUnsafeBytes { connection.decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) } }
-            // Descriptors no frame claims pile up only for a broken or hostile client.
-            if connection.descriptors.count > 64 {
-                reject(connection, ErrorReply(.malformedFrame, "more than 64 descriptors sent ahead of their frames"))
-                return
-            }
-            if n == 0 {
-                close(connection)  // the client went away; its requests have no one to answer
-                return
-            }
-            processFrames(connection)
-            if connection.readPaused || connection.closing { break }
-            if n < scratch.count { break }
-        }
-    }
-
-    func processFrames(_ connection: Connection) {
-        while !connection.closing {
-            if connection.pendingOutbound > configuration.clientOutboundLimit {
-                connection.readPaused = true  // resumes when the client reads its answers
-                return
-            }
-            let frame: Frame
-            do throws(ProtocolError) {
-                guard let next = try connection.decoder.next() else { return }
-                frame = next
-            } catch {
-                stats.malformedFrames += 1
-                reject(connection, ErrorReply(.malformedFrame, "\(error); closing the connection"))
-                return
-            }
-            handleFrame(frame, on: connection)
-        }
-    }
-
-    /// Sends a connection-level error (request id 0) and closes once it is sent.
-    func reject(_ connection: Connection, _ error: ErrorReply) {
-        stats.errors += 1
-        stats.errorsByCode[error.rawCode, default: 0] += 1
-        connection.enqueue(.error(error), requestID: 0)
-        connection.closing = true
-        flush(connection)
-    }
-
-    func send(_ connection: Connection, _ message: Message, requestID: UInt32) {
-        if case .error(let reply) = message {
-            stats.errors += 1
-            stats.errorsByCode[reply.rawCode, default: 0] += 1
-        }
-        connection.enqueue(message, requestID: requestID)
-    }
-
-    func flush(_ connection: Connection) {
-        while connection.pendingOutbound > 0 {
-            let result = connection.outbound.withUnsafeBytes { raw -> Result<Int, SystemError> in
-                Result { () throws(SystemError) -> Int in
-                    try Posix.send(connection.fd, UnsafeRawBufferPointer(rebasing: raw[connection.outboundSent...]))
-                }
-            }
-            guard case .success(let sent) = result else {
-                close(connection)
-                return
-            }
-            if sent == 0 { break }
-            connection.outboundSent += sent
-        }
-        connection.compactOutbound()
-        if connection.readPaused && connection.pendingOutbound < configuration.clientOutboundLimit / 2 {
-            connection.readPaused = false
-            processFrames(connection)  // frames that arrived while paused
-        }
-    }
-
-    func updateInterest(_ connection: Connection) {
-        guard connections[connection.fd] === connection else { return }
-        if connection.closing && connection.pendingOutbound == 0 {
-            close(connection)
-            return
-        }
-        var events = Epoll.hangup
-        if !connection.readPaused && !connection.closing { events |= Epoll.readable }
-        if connection.pendingOutbound > 0 { events |= Epoll.writable }
-        guard events != connection.registeredEvents else { return }
-        do throws(SystemError) {
-            if connection.registeredEvents == 0 {
-                try epoll.add(connection.fd, events: events)
-            } else {
-                try epoll.modify(connection.fd, events: events)
-            }
-            connection.registeredEvents = events
-        } catch {
-            Log.warning("event=epoll-failed error=\(Log.quote(error.description))")
-            close(connection)
-        }
-    }
-
-    func close(_ connection: Connection) {
-        guard connections[connection.fd] === connection else { return }
-        epoll.remove(connection.fd)
-        Posix.close(connection.fd)
-        connections[connection.fd] = nil
-        connectionsByID[connection.id] = nil
-        leaveAll(connection)
-        for fd in connection.descriptors { Posix.close(fd) }
-        connection.descriptors.removeAll()
     }
 
     // MARK: - Shutdown
@@ -341,17 +188,13 @@ public final class Daemon {
         guard !shuttingDown else { return }
         shuttingDown = true
         shutdownDeadline = .now + .seconds(10)
-        Log.info("event=shutdown reason=\(reason) in_flight=\(inflight.count) connections=\(connections.count)")
-        notifier?.send("STOPPING=1\nSTATUS=Stopping: \(inflight.count) renders in flight")
+        Log.info("event=shutdown reason=\(reason) in_flight=\(inFlight.jobCount) connections=\(connections.count)")
+        notifier?.send("STOPPING=1\nSTATUS=Stopping: \(inFlight.jobCount) renders in flight")
         epoll.remove(listener.fd)
         listener.close()
         for job in pool.cancelQueued() {
-            guard let entry = inflight.removeValue(forKey: job.key) else { continue }
-            for waiter in entry.waiters {
-                answer(waiter, key: job.key, .error(ErrorReply(.shuttingDown, "viewerd is shutting down")))
-            }
+            perform(inFlight.withdrawn(job.sequence, ErrorReply(.shuttingDown, "viewerd is shutting down")))
         }
-        for connection in Array(connections.values) { flush(connection); updateInterest(connection) }
     }
 
     /// Done when every render in flight is answered and every answer sent, or at the
@@ -360,14 +203,20 @@ public final class Daemon {
     private func shutdownComplete() -> Bool {
         let now = ContinuousClock.now
         if let deadline = shutdownDeadline, now >= deadline { return true }
-        guard inflight.isEmpty else { return false }
+        guard inFlight.jobCount == 0 else { return false }
         if connections.values.allSatisfy({ $0.pendingOutbound == 0 }) { return true }
         if drainDeadline == nil { drainDeadline = now + .seconds(2) }
         return now >= drainDeadline!
     }
 
+    /// Past the deadline, renders still running are killed and their requests answered
+    /// `shutting-down` (one last flush, without waiting for slow readers).
     private func finishShutdown() {
         pool.stop()
+        for id in inFlight.jobIDs {
+            perform(inFlight.withdrawn(id, ErrorReply(.shuttingDown, "viewerd stopped before this render finished")))
+        }
+        flushDirty()
         maintenance.stop()
         for connection in Array(connections.values) { close(connection) }
         store.close()

@@ -5,7 +5,6 @@ struct DaemonStats {
     var hits: UInt64 = 0
     var misses: UInt64 = 0
     var renders: UInt64 = 0
-    var coalesced: UInt64 = 0
     var errors: UInt64 = 0
     var malformedFrames: UInt64 = 0
     /// Requests answered from the negative cache (a recorded failure) without a render.
@@ -16,8 +15,6 @@ struct DaemonStats {
     var previews: UInt64 = 0
     var prefetched: UInt64 = 0
     var descriptorsReceived: UInt64 = 0
-    /// Requests answered `busy` because their client's queue was full.
-    var busy: UInt64 = 0
     /// Jobs rendered from a larger stored rendition instead of the original.
     var derivations: UInt64 = 0
     /// Requests that allowed a larger rendition and got one from the store.

@@ -62,7 +62,7 @@ extension Daemon {
             }
         }
         guard !shuttingDown else { return }
-        let idle = connections.isEmpty && inflight.isEmpty && service.acceptedAtLastLook == stats.connectionsAccepted
+        let idle = connections.isEmpty && inFlight.jobCount == 0 && service.acceptedAtLastLook == stats.connectionsAccepted
         service.acceptedAtLastLook = stats.connectionsAccepted
         if !idle {
             service.idleSince = nil

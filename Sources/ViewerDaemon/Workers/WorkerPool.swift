@@ -126,17 +126,12 @@ final class WorkerPool: Sendable {
             }) else {
                 return
             }
-            defer {
-                scheduler.finished(id: job.sequence)
-                wakeup.broadcast()  // its memory is free: admission may let others start
-            }
             running.add(1, ordering: .relaxed)
             let outcome = slot.run(job, id: UInt32(truncatingIfNeeded: job.sequence)) { preview in
                 onEvent(.preview(job, preview))
             }
             running.add(-1, ordering: .relaxed)
-            switch outcome {
-            case .rendered(let rendition):
+            if case .rendered(let rendition) = outcome {
                 settings.setFailing(false)
                 if job.source.currentIdentity() == job.source.identity {
                     // A file rewritten during the render would store old pixels under the old
@@ -147,11 +142,15 @@ final class WorkerPool: Sendable {
                                                           created: UInt64(Date().timeIntervalSince1970)),
                               bytes: rendition.bytes)
                 }
-                onEvent(.rendered(RenderCompletion(job: job, result: .success(rendition))))
-            case .failed(let error):
-                onEvent(.rendered(RenderCompletion(job: job, result: .failure(error))))
-            case .cancelled:
-                break  // nobody waits for it any more
+            }
+            // Its memory is free (admission may let others start), and its id may be queued
+            // again by the loop as soon as it hears of the end: release it first.
+            scheduler.finished(id: job.sequence)
+            wakeup.broadcast()
+            switch outcome {
+            case .rendered(let rendition): onEvent(.finished(job, .rendered(rendition)))
+            case .failed(let error): onEvent(.finished(job, .failed(error, cause: .reported)))
+            case .cancelled: onEvent(.finished(job, .cancelled))
             }
         }
     }

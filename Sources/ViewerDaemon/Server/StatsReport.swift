@@ -1,0 +1,86 @@
+import Foundation
+import Rendering
+import RenditionStore
+import ViewerProtocol
+
+/// The STATS answer: the daemon's, the in-flight table's, the pool's and the store's counters,
+/// by name.
+struct StatsReport {
+    let daemon: DaemonStats
+    let inFlight: InFlight<RenditionKey, RenderJob, Rendition>.Counters
+    let jobsInFlight: Int
+    let connections: Int
+    let uptime: Duration
+    let workers: Int
+    let pool: WorkerPool
+    let store: StoreStats
+
+    var reply: StatsReply {
+        let s = store
+        let queue = pool.scheduler.stats
+        let stats = daemon
+        // Failures by code, as "errors_<name>", for the ones that happened.
+        let byCode = stats.errorsByCode.sorted { $0.key < $1.key }.map { code, count in
+            ("errors_" + (ErrorCode(rawValue: code)?.name ?? "\(code)").replacingOccurrences(of: "-", with: "_"), count)
+        }
+        return StatsReply(counters: [
+            ("uptime_seconds", UInt64(uptime.components.seconds)),
+            ("protocol_version", UInt64(ProtocolVersion.current)),
+            ("connections", UInt64(connections)),
+            ("connections_accepted", stats.connectionsAccepted),
+            ("requests", stats.requests),
+            ("hits", stats.hits),
+            ("misses", stats.misses),
+            ("renders", stats.renders),
+            ("coalesced", inFlight.coalesced),
+            ("previews", stats.previews),
+            ("derivations", stats.derivations),
+            ("larger_served", stats.largerServed),
+            ("prefetched", stats.prefetched),
+            ("cancelled_queued", stats.cancelledQueued),
+            ("cancelled_running", stats.cancelledRunning),
+            ("errors", stats.errors),
+            ("malformed_frames", stats.malformedFrames),
+            ("descriptors_received", stats.descriptorsReceived),
+            ("negative_hits", stats.negativeHits),
+            ("jobs_in_flight", UInt64(jobsInFlight)),
+            ("jobs_queued", UInt64(queue.queued)),
+            ("queued_visible", UInt64(queue.queued(.visible))),
+            ("queued_high", UInt64(queue.queued(.high))),
+            ("queued_normal", UInt64(queue.queued(.normal))),
+            ("queued_prefetch", UInt64(queue.queued(.prefetch))),
+            ("queued_background", UInt64(queue.queued(.background))),
+            ("jobs_running", UInt64(pool.runningCount)),
+            ("memory_in_use_bytes", queue.memoryInUse),
+            ("memory_budget_bytes", queue.memoryBudget),
+            ("busy", inFlight.busy),
+            ("restarted", inFlight.restarted),
+            ("workers", UInt64(workers)),
+            ("workers_alive", UInt64(pool.workersAlive)),
+            ("workers_failing", pool.settings.snapshot.failing ? 1 : 0),
+            ("workers_spawned", pool.settings.snapshot.spawned),
+            ("worker_crashes", pool.settings.snapshot.crashes),
+            ("worker_timeouts", pool.settings.snapshot.timeouts),
+            ("workers_killed", pool.settings.snapshot.killed),
+            ("store_entries", UInt64(s.entries)),
+            ("store_bytes", s.bytes),
+            ("store_budget_bytes", s.budgetBytes),
+            ("store_high_watermark_bytes", s.highWatermarkBytes),
+            ("store_file_bytes", UInt64(s.fileBytes)),
+            ("store_map_bytes", UInt64(s.mapSize)),
+            ("store_hits", s.hits),
+            ("store_misses", s.misses),
+            ("store_evictions", s.evictions),
+            ("store_evicted_bytes", s.evictedBytes),
+            ("store_invalidated", s.invalidated),
+            ("store_swept", s.swept),
+            ("store_failures", UInt64(s.failures)),
+            ("store_failures_recorded", s.failuresRecorded),
+            ("store_refused", s.refused),
+            ("store_corrupt", s.corrupt),
+            ("store_write_batches", s.writeBatches),
+            ("store_write_failures", s.writeFailures),
+            ("store_map_full_events", s.mapFullEvents),
+        ] + byCode)
+    }
+}
