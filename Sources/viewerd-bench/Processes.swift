@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -252,9 +253,5 @@ func runCapturing(_ argv: [String]) -> String? {
 }
 
 func makeTemporaryDirectory(_ prefix: String) throws -> String {
-    var template = Array("\(NSTemporaryDirectory().hasSuffix("/") ? NSTemporaryDirectory() : NSTemporaryDirectory() + "/")\(prefix)-XXXXXX".utf8CString)
-    guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-        throw BenchError("mkdtemp failed: errno \(errno)")
-    }
-    return String(cString: made)
+    try Posix.makeTemporaryDirectory(prefix: prefix)
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc
@@ -54,24 +55,7 @@ final class BenchSocket: @unchecked Sendable {
     private(set) var welcome: Welcome?
 
     init(path: String) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw BenchError("socket: errno \(errno)") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw BenchError("socket path too long: \(path)") }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard rc == 0 else {
-            let e = errno
-            Glibc.close(fd)
-            throw BenchError("connect \(path): errno \(e)")
-        }
+        fd = try Posix.connect(path: path)
     }
 
     /// Connects and completes the handshake.
@@ -87,13 +71,7 @@ final class BenchSocket: @unchecked Sendable {
     }
 
     func write(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw BenchError("send: errno \(errno)") }
-            offset += n
-        }
+        try Posix.sendAll(fd, bytes)
     }
 
     func send(_ message: Message, id: UInt32) throws {
@@ -104,8 +82,7 @@ final class BenchSocket: @unchecked Sendable {
     func readFrame() throws -> RawFrame {
         while true {
             if let frame = nextBuffered() { return frame }
-            let n = scratch.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
+            let n = try scratch.withUnsafeMutableBytes { try Posix.receive(fd, into: $0) } ?? 0
             guard n > 0 else { throw BenchError("connection closed by the daemon") }
             if start > 0 && start == buffer.count {
                 buffer.removeAll(keepingCapacity: true)
@@ -144,9 +121,9 @@ final class BenchSocket: @unchecked Sendable {
         }
     }
 
-    func close() { shutdown(fd, Int32(SHUT_RDWR)) }
+    func close() { Posix.shutdown(fd) }
 
-    deinit { Glibc.close(fd) }
+    deinit { Posix.close(fd) }
 }
 
 /// A frame to send many times with different request ids: encoded once, id patched in place.

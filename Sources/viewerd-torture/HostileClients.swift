@@ -1,5 +1,5 @@
-import CPosix
 import Foundation
+import SystemCalls
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc
@@ -397,7 +397,7 @@ struct HostileClients {
         for round in 0..<5 {
             let bytes = Message.ping.frame(requestID: UInt32(60 + round)).bytes
             for byte in bytes {
-                let sent = [byte].withUnsafeBytes { vd_send_with_fd(flood.fd, $0.baseAddress, 1, file) }
+                let sent = try? [byte].withUnsafeBytes { try Posix.send(flood.fd, $0, descriptor: file) }
                 if sent != 1 { break }
             }
         }

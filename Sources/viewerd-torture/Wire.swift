@@ -1,5 +1,5 @@
-import CPosix
 import Foundation
+import SystemCalls
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc
@@ -7,18 +7,16 @@ import Glibc
 
 /// Why a wire operation ended.
 enum WireError: Error, CustomStringConvertible {
-    case connect(Int32)
+    case system(SystemError)
     case closed
     case timedOut
-    case sendFailed(Int32)
     case protocolError(String)
 
     var description: String {
         switch self {
-        case .connect(let e): "connect: \(String(cString: strerror(e)))"
+        case .system(let error): "\(error)"
         case .closed: "the daemon closed the connection"
         case .timedOut: "no answer in time"
-        case .sendFailed(let e): "send: \(String(cString: strerror(e)))"
         case .protocolError(let m): "protocol: \(m)"
         }
     }
@@ -34,26 +32,13 @@ final class Wire: @unchecked Sendable {
     private(set) var isClosed = false
 
     init(path: String, sendTimeoutSeconds: Int = 30) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw WireError.connect(errno) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            let bytes = Array(path.utf8.prefix(raw.count - 1))
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
+        do throws(SystemError) {
+            fd = try Posix.connect(path: path)
+            // A daemon that stops reading must not hang the torture run forever.
+            try Posix.setOption(fd, level: SOL_SOCKET, SO_SNDTIMEO, timeval(tv_sec: sendTimeoutSeconds, tv_usec: 0))
+        } catch {
+            throw WireError.system(error)
         }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard rc == 0 else {
-            let e = errno
-            Glibc.close(fd)
-            throw WireError.connect(e)
-        }
-        // A daemon that stops reading must not hang the torture run forever.
-        var timeout = timeval(tv_sec: sendTimeoutSeconds, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
     /// Connects and completes the handshake.
@@ -65,20 +50,17 @@ final class Wire: @unchecked Sendable {
         return wire
     }
 
-    func write(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw WireError.sendFailed(errno) }
-            offset += n
+    func write(_ bytes: [UInt8], descriptor: Int32? = nil) throws {
+        do throws(SystemError) {
+            try Posix.sendAll(fd, bytes, descriptor: descriptor)
+        } catch {
+            throw WireError.system(error)
         }
     }
 
     /// Writes what the socket takes without blocking; returns the bytes written.
     func writeSome(_ bytes: [UInt8]) -> Int {
-        let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
-        return max(n, 0)
+        (try? bytes.withUnsafeBytes { try Posix.send(fd, $0, dontWait: true) }) ?? 0
     }
 
     func send(_ message: Message, id: UInt32) throws {
@@ -87,10 +69,7 @@ final class Wire: @unchecked Sendable {
 
     /// Sends a frame with `descriptor` attached to its first byte (SCM_RIGHTS).
     func send(_ frame: Frame, descriptor: Int32) throws {
-        let bytes = frame.bytes
-        let first = bytes.withUnsafeBytes { vd_send_with_fd(fd, $0.baseAddress, 1, descriptor) }
-        guard first == 1 else { throw WireError.sendFailed(errno) }
-        try write(Array(bytes[1...]))
+        try write(frame.bytes, descriptor: descriptor)
     }
 
     /// The next frame, nil when none came before `timeout`; throws `.closed` at end of stream.
@@ -104,14 +83,15 @@ final class Wire: @unchecked Sendable {
             }
             let now = ContinuousClock.now
             if now >= deadline { return nil }
-            let left = deadline - now
-            let millis = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&pfd, 1, millis)
-            if ready < 0 && errno == EINTR { continue }
-            if ready <= 0 { continue }
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            if Posix.wait(fd, for: Int16(POLLIN), timeout: deadline - now) == 0 { continue }
+            let received: Int?
+            do {
+                received = try buffer.withUnsafeMutableBytes { try Posix.receive(fd, into: $0) }
+            } catch {
+                isClosed = true
+                throw WireError.closed
+            }
+            guard let n = received else { continue }
             guard n > 0 else {
                 isClosed = true
                 throw WireError.closed
@@ -146,18 +126,17 @@ final class Wire: @unchecked Sendable {
 
     /// Closes with a reset instead of an orderly shutdown.
     func abort() {
-        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        try? Posix.setOption(fd, level: SOL_SOCKET, SO_LINGER, Glibc.linger(l_onoff: 1, l_linger: 0))
         close()
     }
 
     func close() {
         guard !isClosed else { return }
         isClosed = true
-        Glibc.close(fd)
+        Posix.close(fd)
     }
 
-    deinit { if !isClosed { Glibc.close(fd) } }
+    deinit { if !isClosed { Posix.close(fd) } }
 }
 
 /// A frame header by hand, for frames the encoder would never write.

@@ -1,5 +1,5 @@
-import CPosix
 import Foundation
+import SystemCalls
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc
@@ -12,22 +12,7 @@ final class RawSocket: @unchecked Sendable {
     private var decoder = FrameDecoder(maxBodyLength: UInt32.max)
 
     init(path: String) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            let bytes = Array(path.utf8)
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard rc == 0 else {
-            let e = errno
-            close(fd)
-            throw POSIXError(POSIXErrorCode(rawValue: e) ?? .EIO)
-        }
+        fd = try Posix.connect(path: path)
     }
 
     /// Connects and says HELLO.
@@ -39,12 +24,7 @@ final class RawSocket: @unchecked Sendable {
     }
 
     func write(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            guard n > 0 else { throw POSIXError(.EPIPE) }
-            offset += n
-        }
+        try Posix.sendAll(fd, bytes)
     }
 
     func send(_ message: Message, id: UInt32) throws {
@@ -55,10 +35,7 @@ final class RawSocket: @unchecked Sendable {
     func send(_ request: RenderRequest, id: UInt32, descriptor: Int32) throws {
         var frame = Message.render(request).frame(requestID: id)
         frame.flags |= FrameFlags.descriptor
-        let bytes = frame.bytes
-        let first = bytes.withUnsafeBytes { vd_send_with_fd(fd, $0.baseAddress, 1, descriptor) }
-        guard first == 1 else { throw POSIXError(.EPIPE) }
-        try write(Array(bytes[1...]))
+        try Posix.sendAll(fd, frame.bytes, descriptor: descriptor)
     }
 
     /// The next message with its request id, or throws at end of stream.
@@ -66,7 +43,7 @@ final class RawSocket: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             if let frame = try decoder.next() { return (frame.requestID, try Message(frame: frame)) }
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let n = try buffer.withUnsafeMutableBytes { try Posix.receive(fd, into: $0) } ?? 0
             guard n > 0 else { throw POSIXError(.ECONNRESET) }
             decoder.append(buffer[0..<n])
         }
@@ -75,5 +52,5 @@ final class RawSocket: @unchecked Sendable {
     /// Compatibility with tests that only want the message.
     func readMessage() throws -> Message { try read().message }
 
-    deinit { close(fd) }
+    deinit { Posix.close(fd) }
 }

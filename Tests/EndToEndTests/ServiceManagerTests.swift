@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 import Testing
 import ViewerClient
 import ViewerProtocol
@@ -13,25 +14,16 @@ final class NotifyListener {
 
     init(path: String) throws {
         self.path = path
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard rc == 0 else { throw POSIXError(.EADDRINUSE) }
+        fd = try Posix.bind(path, type: SOCK_DGRAM)
     }
 
     /// Messages until one contains `text`, or nil after `seconds`. Returns that message.
     func waitFor(_ text: String, seconds: Double = 10, seen: inout [String]) -> String? {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&pfd, 1, 100) == 1 else { continue }
+            guard Posix.wait(fd, for: Int16(POLLIN), timeout: .milliseconds(100)) != 0 else { continue }
             var buffer = [UInt8](repeating: 0, count: 4096)
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { continue }
+            guard let n = try? buffer.withUnsafeMutableBytes({ try Posix.receive(fd, into: $0) }), n > 0 else { continue }
             let message = String(decoding: buffer[0..<n], as: UTF8.self)
             seen.append(message)
             if message.contains(text) { return message }
@@ -39,7 +31,7 @@ final class NotifyListener {
         return nil
     }
 
-    deinit { close(fd) }
+    deinit { Posix.close(fd) }
 }
 
 /// viewerd the way systemd runs it: handed its socket, reporting readiness and status,

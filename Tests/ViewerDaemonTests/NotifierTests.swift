@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 import Testing
 @testable import ViewerDaemon
 
@@ -9,32 +10,21 @@ final class FakeNotifySocket {
     let name: String
 
     init(abstract: Bool) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         let unique = "viewerd-notify-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         name = abstract ? "@" + unique : NSTemporaryDirectory() + unique
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        var bytes = Array(name.utf8)
-        if abstract { bytes[0] = 0 }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count + (abstract ? 0 : 1))
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
-        guard rc == 0 else { throw POSIXError(.EADDRINUSE) }
+        fd = try Posix.bind(name, type: SOCK_DGRAM)
     }
 
     /// The next datagram, or nil after `seconds`.
     func receive(seconds: Double = 5) -> String? {
-        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        guard poll(&pfd, 1, Int32(seconds * 1000)) == 1 else { return nil }
+        guard Posix.wait(fd, for: Int16(POLLIN), timeout: .milliseconds(Int(seconds * 1000))) != 0 else { return nil }
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        return n < 0 ? nil : String(decoding: buffer[0..<n], as: UTF8.self)
+        guard let n = try? buffer.withUnsafeMutableBytes({ try Posix.receive(fd, into: $0) }) else { return nil }
+        return String(decoding: buffer[0..<n], as: UTF8.self)
     }
 
     deinit {
-        close(fd)
+        Posix.close(fd)
         if !name.hasPrefix("@") { unlink(name) }
     }
 }

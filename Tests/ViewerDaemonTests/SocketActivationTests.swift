@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 import Testing
 @testable import ViewerDaemon
 
@@ -35,13 +36,8 @@ struct SocketActivationTests {
         #expect(SocketActivation.isListeningUnixStream(inet) == "not an AF_UNIX socket")
         #expect(SocketActivation.isListeningUnixStream(datagram) == "not a stream socket")
         #expect(SocketActivation.isListeningUnixStream(stream) == "not listening")
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
         let path = directory + "/s.sock"
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(stream, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let bound = try Posix.withUnixAddress(path) { bind(stream, $0, $1) }
         #expect(bound == 0)
         #expect(listen(stream, 4) == 0)
         #expect(SocketActivation.isListeningUnixStream(stream) == nil)

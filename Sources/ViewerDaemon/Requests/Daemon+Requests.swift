@@ -1,6 +1,7 @@
 import Foundation
 import Rendering
 import RenditionStore
+import SystemCalls
 import ViewerProtocol
 
 /// Who waits for a job: a request (answered when the job ends) or a prefetch (no answer).
