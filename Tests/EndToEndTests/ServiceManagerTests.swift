@@ -1,38 +1,10 @@
 import Foundation
-import SystemCalls
 import Testing
 import ViewerClient
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// A datagram socket standing in for systemd's `NOTIFY_SOCKET`.
-final class NotifyListener {
-    let fd: Int32
-    let path: String
-
-    init(path: String) throws {
-        self.path = path
-        fd = try Posix.bind(path, type: SOCK_DGRAM)
-    }
-
-    /// Messages until one contains `text`, or nil after `seconds`. Returns that message.
-    func waitFor(_ text: String, seconds: Double = 10, seen: inout [String]) -> String? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            guard Posix.wait(fd, for: Int16(POLLIN), timeout: .milliseconds(100)) != 0 else { continue }
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            guard let n = try? buffer.withUnsafeMutableBytes({ try Posix.receive(fd, into: $0) }), n > 0 else { continue }
-            let message = String(decoding: buffer[0..<n], as: UTF8.self)
-            seen.append(message)
-            if message.contains(text) { return message }
-        }
-        return nil
-    }
-
-    deinit { Posix.close(fd) }
-}
 
 /// viewerd the way systemd runs it: handed its socket, reporting readiness and status,
 /// logging to the journal, exiting when idle.
@@ -57,9 +29,9 @@ struct ServiceManagerTests {
         process.standardError = handle
         try process.run()
         // systemd-socket-activate binds, then waits for the first connection to start viewerd.
-        guard eventually(seconds: 10, { sockets.allSatisfy { FileManager.default.fileExists(atPath: $0) } }) else {
+        guard eventually(.seconds(10), { sockets.allSatisfy { FileManager.default.fileExists(atPath: $0) } }) else {
             process.terminate()
-            throw DaemonFailure("systemd-socket-activate did not listen")
+            throw DaemonProcess.Failure("systemd-socket-activate did not listen")
         }
         return process
     }
@@ -121,9 +93,9 @@ struct ServiceManagerTests {
     func readiness() throws {
         // Given a notification socket, and viewerd told about it with a watchdog of 400 ms
         let directory = try DaemonProcess.makeTemporaryDirectory()
-        let manager = try NotifyListener(path: directory + "/notify.sock")
+        let manager = try NotifySocket(name: directory + "/notify.sock")
         let daemon = try DaemonProcess(directory: directory, extraArguments: ["--config", "/dev/null"],
-                                       environment: ["NOTIFY_SOCKET": manager.path, "WATCHDOG_USEC": "400000"])
+                                       environment: ["NOTIFY_SOCKET": manager.name, "WATCHDOG_USEC": "400000"])
         var seen: [String] = []
 
         // Then it said it was ready, with its figures
@@ -139,7 +111,7 @@ struct ServiceManagerTests {
 
         // And on SIGTERM it says it is stopping, and exits 0
         let stopped = daemon.stop()
-        #expect(manager.waitFor("STOPPING=1", seconds: 2, seen: &seen) != nil, "\(seen)")
+        #expect(manager.waitFor("STOPPING=1", timeout: .seconds(2), seen: &seen) != nil, "\(seen)")
         #expect(stopped == 0)
     }
 
@@ -158,7 +130,7 @@ struct ServiceManagerTests {
 
         // And once it leaves, viewerd exits by itself, cleanly
         client = nil
-        #expect(eventually(seconds: 10) { !daemon.process.isRunning })
+        #expect(eventually(.seconds(10)) { !daemon.process.isRunning })
         daemon.process.waitUntilExit()
         #expect(daemon.process.terminationStatus == 0)
         #expect(daemon.process.terminationReason == .exit)

@@ -2,6 +2,7 @@ import Foundation
 import SystemCalls
 import Testing
 @testable import ViewerDaemon
+import ViewerTestSupport
 
 @Suite("SocketActivation")
 struct SocketActivationTests {
@@ -22,9 +23,8 @@ struct SocketActivationTests {
     @Test("only a listening AF_UNIX stream socket will do")
     func checksTheSocket() throws {
         // Given sockets of several kinds
-        let directory = NSTemporaryDirectory() + "viewerd-activation-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try TemporaryDirectory(prefix: "viewerd-activation")
+        let directory = scratch.path
         let stream = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         let datagram = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         let inet = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
