@@ -30,26 +30,36 @@ let package = Package(
         // CRC-32C with the CPU's instruction, for verifying stored renditions.
         .target(name: "CChecksum"),
         // Server, scheduler, render execution, configuration.
-        .target(name: "ViewerDaemon", dependencies: ["ViewerProtocol", "Rendering", "RenditionStore", "CPosix", "Locking"]),
+        .target(name: "ViewerDaemon", dependencies: ["ViewerProtocol", "Rendering", "RenditionStore", "SystemCalls", "CPosix", "Locking"]),
         // epoll, eventfd, signalfd, SO_PEERCRED: Linux calls Swift's Glibc does not export.
         .target(name: "CPosix"),
+        // The one layer of system-call wrappers every target uses: EINTR retried, typed errno,
+        // EBADF and EFAULT trap (docs/STYLE: Wrapping C).
+        .target(name: "SystemCalls", dependencies: ["CPosix"]),
         // Client library for viewers and for viewerctl.
-        .target(name: "ViewerClient", dependencies: ["ViewerProtocol", "CPosix", "Locking"]),
+        .target(name: "ViewerClient", dependencies: ["ViewerProtocol", "SystemCalls", "Locking"]),
 
         .executableTarget(name: "viewerd", dependencies: ["ViewerDaemon"]),
         .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "Locking"]),
-        .executableTarget(name: "viewerd-bench", dependencies: ["ViewerProtocol", "RenditionStore", "Rendering"]),
+        .executableTarget(name: "viewerd-bench", dependencies: ["ViewerProtocol", "RenditionStore", "Rendering", "SystemCalls", "Locking",
+                                                         "ViewerTestSupport"]),
         // make torture: hostile files, clients, load and faults against the real daemon (issue 9).
-        .executableTarget(name: "viewerd-torture", dependencies: ["ViewerProtocol", "Rendering", "CPosix"]),
+        .executableTarget(name: "viewerd-torture", dependencies: ["ViewerProtocol", "Rendering", "SystemCalls", "Locking",
+                                                           "ViewerTestSupport"]),
+
+        // What the tests, the bench and the torture share: the daemon launcher, the raw wire
+        // client, the seeded generator. Not a product; test-only faults stay out of it.
+        .target(name: "ViewerTestSupport", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
 
         // FuzzRegressions/: inputs kept by the fuzz target (make torture), read by FuzzRegressionTests.
-        .testTarget(name: "ViewerProtocolTests", dependencies: ["ViewerProtocol"], exclude: ["FuzzRegressions"]),
-        .testTarget(name: "RenderingTests", dependencies: ["Rendering", "ViewerProtocol"]),
-        .testTarget(name: "RenditionStoreTests", dependencies: ["RenditionStore", "Locking"]),
-        .testTarget(name: "ViewerDaemonTests", dependencies: ["ViewerDaemon", "ViewerProtocol", "Locking"]),
-        .executableTarget(name: "store-crash-writer", dependencies: ["RenditionStore"], path: "Tests/StoreCrashWriter"),
-        .testTarget(name: "EndToEndTests", dependencies: ["ViewerClient", "ViewerProtocol", "Rendering", "CPosix"]),
-        .testTarget(name: "ViewerClientTests", dependencies: ["ViewerClient", "ViewerProtocol", "Locking"]),
+        .testTarget(name: "ViewerProtocolTests", dependencies: ["ViewerProtocol", "ViewerTestSupport"], exclude: ["FuzzRegressions"]),
+        .testTarget(name: "RenderingTests", dependencies: ["Rendering", "ViewerProtocol", "ViewerTestSupport"]),
+        .testTarget(name: "RenditionStoreTests", dependencies: ["RenditionStore", "Locking", "ViewerTestSupport"]),
+        .testTarget(name: "ViewerDaemonTests", dependencies: ["ViewerDaemon", "ViewerProtocol", "SystemCalls", "Locking", "ViewerTestSupport"]),
+        .executableTarget(name: "store-crash-writer", dependencies: ["RenditionStore", "ViewerTestSupport"], path: "Tests/StoreCrashWriter"),
+        .testTarget(name: "EndToEndTests", dependencies: ["ViewerClient", "ViewerProtocol", "Rendering", "SystemCalls", "ViewerTestSupport"]),
+        .testTarget(name: "ViewerClientTests", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
+        .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
     ],
     swiftLanguageModes: [.v6]
 )

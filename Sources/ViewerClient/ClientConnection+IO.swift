@@ -1,3 +1,4 @@
+import SystemCalls
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc
@@ -12,16 +13,18 @@ extension ClientConnection {
     func run() {
         let fd: Int32
         do throws(ViewerClientError) {
-            fd = try Posix.connectUnix(path: socketPath)
+            fd = try ViewerClientError.connect(socketPath)
         } catch {
             end(error)
             return
         }
         // HELLO goes first, before anything queued; a fresh socket takes a few dozen bytes
         // at once, so this blocking write does not wait.
-        if let code = Posix.sendAll(fd, Message.hello(Hello(clientName: clientName)).frame(requestID: 0).bytes) {
+        do throws(SystemError) {
+            try Posix.sendAll(fd, Message.hello(Hello(clientName: clientName)).frame(requestID: 0).bytes)
+        } catch {
             Posix.close(fd)
-            end(.unavailable(socket: socketPath, reason: Posix.message(code)))
+            end(.unavailable(socket: socketPath, error))
             return
         }
         Posix.setNonBlocking(fd)
@@ -56,16 +59,21 @@ extension ClientConnection {
                 // why) is already here: deliver it, then end.
                 return readAvailable(fd, into: buffer, decoder: &decoder, limit: .max) ?? .connectionClosed
             }
-            var timeout: Int32 = -1
+            var timeout: Duration?
             if handshaking {
                 let left = deadline - ContinuousClock.now
                 guard left > .zero else {
                     return .unavailable(socket: socketPath, reason: "no answer to HELLO within \(handshakeTimeout)")
                 }
-                timeout = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+                timeout = left
             }
-            let (events, woken) = Posix.poll(fd, writable: wantWrite, wake: wakeFD, timeoutMilliseconds: timeout)
-            if woken { Posix.drain(eventFD: wakeFD) }
+            var fds = [
+                pollfd(fd: fd, events: Int16(POLLIN) | (wantWrite ? Int16(POLLOUT) : 0), revents: 0),
+                pollfd(fd: wakeup.fd, events: Int16(POLLIN), revents: 0),
+            ]
+            Posix.poll(&fds, timeout: timeout)
+            let events = fds[0].revents
+            if fds[1].revents != 0 { wakeup.drain() }
             if events & Int16(POLLOUT) != 0 {
                 // A failed write is noticed at the top of the loop (sendFailure).
                 _ = state.withLock { $0.flush() }
@@ -81,14 +89,17 @@ extension ClientConnection {
     private func readAvailable(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer,
                                decoder: inout FrameDecoder, limit: Int = 16) -> ViewerClientError? {
         for _ in 0..<limit {
-            switch Posix.receive(fd, into: buffer) {
-            case .done(let count):
-                decoder.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-                if let error = dispatchFrames(&decoder) { return error }
-                if count < buffer.count && limit != .max { return nil }
-            case .wouldBlock: return nil
-            case .endOfStream, .failed: return .connectionClosed
+            let received: Int?
+            do throws(SystemError) {
+                received = try Posix.receive(fd, into: buffer)
+            } catch {
+                return .connectionClosed
             }
+            guard let count = received else { return nil }
+            if count == 0 { return .connectionClosed }
+            decoder.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            if let error = dispatchFrames(&decoder) { return error }
+            if count < buffer.count && limit != .max { return nil }
         }
         return nil
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Locking
+import SystemCalls
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc
@@ -17,7 +18,7 @@ import Glibc
 /// State. `state` (one `Locked`) protects everything that changes: the phase, the socket
 /// descriptor, the id counter, the pending table (request id → sink), the outbound queue
 /// and the handshake waiters. Sinks are called and continuations resumed only after the lock
-/// is released. `wakeFD` never changes and is closed in `deinit`, so no thread can signal a
+/// is released. `wakeup` never changes and is closed in `deinit`, so no thread can signal a
 /// reused descriptor number. The socket is closed by the I/O thread under the lock, when it
 /// ends, and every writer checks the phase under that lock first.
 final class ClientConnection: Sendable {
@@ -98,32 +99,33 @@ final class ClientConnection: Sendable {
             if let sendFailure { return .failed(sendFailure) }
             while head < queue.count {
                 let item = queue[head]
-                let outcome = item.bytes.withUnsafeBytes { raw in
-                    Posix.send(fd, UnsafeRawBufferPointer(rebasing: raw[item.offset...]),
-                               descriptor: item.offset == 0 ? item.descriptor : nil)
+                let count: Int
+                do throws(SystemError) {
+                    count = try item.bytes.withUnsafeBytes { raw in
+                        Result { () throws(SystemError) in
+                            try Posix.send(fd, UnsafeRawBufferPointer(rebasing: raw[item.offset...]),
+                                           descriptor: item.offset == 0 ? item.descriptor : nil)
+                        }
+                    }.get()
+                } catch {
+                    sendFailure = error.errno
+                    return .failed(error.errno)
                 }
-                switch outcome {
-                case .done(let count):
-                    if let descriptor = item.descriptor {
-                        Posix.close(descriptor)
-                        queue[head].descriptor = nil
-                    }
-                    queue[head].offset += count
-                    if queue[head].offset == item.bytes.count {
-                        queue[head].bytes = []
-                        head += 1
-                    }
-                case .wouldBlock:
+                guard count > 0 else {
                     if head > 32 && head * 2 >= queue.count {
                         queue.removeFirst(head)
                         head = 0
                     }
                     return .blocked
-                case .failed(let code):
-                    sendFailure = code
-                    return .failed(code)
-                case .endOfStream:
-                    preconditionFailure("send cannot see the end of the stream")
+                }
+                if let descriptor = item.descriptor {
+                    Posix.close(descriptor)
+                    queue[head].descriptor = nil
+                }
+                queue[head].offset += count
+                if queue[head].offset == item.bytes.count {
+                    queue[head].bytes = []
+                    head += 1
                 }
             }
             queue.removeAll(keepingCapacity: true)
@@ -144,17 +146,21 @@ final class ClientConnection: Sendable {
     let socketPath: String
     let clientName: String
     let handshakeTimeout: Duration
-    let wakeFD: Int32
+    /// Wakes the I/O thread out of `poll`.
+    let wakeup: Wakeup
     let state = Locked(State())
 
     init(socketPath: String, clientName: String, handshakeTimeout: Duration = .seconds(10)) {
         self.socketPath = socketPath
         self.clientName = clientName
         self.handshakeTimeout = handshakeTimeout
-        self.wakeFD = Posix.makeEventFD()
+        do {
+            self.wakeup = try Wakeup()
+        } catch {
+            // Out of descriptors before the first request: nothing sensible to fail instead.
+            preconditionFailure("\(error)")
+        }
     }
-
-    deinit { Posix.close(wakeFD) }
 
     /// Starts the I/O thread, which connects and performs the handshake.
     func start() {
@@ -221,7 +227,7 @@ final class ClientConnection: Sendable {
             if let descriptor { Posix.close(descriptor) }
             sink.fail(failure)
         }
-        if wake { Posix.signal(eventFD: wakeFD) }
+        if wake { wakeup.signal() }
         return id
     }
 
@@ -235,7 +241,7 @@ final class ClientConnection: Sendable {
                                         bytes: message.frame(requestID: target).bytes))
             return state.flushForCaller()
         }
-        if wake { Posix.signal(eventFD: wakeFD) }
+        if wake { wakeup.signal() }
     }
 
     /// Withdraws request `target`: if none of its frame has been written, it is dropped from
@@ -256,7 +262,7 @@ final class ClientConnection: Sendable {
             }
             return Self.enqueueCancel(target, in: &state)
         }
-        if wake { Posix.signal(eventFD: wakeFD) }
+        if wake { wakeup.signal() }
     }
 
     private static func enqueueCancel(_ target: UInt32, in state: inout State) -> Bool {
@@ -273,7 +279,7 @@ final class ClientConnection: Sendable {
             state.closeRequested = true
             return true
         }
-        if wake { Posix.signal(eventFD: wakeFD) }
+        if wake { wakeup.signal() }
     }
 }
 

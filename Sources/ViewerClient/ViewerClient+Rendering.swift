@@ -1,3 +1,4 @@
+import SystemCalls
 import ViewerProtocol
 
 extension ViewerClient {
@@ -59,7 +60,12 @@ extension ViewerClient {
     /// ```
     public func request(descriptor: Int32, path: String, spec: RenditionSpec, priority: Priority = .normal,
                         delivery: DeliveryMode = .final, allowLarger: Bool = false) throws -> RenderRequestHandle {
-        let copy = try Posix.duplicate(descriptor)
+        let copy: Int32
+        do throws(SystemError) {
+            copy = try Posix.duplicate(descriptor)
+        } catch {
+            throw ViewerClientError.invalidArgument("cannot duplicate descriptor \(descriptor): \(error.code)")
+        }
         return start(RenderRequest(path: path, spec: spec, priority: priority, delivery: delivery, allowLarger: allowLarger),
                      descriptor: copy)
     }

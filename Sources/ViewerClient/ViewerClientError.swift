@@ -1,3 +1,4 @@
+import SystemCalls
 import ViewerProtocol
 
 /// Why a call to the daemon failed.
@@ -27,6 +28,24 @@ public enum ViewerClientError: Error, Equatable, CustomStringConvertible, Sendab
         case .connectionClosed: "the connection to viewerd closed"
         case .unsupported(let feature): "this viewerd does not support \(feature)"
         case .invalidArgument(let m): "invalid request: \(m)"
+        }
+    }
+}
+
+/// Where system calls meet the client's API: a `SystemError` never escapes this module.
+extension ViewerClientError {
+    /// Connecting to `socket` failed: the daemon is unavailable, for the reason errno gives
+    /// ("Connection refused", "No such file or directory").
+    static func unavailable(socket: String, _ error: SystemError) -> ViewerClientError {
+        .unavailable(socket: socket, reason: error.code == .nameTooLong ? "socket path too long" : error.code.description)
+    }
+
+    /// Connects to the daemon's socket (blocking, close-on-exec).
+    static func connect(_ socket: String) throws(ViewerClientError) -> Int32 {
+        do throws(SystemError) {
+            return try Posix.connect(path: socket)
+        } catch {
+            throw .unavailable(socket: socket, error)
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc
@@ -27,7 +28,7 @@ public final class ViewerConnection {
     /// Connects and performs the handshake.
     public init(socketPath: String, clientName: String = "viewerctl") throws(ViewerClientError) {
         self.socketPath = socketPath
-        let fd = try Posix.connectUnix(path: socketPath)
+        let fd = try ViewerClientError.connect(socketPath)
         self.fd = fd
         self.decoder = FrameDecoder(maxBodyLength: UInt32.max)
         self.welcome = Welcome(version: 0, serverVersion: "", maxRequestBody: 0, maxResponseBody: 0)
@@ -39,7 +40,7 @@ public final class ViewerConnection {
         }
     }
 
-    deinit { close(fd) }
+    deinit { Posix.close(fd) }
 
     /// Renders (or fetches from the cache) one rendition.
     public func render(_ request: RenderRequest) throws(ViewerClientError) -> RenderResult {
@@ -118,16 +119,10 @@ public final class ViewerConnection {
     }
 
     private func write(_ bytes: [UInt8]) throws(ViewerClientError) {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { raw in
-                send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
-            }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .connectionClosed
-            }
-            offset += n
+        do throws(SystemError) {
+            try Posix.sendAll(fd, bytes)
+        } catch {
+            throw .connectionClosed
         }
     }
 
@@ -139,12 +134,16 @@ public final class ViewerConnection {
             } catch {
                 throw .protocolViolation("\(error)")
             }
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
+            let received: Int?
+            do throws(SystemError) {
+                received = try buffer.withUnsafeMutableBytes { raw in
+                    Result { () throws(SystemError) in try Posix.receive(fd, into: raw) }
+                }.get()
+            } catch {
                 throw .connectionClosed
             }
-            if n == 0 { throw .connectionClosed }
+            // A blocking socket: nothing-yet cannot happen, and the end of the stream is 0.
+            guard let n = received, n > 0 else { throw .connectionClosed }
             decoder.append(buffer[0..<n])
         }
     }

@@ -1,5 +1,7 @@
 import Foundation
+import Locking
 import ViewerProtocol
+import ViewerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,19 +22,22 @@ final class Bench: @unchecked Sendable {
         self.workDirectory = workDirectory
     }
 
-    func startDaemon(_ label: String, cacheDirectory: String? = nil, cacheBudget: String = "1G") throws -> DaemonRunner {
+    func startDaemon(_ label: String, cacheDirectory: String? = nil, cacheBudget: String = "1G") throws -> DaemonProcess {
         daemonCount += 1
-        return try DaemonRunner(executable: daemonExecutable, directory: "\(workDirectory)/d\(daemonCount)-\(label)",
-                                cacheDirectory: cacheDirectory, arguments: settings.daemonArguments(cacheBudget: cacheBudget),
-                                environment: settings.daemonEnvironment)
+        let daemon = DaemonProcess(name: "viewerd", executable: daemonExecutable,
+                                   directory: "\(workDirectory)/d\(daemonCount)-\(label)", cacheDirectory: cacheDirectory,
+                                   arguments: settings.daemonArguments(cacheBudget: cacheBudget),
+                                   environment: settings.daemonEnvironment)
+        try daemon.start()
+        return daemon
     }
 
     /// Sends every path as a RENDER on `clients` connections at once (each pipelines its
     /// share) and waits for every answer. Returns the wall time from the first send to the
     /// last answer, the RESULTs by path index, and the errors.
-    func renderAll(_ paths: [String], daemon: DaemonRunner, clients: Int, priority: Priority = .normal,
+    func renderAll(_ paths: [String], daemon: DaemonProcess, clients: Int, priority: Priority = .normal,
                    keepBytes: Bool = false) throws -> (wall: UInt64, results: [Int: RenderResult], errors: [String]) {
-        let sockets = try (0..<clients).map { try daemon.connect("bench-render-\($0)") }
+        let sockets = try (0..<clients).map { try daemon.rawConnection(name: "bench-render-\($0)") }
         let barrier = Barrier(clients)
         let collected = Locked((start: UInt64.max, end: UInt64(0), results: [Int: RenderResult](), errors: [String]()))
         runThreads(clients, name: "render") { c in
@@ -76,7 +81,7 @@ final class Bench: @unchecked Sendable {
                 c.results.merge(results) { a, _ in a }
                 c.errors += errors
             }
-            socket.close()
+            socket.shutdown()
         }
         return collected.withLock { ($0.end - $0.start, $0.results, $0.errors) }
     }
@@ -96,11 +101,11 @@ final class Bench: @unchecked Sendable {
     /// Every corpus file to a 256-pixel JPEG through a fresh daemon, then with vipsthumbnail
     /// (one process per file, `workers` at a time), alternating which goes first. The last
     /// daemon is returned, warm, for the next scenarios.
-    func cold() throws -> DaemonRunner {
+    func cold() throws -> DaemonProcess {
         let files = corpus.coldFiles
         print("  \(files.count) files, \(settings.workers) workers, \(settings.coldClients) pipelining clients; vipsthumbnail -s 256 with \(settings.workers) processes at a time; \(settings.coldRuns) runs")
         var runs: [ColdRun] = []
-        var lastDaemon: DaemonRunner?
+        var lastDaemon: DaemonProcess?
         for run in 0..<settings.coldRuns {
             var vips: (wall: Double, maxRSS: UInt64, cpu: Double) = (0, 0, 0)
             if run % 2 == 1 { vips = try vipsthumbnail(files, run: run) }
@@ -178,9 +183,9 @@ final class Bench: @unchecked Sendable {
 
     /// Closed-loop clients: each sends one request, waits for its answer, sends the next.
     /// Returns the latencies (ns) and the count of answers that were not cache hits.
-    func closedLoop(daemon: DaemonRunner, clients: Int, seconds duration: Double, ping: Bool,
+    func closedLoop(daemon: DaemonProcess, clients: Int, seconds duration: Double, ping: Bool,
                     paths: [String]) throws -> (latencies: [Double], misses: Int, elapsed: Double) {
-        let sockets = try (0..<clients).map { try daemon.connect("bench-warm-\($0)") }
+        let sockets = try (0..<clients).map { try daemon.rawConnection(name: "bench-warm-\($0)") }
         let templates = paths.map { FrameTemplate(.render(RenderRequest(path: $0, spec: thumbnailSpec))) }
         let pingTemplate = FrameTemplate(.ping)
         let barrier = Barrier(clients)
@@ -217,12 +222,12 @@ final class Bench: @unchecked Sendable {
                 c.start = min(c.start, started)
                 c.end = max(c.end, ended)
             }
-            socket.close()
+            socket.shutdown()
         }
         return collected.withLock { ($0.latencies, $0.misses, seconds($0.end - $0.start)) }
     }
 
-    func warm(daemon: DaemonRunner) throws {
+    func warm(daemon: DaemonProcess) throws {
         let paths = corpus.coldFiles
         // Make sure every request is a hit (the cold run rendered them; a fresh daemon has not).
         let prepared = try renderAll(paths, daemon: daemon, clients: 1)
@@ -256,10 +261,10 @@ final class Bench: @unchecked Sendable {
 
     // MARK: 3. Coalescing
 
-    func coalescing(daemon: DaemonRunner) throws {
+    func coalescing(daemon: DaemonProcess) throws {
         let assets = Array(corpus.album.prefix(settings.coalesceAssets))
         let clients = settings.coalesceClients
-        let sockets = try (0..<clients).map { try daemon.connect("bench-coalesce-\($0)") }
+        let sockets = try (0..<clients).map { try daemon.rawConnection(name: "bench-coalesce-\($0)") }
         let before = try daemon.stats()
         let barrier = Barrier(clients)
         let outcome = Locked((results: 0, fromCache: 0, errors: [String]()))
@@ -267,7 +272,7 @@ final class Bench: @unchecked Sendable {
             let socket = sockets[c]
             // Each client asks for every asset, in an order of its own, all at once.
             var order = Array(assets.indices)
-            var rng = SplitMix(seed: UInt64(c + 1))
+            var rng = SeededGenerator(seed: UInt64(c + 1))
             order.shuffle(using: &rng)
             var batch: [UInt8] = []
             for index in order { batch += renderFrame(assets[index], id: UInt32(index + 1)) }
@@ -287,7 +292,7 @@ final class Bench: @unchecked Sendable {
                 }
             } catch { errors.append("\(error)") }
             outcome.withLock { $0.results += results; $0.fromCache += cached; $0.errors += errors }
-            socket.close()
+            socket.shutdown()
         }
         let after = try daemon.stats()
         func delta(_ name: String) -> UInt64 { (after[name] ?? 0) - (before[name] ?? 0) }
@@ -299,18 +304,5 @@ final class Bench: @unchecked Sendable {
                        goal: "== distinct", pass: renders == UInt64(assets.count) && o.errors.isEmpty && o.results == clients * assets.count))
         report.results["coalescing"] = ["clients": clients, "assets": assets.count, "renders": renders, "coalesced": coalesced,
                                         "hits": hits, "results": o.results, "errors": o.errors]
-    }
-}
-
-/// A small deterministic generator, so every run shuffles the same way.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -6,14 +7,8 @@ import Glibc
 /// Progress goes straight to standard output, unbuffered, so `make bench` shows it as it
 /// happens (Swift's `print` buffers when the output is a pipe).
 func print(_ item: Any = "", terminator: String = "\n") {
-    let text = "\(item)\(terminator)"
-    var bytes = Array(text.utf8)
-    var offset = 0
-    while offset < bytes.count {
-        let n = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
-        if n <= 0 { if errno == EINTR { continue }; return }
-        offset += n
-    }
+    // A closed standard output is not worth failing the run for.
+    try? Posix.writeAll(1, Array("\(item)\(terminator)".utf8))
 }
 
 /// Nearest-rank percentile of nanosecond samples, in milliseconds; +inf samples count as such.

@@ -2,6 +2,7 @@ import Foundation
 import Rendering
 import RenditionStore
 import ViewerProtocol
+import ViewerTestSupport
 
 extension Bench {
     /// Hit latency with `scaleReal` entries in the store, and with `scaleTotal`.
@@ -60,7 +61,7 @@ extension Bench {
         let fillSeconds = seconds(now() - started)
 
         var rounds: [String: [(p50: Double, p99: Double, entries: UInt64, misses: Int, rate: Double, ping: Double)]] = ["small": [], "large": []]
-        var rng = SplitMix(seed: 42)
+        var rng = SeededGenerator(seed: 42)
         let paths = real.map(\.path).shuffled(using: &rng)
         for round in 0..<settings.scaleRounds {
             for (label, directory) in [("small", small), ("large", large)] {

@@ -1,5 +1,6 @@
 import Foundation
 import ViewerProtocol
+import ViewerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -85,7 +86,7 @@ final class ScrollSimulation: @unchecked Sendable {
         return out
     }
 
-    private func receive(_ frame: RawFrame) {
+    private func receive(_ frame: Frame) {
         let t = now()
         let index = Int(frame.requestID) - 1
         lock.lock()
@@ -140,7 +141,7 @@ final class ScrollSimulation: @unchecked Sendable {
 
     /// Runs the scroll on `socket` (a greeted connection); returns when the last screen is
     /// complete (or 10 s after the scroll ended).
-    func run(on socket: BenchSocket) throws -> Outcome {
+    func run(on socket: RawSocket) throws -> Outcome {
         let reader = Thread { [self] in
             while let frame = try? socket.readFrame() { receive(frame) }
         }
@@ -210,15 +211,15 @@ extension Bench {
     /// One scroll through the album on a fresh daemon, with or without a second client warming
     /// `background` at background priority. `keep` receives the daemon before it stops.
     func scroll(_ album: [String], rowInterval: Double, background: [String]?, label: String,
-                keep: ((DaemonRunner) throws -> Void)? = nil) throws -> ScrollFigures {
+                keep: ((DaemonProcess) throws -> Void)? = nil) throws -> ScrollFigures {
         let daemon = try startDaemon(label)
         defer { daemon.stop() }
-        let viewer = try daemon.connect("bench-scroll")
+        let viewer = try daemon.rawConnection(name: "bench-scroll")
         let sampler = MemorySampler(pid: daemon.pid)
         let before = try daemon.stats()
-        var warmer: BenchSocket?
+        var warmer: RawSocket?
         if let background {
-            let socket = try daemon.connect("bench-background-warm")
+            let socket = try daemon.rawConnection(name: "bench-background-warm")
             try socket.send(.prefetch(PrefetchRequest(paths: background, spec: thumbnailSpec, priority: .background)), id: 1)
             let ack = try socket.readFrame()
             if case .ack(let count) = try ack.message() {
@@ -230,8 +231,8 @@ extension Bench {
         let outcome = try simulation.run(on: viewer)
         // What the scroll left behind: the background warm is withdrawn, pending prefetches too.
         let whileScrolling = try daemon.stats()
-        warmer?.close()
-        viewer.close()
+        warmer?.shutdown()
+        viewer.shutdown()
         // Let abandoned renders finish or stop before the counters are read.
         var after = try daemon.stats()
         let deadline = now() + 10_000_000_000

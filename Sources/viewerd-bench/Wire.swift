@@ -16,15 +16,11 @@ struct BenchError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// One frame as read from the socket: type, request id and body, nothing decoded.
-struct RawFrame {
-    var type: UInt8
-    var requestID: UInt32
-    var body: [UInt8]
-
+/// What the bench reads of a frame without decoding it (no copy of the image).
+extension Frame {
     var messageType: MessageType? { MessageType(rawValue: type) }
 
-    /// RESULT's `from_cache` (tag 4), found by scanning the fields (no copy of the image).
+    /// RESULT's `from_cache` (tag 4), found by scanning the fields.
     var fromCache: Bool {
         var offset = 0
         while offset + 6 <= body.count {
@@ -39,114 +35,8 @@ struct RawFrame {
 
     /// The fully decoded message (copies the image; not for hot loops).
     func message() throws -> Message {
-        try Message(frame: Frame(type: type, requestID: requestID, body: body))
+        try Message(frame: self)
     }
-}
-
-/// A raw protocol connection: pipelined frames, no client library. Not thread-safe except
-/// that one thread may write while another reads (the socket allows it; the two sides
-/// share no state here).
-final class BenchSocket: @unchecked Sendable {
-    let fd: Int32
-    private var buffer: [UInt8] = []
-    private var start = 0
-    private var scratch = [UInt8](repeating: 0, count: 1 << 17)
-    private(set) var welcome: Welcome?
-
-    init(path: String) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw BenchError("socket: errno \(errno)") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw BenchError("socket path too long: \(path)") }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard rc == 0 else {
-            let e = errno
-            Glibc.close(fd)
-            throw BenchError("connect \(path): errno \(e)")
-        }
-    }
-
-    /// Connects and completes the handshake.
-    static func greeted(path: String, name: String) throws -> BenchSocket {
-        let socket = try BenchSocket(path: path)
-        try socket.send(.hello(Hello(clientName: name)), id: 0)
-        let frame = try socket.readFrame()
-        guard case .welcome(let welcome) = try frame.message() else {
-            throw BenchError("handshake failed: \(try frame.message())")
-        }
-        socket.welcome = welcome
-        return socket
-    }
-
-    func write(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw BenchError("send: errno \(errno)") }
-            offset += n
-        }
-    }
-
-    func send(_ message: Message, id: UInt32) throws {
-        try write(message.frame(requestID: id).bytes)
-    }
-
-    /// The next frame; blocks. Throws at end of stream.
-    func readFrame() throws -> RawFrame {
-        while true {
-            if let frame = nextBuffered() { return frame }
-            let n = scratch.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw BenchError("connection closed by the daemon") }
-            if start > 0 && start == buffer.count {
-                buffer.removeAll(keepingCapacity: true)
-                start = 0
-            } else if start > (1 << 20) {
-                buffer.removeFirst(start)
-                start = 0
-            }
-            buffer.append(contentsOf: scratch[0..<n])
-        }
-    }
-
-    private func nextBuffered() -> RawFrame? {
-        let available = buffer.count - start
-        guard available >= 16 else { return nil }
-        let b = start
-        let length = Int(UInt32(buffer[b + 12]) | UInt32(buffer[b + 13]) << 8 | UInt32(buffer[b + 14]) << 16
-                         | UInt32(buffer[b + 15]) << 24)
-        guard available >= 16 + length else { return nil }
-        let id = UInt32(buffer[b + 8]) | UInt32(buffer[b + 9]) << 8 | UInt32(buffer[b + 10]) << 16 | UInt32(buffer[b + 11]) << 24
-        let frame = RawFrame(type: buffer[b + 5], requestID: id, body: Array(buffer[(b + 16)..<(b + 16 + length)]))
-        start += 16 + length
-        return frame
-    }
-
-    /// STATS, answered on this connection (call only when nothing else is being read).
-    func stats(id: UInt32 = 0xFFFF_FFF0) throws -> [String: UInt64] {
-        try send(.stats, id: id)
-        while true {
-            let frame = try readFrame()
-            guard frame.requestID == id else { continue }
-            guard case .statsReply(let reply) = try frame.message() else { throw BenchError("STATS answered \(try frame.message())") }
-            var out: [String: UInt64] = [:]
-            for (name, value) in reply.counters { out[name] = value }
-            return out
-        }
-    }
-
-    func close() { shutdown(fd, Int32(SHUT_RDWR)) }
-
-    deinit { Glibc.close(fd) }
 }
 
 /// A frame to send many times with different request ids: encoded once, id patched in place.
@@ -205,20 +95,5 @@ final class Barrier: @unchecked Sendable {
             while waiting < count { condition.wait() }
         }
         condition.unlock()
-    }
-}
-
-/// A value shared between threads, behind a lock.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    @discardableResult
-    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
     }
 }

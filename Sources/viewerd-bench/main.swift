@@ -4,6 +4,7 @@
 // speaks the protocol with raw pipelined frames.
 import Foundation
 import ViewerProtocol
+import ViewerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -106,7 +107,7 @@ do {
     guard FileManager.default.isExecutableFile(atPath: daemonExecutable) else {
         throw BenchError("no viewerd at \(daemonExecutable) (build it: swift build -c release, or pass --daemon)")
     }
-    workDirectory = try makeTemporaryDirectory("viewerd-bench")
+    workDirectory = try DaemonProcess.makeTemporaryDirectory(prefix: "viewerd-bench")
     if settings.smoke {
         corpus = try Corpus.smoke(in: workDirectory + "/corpus", copies: 40)
     } else {
@@ -128,7 +129,7 @@ let bench = Bench(settings: settings, corpus: corpus, daemonExecutable: daemonEx
 let report = bench.report
 var failure: String?
 do {
-    var warmDaemon: DaemonRunner?
+    var warmDaemon: DaemonProcess?
     if wants("cold") {
         warmDaemon = try report.part("1. cold") { try bench.cold() }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Rendering
 import ViewerProtocol
+import ViewerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -103,22 +104,18 @@ final class Context: @unchecked Sendable {
     /// JPEGs never rendered larger than a thumbnail (so never derived): they get PREVIEWs.
     private(set) var previewImages: [String] = []
     private let randomLock = NSLock()
-    private var random: SeededRandom
+    private var random: SeededGenerator
 
     init(settings: Settings) throws {
         self.settings = settings
         scale = settings.short ? .short : .full
         report = Report(verbose: settings.verbose)
-        random = SeededRandom(seed: settings.seed)
+        random = SeededGenerator(seed: settings.seed)
         if let dir = settings.workDirectory {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             work = dir
         } else {
-            var template = Array("/tmp/viewerd-torture-XXXXXX".utf8CString)
-            guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-                throw TortureFailure("mkdtemp failed")
-            }
-            work = String(cString: made)
+            work = try DaemonProcess.makeTemporaryDirectory(prefix: "viewerd-torture")
         }
         // An unprivileged daemon (the permission cases) must reach the files.
         chmod(work, 0o755)
@@ -202,14 +199,14 @@ final class Context: @unchecked Sendable {
     }
 
     /// The main daemon of the files, clients and load phases.
-    func makeMainDaemon() -> DaemonUnderTest {
-        DaemonUnderTest(name: "main", executable: viewerd, directory: work,
+    func makeMainDaemon() -> DaemonProcess {
+        DaemonProcess(name: "main", executable: viewerd, directory: work,
                         arguments: ["--workers", "2", "--job-timeout", String(scale.jobTimeout), "--cache-budget", "256M"],
                         environment: ["VIEWERD_TEST_FAULTS": "1"])
     }
 
     /// Checks that the daemon still runs; if it died, records it and starts it again.
-    func ensureAlive(_ daemon: DaemonUnderTest, after what: String) {
+    func ensureAlive(_ daemon: DaemonProcess, after what: String) {
         guard !daemon.isRunning else { return }
         report.update { $0.daemonCrashes += 1 }
         report.violation("the daemon died (\(what)); log:\n\(daemon.logTail())")
@@ -240,12 +237,12 @@ final class Bystander: @unchecked Sendable {
     private func run() {
         defer { done.signal() }
         var id: UInt32 = 0
-        var wire: Wire?
+        var wire: RawSocket?
         var round = 0
         while lock.withLock({ running }) {
             round += 1
             do {
-                if wire == nil { wire = try Wire.greeted(socketPath, name: "bystander") }
+                if wire == nil { wire = try RawSocket.greeted(path: socketPath, name: "bystander") }
                 guard let connection = wire else { continue }
                 let image = context.goodImages[round % context.goodImages.count]
                 // Mostly the same few sizes (hits after the first round), sometimes a new one.
@@ -261,7 +258,7 @@ final class Bystander: @unchecked Sendable {
                 }
                 var answered = false
                 while !answered {
-                    guard let (rid, message) = try connection.readMessage(timeout: bound) else {
+                    guard let (rid, message) = try connection.read(timeout: bound) else {
                         fail("no answer within \(bound.seconds) s to request \(id) (\(image.path))")
                         wire = nil
                         break
@@ -300,4 +297,13 @@ final class Bystander: @unchecked Sendable {
         done.wait()
         return lock.withLock { (served, failures) }
     }
+}
+
+struct TortureFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

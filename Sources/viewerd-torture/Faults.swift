@@ -1,6 +1,8 @@
 import Foundation
+import Locking
 import Rendering
 import ViewerProtocol
+import ViewerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,7 +12,7 @@ import Glibc
 /// working set, and store directories the daemon cannot use.
 struct Faults {
     let context: Context
-    private let lowestPSNR = NSLockedValue<Double>(99)
+    private let lowestPSNR = Locked<Double>(99)
 
     init(_ context: Context) { self.context = context }
 
@@ -48,13 +50,13 @@ struct Faults {
                                      height: 600, bands: 3)
             images.append(path)
         }
-        let daemon = DaemonUnderTest(name: "crash", executable: context.viewerd, directory: dir,
+        let daemon = DaemonProcess(name: "crash", executable: context.viewerd, directory: dir,
                                      arguments: ["--workers", "2", "--job-timeout", String(timeout)])
         var asked: [Asked] = []
         var references: [Asked: Rendition] = [:]
         var served = 0, startFailures = 0
         let kills = context.scale.daemonKills
-        var rng = SeededRandom(seed: context.settings.seed &+ 77)
+        var rng = SeededGenerator(seed: context.settings.seed &+ 77)
         for round in 0...kills {
             report.cases()
             do { try daemon.start() } catch {
@@ -86,14 +88,14 @@ struct Faults {
             }
             let answered = Counter()
             do {
-                let wire = try Wire.greeted(daemon.socketPath, name: "burst")
+                let wire = try RawSocket.greeted(path: daemon.socketPath, name: "burst")
                 var bytes: [UInt8] = []
                 for (i, item) in burst.enumerated() {
                     bytes += Message.render(RenderRequest(path: item.path, spec: item.spec)).frame(requestID: UInt32(i + 1)).bytes
                 }
                 try wire.write(bytes)
                 let reader = Thread {
-                    while let (_, message) = try? wire.readMessage(timeout: .seconds(30)) {
+                    while let (_, message) = try? wire.read(timeout: .seconds(30)) {
                         if message.isTerminal { answered.add() }
                     }
                 }
@@ -103,11 +105,11 @@ struct Faults {
                 report.violation("burst \(round): \(error)")
             }
             let workers = daemon.workerPIDs()
-            daemon.kill9()
+            daemon.kill()
             asked += burst
             // Workers notice the daemon is gone (end of stream) and exit.
-            if !eventually(.seconds(10), { workers.allSatisfy { !DaemonUnderTest.isAlive($0) } }) {
-                report.violation("workers \(workers.filter(DaemonUnderTest.isAlive)) outlived the daemon's kill -9 by 10 s")
+            if !eventually(.seconds(10), { workers.allSatisfy { !ProcessTable.isAlive($0) } }) {
+                report.violation("workers \(workers.filter(ProcessTable.isAlive)) outlived the daemon's kill -9 by 10 s")
                 for pid in workers { kill(pid, SIGKILL) }
             }
             if context.settings.verbose { report.info("kill #\(round + 1): \(answered.value) of 48 answered before the kill") }
@@ -118,14 +120,14 @@ struct Faults {
     }
 
     /// Asks for each rendition cache-only; every one served must be what a fresh render gives.
-    private func verifyStored(_ daemon: DaemonUnderTest, _ items: [Asked], references: inout [Asked: Rendition]) -> Int {
+    private func verifyStored(_ daemon: DaemonProcess, _ items: [Asked], references: inout [Asked: Rendition]) -> Int {
         guard !items.isEmpty else { return 0 }
         var served = 0
         do {
-            let wire = try Wire.greeted(daemon.socketPath, name: "verify")
+            let wire = try RawSocket.greeted(path: daemon.socketPath, name: "verify")
             for (i, item) in items.enumerated() {
                 try wire.send(.render(RenderRequest(path: item.path, spec: item.spec, delivery: .cacheOnly)), id: UInt32(i + 1))
-                guard let (id, message) = try wire.readMessage(timeout: .seconds(10)), id == UInt32(i + 1) else {
+                guard let (id, message) = try wire.read(timeout: .seconds(10)), id == UInt32(i + 1) else {
                     report.violation("verify: no answer for a cache-only request")
                     break
                 }
@@ -176,7 +178,7 @@ struct Faults {
         let dir = context.work + "/workers"
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         // Workers that hang on these (VIEWERD_TEST_FAULTS): certainly mid-job when killed.
-        let daemon = DaemonUnderTest(name: "workers", executable: context.viewerd, directory: dir,
+        let daemon = DaemonProcess(name: "workers", executable: context.viewerd, directory: dir,
                                      arguments: ["--workers", "2", "--job-timeout", "60"], environment: ["VIEWERD_TEST_FAULTS": "1"])
         do { try daemon.start() } catch {
             report.violation("worker kills: the daemon does not start: \(error)")
@@ -196,7 +198,7 @@ struct Faults {
                                          height: 90, bands: 3)
             }
             do {
-                let wire = try Wire.greeted(daemon.socketPath, name: "victims")
+                let wire = try RawSocket.greeted(path: daemon.socketPath, name: "victims")
                 for (i, path) in victims.enumerated() {
                     try wire.send(.render(RenderRequest(path: path, spec: RenditionSpec(width: 64, height: 64), priority: .visible)),
                                   id: UInt32(i + 1))
@@ -213,7 +215,7 @@ struct Faults {
                     let busy = daemon.workerPIDs().filter { pid in victims.contains { Self.holds(pid, $0) } }
                     for pid in busy { kill(pid, SIGKILL) }
                     kills += busy.count
-                    while let (id, message) = try wire.readMessage(timeout: .milliseconds(200)) {
+                    while let (id, message) = try wire.read(timeout: .milliseconds(200)) {
                         if message.isTerminal { answers[id] = message }
                     }
                 }
@@ -239,9 +241,9 @@ struct Faults {
         report.info("kill -9 of workers mid-job: \(context.scale.workerKillRounds) rounds; killed jobs retried once on a " +
                     "fresh worker in \(retried) of them, then answered decoder-crashed")
         // The pool recovers: new work renders.
-        if let wire = try? Wire.greeted(daemon.socketPath, name: "after"),
+        if let wire = try? RawSocket.greeted(path: daemon.socketPath, name: "after"),
            (try? wire.send(.render(RenderRequest(path: context.goodImages[5].path, spec: RenditionSpec(width: 33, height: 33))), id: 1)) != nil,
-           let (_, message) = try? wire.readMessage(timeout: .seconds(15)), case .result = message {
+           let (_, message) = try? wire.read(timeout: .seconds(15)), case .result = message {
             report.answer("result")
         } else {
             report.violation("worker kills: the pool did not recover")
@@ -281,7 +283,7 @@ struct Faults {
                                settled: ([String: UInt64]) -> String?) {
         let dir = context.work + "/" + name
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let daemon = DaemonUnderTest(name: name, executable: context.viewerd, directory: dir,
+        let daemon = DaemonProcess(name: name, executable: context.viewerd, directory: dir,
                                      arguments: ["--workers", "2"] + arguments, environment: environment)
         do { try daemon.start() } catch {
             report.violation("\(what): the daemon does not start: \(error)")
@@ -290,7 +292,7 @@ struct Faults {
         let watch = MemoryWatch(daemon, report: report)
         var results = 0
         do {
-            let wire = try Wire.greeted(daemon.socketPath, name: name)
+            let wire = try RawSocket.greeted(path: daemon.socketPath, name: name)
             let n = context.scale.tinyBudgetRenders
             var id: UInt32 = 0
             // Many distinct renditions, ~1-30 KB each, and a few raw ones larger than the budget.
@@ -310,7 +312,7 @@ struct Faults {
                 try wire.write(bytes)
                 report.cases(ids.count)
                 while !ids.isEmpty {
-                    guard let (rid, message) = try wire.readMessage(timeout: .seconds(60)) else {
+                    guard let (rid, message) = try wire.read(timeout: .seconds(60)) else {
                         report.update { $0.lost += ids.count }
                         report.violation("\(what): \(ids.count) requests never answered")
                         break
@@ -375,7 +377,7 @@ struct Faults {
     private func expectStartupFailure(name: String, cache: String, runAs: String?, what: String, home: String? = nil) {
         report.cases()
         let socketDir = home ?? context.work + "/unusable"
-        let daemon = DaemonUnderTest(name: name, executable: context.viewerd, directory: socketDir, cacheDirectory: cache,
+        let daemon = DaemonProcess(name: name, executable: context.viewerd, directory: socketDir, cacheDirectory: cache,
                                      arguments: ["--workers", "1"],
                                      environment: home.map { ["HOME": $0, "XDG_CACHE_HOME": $0] } ?? [:])
         daemon.runAs = runAs
@@ -384,11 +386,11 @@ struct Faults {
             return
         }
         guard let status = daemon.waitForExit(timeout: .seconds(15)) else {
-            daemon.kill9()
+            daemon.kill()
             report.violation("\(what): the daemon started anyway (it should refuse with status 1)")
             return
         }
-        let message = daemon.logText().trimmingCharacters(in: .whitespacesAndNewlines)
+        let message = daemon.log().trimmingCharacters(in: .whitespacesAndNewlines)
         report.info("\(what): exit \(status): \(message.split(separator: "\n").last ?? "")")
         if status != 1 { report.violation("\(what): exit status \(status), expected 1; said: \(message)") }
         // The reason must be one a user can act on (errno's), not Foundation's "could not be
@@ -401,12 +403,4 @@ struct Faults {
             report.violation("\(what): the error does not name the directory: \(message)")
         }
     }
-}
-
-/// A value behind a lock.
-final class NSLockedValue<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: T
-    init(_ value: T) { self.value = value }
-    func withLock<R>(_ body: (inout T) -> R) -> R { lock.withLock { body(&value) } }
 }

@@ -1,6 +1,7 @@
-import CPosix
 import Foundation
+import SystemCalls
 import ViewerProtocol
+import ViewerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,9 +12,9 @@ import Glibc
 /// throughout, and the daemon's memory and descriptors stay bounded.
 struct HostileClients {
     let context: Context
-    let daemon: DaemonUnderTest
+    let daemon: DaemonProcess
 
-    init(_ context: Context, daemon: DaemonUnderTest) {
+    init(_ context: Context, daemon: DaemonProcess) {
         self.context = context
         self.daemon = daemon
     }
@@ -56,15 +57,15 @@ struct HostileClients {
 
     private func random(_ range: Range<Int>) -> Int { context.randomInt(range) }
     private func randomBytes(_ count: Int) -> [UInt8] {
-        var rng = SeededRandom(seed: context.randomSeed())
+        var rng = SeededGenerator(seed: context.randomSeed())
         return (0..<count).map { _ in UInt8.random(in: 0...255, using: &rng) }
     }
 
     /// Connections that sent HELLO and half a frame, then say nothing until the phase ends.
-    private func idleConnections() -> [Wire] {
-        var wires: [Wire] = []
+    private func idleConnections() -> [RawSocket] {
+        var wires: [RawSocket] = []
         for i in 0..<context.scale.idleConnections {
-            guard let wire = try? Wire.greeted(path, name: "idle") else { continue }
+            guard let wire = try? RawSocket.greeted(path: path, name: "idle") else { continue }
             let frame = Message.render(RenderRequest(path: context.goodImages[0].path, spec: RenditionSpec(width: 64, height: 64)))
                 .frame(requestID: 1).bytes
             try? wire.write(Array(frame.prefix(1 + i % (frame.count - 1))))
@@ -79,7 +80,7 @@ struct HostileClients {
     private func garbage() throws {
         for i in 0..<context.scale.garbageConnections {
             report.cases()
-            let wire = i % 2 == 0 ? try Wire(path: path) : try Wire.greeted(path, name: "garbage")
+            let wire = i % 2 == 0 ? try RawSocket(path: path) : try RawSocket.greeted(path: path, name: "garbage")
             var bytes = randomBytes(16 + random(0..<4096))
             if bytes.starts(with: FrameHeader.magic) { bytes[0] ^= 0xFF }
             try? wire.write(bytes)
@@ -106,7 +107,7 @@ struct HostileClients {
     /// and a connection that ends does so with an ERROR of request id 0.
     private func randomFrames() throws {
         for _ in 0..<max(4, context.scale.garbageConnections / 4) {
-            let wire = try Wire.greeted(path, name: "random-frames")
+            let wire = try RawSocket.greeted(path: path, name: "random-frames")
             for i in 0..<20 {
                 report.cases()
                 let body = randomBytes(random(0..<200))
@@ -121,7 +122,7 @@ struct HostileClients {
             let deadline = ContinuousClock.now + renderBound
             while !ponged && ContinuousClock.now < deadline {
                 do {
-                    guard let (id, message) = try wire.readMessage(timeout: deadline - ContinuousClock.now) else { break }
+                    guard let (id, message) = try wire.read(timeout: deadline - ContinuousClock.now) else { break }
                     report.answer(message.outcome)
                     if id == 0 { closedWith = message }
                     if id == 999_999, case .pong = message { ponged = true }
@@ -189,7 +190,7 @@ struct HostileClients {
         var connection = 0
         while sent < context.scale.mutatedFrames {
             connection += 1
-            let wire = try Wire.greeted(path, name: "mutated")
+            let wire = try RawSocket.greeted(path: path, name: "mutated")
             var expected: Set<UInt32> = []
             var silent: Set<UInt32> = []
             var controlErrors: Set<UInt32> = []
@@ -246,7 +247,7 @@ struct HostileClients {
                 }
                 // Nothing more may come for these ids: a PING's PONG closes the books.
                 try wire.send(.ping, id: 99_999)
-                while let (id, message) = try wire.readMessage(timeout: .seconds(10)) {
+                while let (id, message) = try wire.read(timeout: .seconds(10)) {
                     if id == 99_999 { break }
                     if expected.contains(id) && message.isTerminal { terminal[id, default: 0] += 1 }
                 }
@@ -268,7 +269,7 @@ struct HostileClients {
             .frame(requestID: 3).bytes
         for i in 0..<max(20, context.scale.garbageConnections / 2) {
             report.cases()
-            let wire = i % 3 == 0 ? try Wire(path: path) : try Wire.greeted(path, name: "truncated")
+            let wire = i % 3 == 0 ? try RawSocket(path: path) : try RawSocket.greeted(path: path, name: "truncated")
             let hello = Message.hello(Hello(clientName: "t")).frame(requestID: 0).bytes
             let bytes = i % 3 == 0 ? Array(hello.prefix(1 + i % (hello.count - 1))) : Array(frame.prefix(1 + i % (frame.count - 1)))
             try? wire.write(bytes)
@@ -285,7 +286,7 @@ struct HostileClients {
         ]
         for c in cases {
             report.cases()
-            let wire = c.greet ? try Wire.greeted(path, name: "oversized") : try Wire(path: path)
+            let wire = c.greet ? try RawSocket.greeted(path: path, name: "oversized") : try RawSocket(path: path)
             try wire.write(rawHeader(type: c.type, id: 5, length: c.length))
             guard let frames = wire.readUntilClosed(timeout: .seconds(5)) else {
                 report.violation("oversized: a header announcing \(c.length) bytes did not end the connection")
@@ -300,12 +301,12 @@ struct HostileClients {
         }
         // Exactly max_request_body: a PING carrying one unknown field of 1 MiB - 6 bytes.
         report.cases()
-        let wire = try Wire.greeted(path, name: "at-the-limit")
+        let wire = try RawSocket.greeted(path: path, name: "at-the-limit")
         var body: [UInt8] = [99, 0]
         withUnsafeBytes(of: UInt32((1 << 20) - 6).littleEndian) { body.append(contentsOf: $0) }
         body += [UInt8](repeating: 0x41, count: (1 << 20) - 6)
         try wire.write(rawHeader(type: MessageType.ping.rawValue, id: 6, length: UInt32(body.count)) + body)
-        guard let (id, message) = try wire.readMessage(timeout: .seconds(10)), id == 6, case .pong = message else {
+        guard let (id, message) = try wire.read(timeout: .seconds(10)), id == 6, case .pong = message else {
             report.violation("a frame of exactly max_request_body (a PING) was not answered PONG")
             return
         }
@@ -316,7 +317,7 @@ struct HostileClients {
     /// Two RENDERs with one id while the first waits: ERROR invalid-argument for the second,
     /// the first carries on. Two with one id answered at once (hits) both get their RESULT.
     private func duplicateIDs() throws {
-        let wire = try Wire.greeted(path, name: "duplicates")
+        let wire = try RawSocket.greeted(path: path, name: "duplicates")
         for round in 0..<4 {
             report.cases()
             let slow = context.slowImages[(round + 5) % context.slowImages.count]
@@ -327,7 +328,7 @@ struct HostileClients {
             var answers: [String] = []
             let deadline = ContinuousClock.now + renderBound
             while answers.count < 2, ContinuousClock.now < deadline {
-                guard let (rid, message) = try wire.readMessage(timeout: deadline - ContinuousClock.now) else { break }
+                guard let (rid, message) = try wire.read(timeout: deadline - ContinuousClock.now) else { break }
                 guard rid == id, message.isTerminal else { continue }
                 answers.append(message.outcome)
                 report.answer(message.outcome)
@@ -342,7 +343,7 @@ struct HostileClients {
         try wire.send(.render(cached), id: 200)
         try wire.send(.render(cached), id: 200)
         var results = 0
-        while results < 2, let (rid, message) = try wire.readMessage(timeout: .seconds(10)) {
+        while results < 2, let (rid, message) = try wire.read(timeout: .seconds(10)) {
             if rid == 200, case .result = message { results += 1; report.answer("result") }
         }
         if results != 2 { report.violation("duplicate id of a cache hit: \(results) RESULTs, expected 2") }
@@ -354,7 +355,7 @@ struct HostileClients {
     /// connection. The daemon keeps none of them.
     private func descriptors() throws {
         let before = daemon.descriptorCount()
-        let wire = try Wire.greeted(path, name: "descriptors")
+        let wire = try RawSocket.greeted(path: path, name: "descriptors")
         let good = context.goodImages[2].path
         var pipeFDs: [Int32] = [-1, -1]
         pipe(&pipeFDs)
@@ -370,7 +371,7 @@ struct HostileClients {
             frame.flags |= FrameFlags.descriptor
             try wire.send(frame, descriptor: c.fd)
             Glibc.close(c.fd)
-            guard let (rid, message) = try wire.readMessage(timeout: renderBound), rid == id else {
+            guard let (rid, message) = try wire.read(timeout: renderBound), rid == id else {
                 report.violation("descriptor case \(i): no answer")
                 continue
             }
@@ -384,7 +385,7 @@ struct HostileClients {
         let fd = open(good, O_RDONLY)
         try wire.send(ping, descriptor: fd)
         Glibc.close(fd)
-        if let (rid, message) = try wire.readMessage(timeout: .seconds(5)), rid == 50, message.outcome == "invalid-argument" {
+        if let (rid, message) = try wire.read(timeout: .seconds(5)), rid == 50, message.outcome == "invalid-argument" {
             report.answer("invalid-argument")
         } else {
             report.violation("a PING with a descriptor was not answered invalid-argument")
@@ -397,12 +398,12 @@ struct HostileClients {
         expectFatal(wire, "a flagged frame without a descriptor")
         // 80 descriptors that no frame claims.
         report.cases()
-        let flood = try Wire.greeted(path, name: "descriptor-flood")
+        let flood = try RawSocket.greeted(path: path, name: "descriptor-flood")
         let file = open(good, O_RDONLY)
         for round in 0..<5 {
             let bytes = Message.ping.frame(requestID: UInt32(60 + round)).bytes
             for byte in bytes {
-                let sent = [byte].withUnsafeBytes { vd_send_with_fd(flood.fd, $0.baseAddress, 1, file) }
+                let sent = try? [byte].withUnsafeBytes { try Posix.send(flood.fd, $0, descriptor: file) }
                 if sent != 1 { break }
             }
         }
@@ -418,7 +419,7 @@ struct HostileClients {
         if !settled { report.violation("descriptors: the daemon holds \(daemon.descriptorCount()) descriptors, \(before) before") }
     }
 
-    private func expectFatal(_ wire: Wire, _ what: String) {
+    private func expectFatal(_ wire: RawSocket, _ what: String) {
         guard let frames = wire.readUntilClosed(timeout: .seconds(5)) else {
             report.violation("\(what) did not end the connection")
             return
@@ -443,9 +444,9 @@ struct HostileClients {
             Thread { [self] in
                 defer { group.leave() }
                 while let i = queue.next() {
-                    var wire: Wire?
+                    var wire: RawSocket?
                     for _ in 0..<200 {
-                        do { wire = try Wire(path: path, sendTimeoutSeconds: 5); break } catch { refused.add(); usleep(2_000) }
+                        do { wire = try RawSocket(path: path, sendTimeout: .seconds(5)); break } catch { refused.add(); usleep(2_000) }
                     }
                     guard let wire else {
                         report.violation("churn: could not connect for 400 ms")
@@ -476,15 +477,15 @@ struct HostileClients {
     /// stops reading it at its outbound limit, its memory stays bounded, others are served.
     private func neverReads() throws {
         let request = RenderRequest(path: context.goodImages[4].path, spec: RenditionSpec(width: 1024, height: 768, format: .raw, upscale: true))
-        let warm = try Wire.greeted(path, name: "warm")
+        let warm = try RawSocket.greeted(path: path, name: "warm")
         try warm.send(.render(request), id: 1)
-        guard let (_, first) = try warm.readMessage(timeout: renderBound), case .result = first else {
+        guard let (_, first) = try warm.read(timeout: renderBound), case .result = first else {
             report.violation("never-reader: the 3 MiB rendition did not render")
             return
         }
         warm.close()
         let baseline = daemon.memory().rss
-        let wire = try Wire.greeted(path, name: "never-reads")
+        let wire = try RawSocket.greeted(path: path, name: "never-reads")
         var pending: [UInt8] = []
         var sent = 0
         var stalled = ContinuousClock.now
@@ -511,9 +512,9 @@ struct HostileClients {
         report.info("never-reader: \(sent) RENDERs of 3 MiB answers sent unread; daemon RSS \(baseline / 1024) -> \(peak / 1024) MiB")
         if grew > 160 { report.violation("never-reader: the daemon grew by \(grew) MiB for one client that does not read") }
         // Others are still served (the bystander checks latency); a fresh client too.
-        let other = try Wire.greeted(path, name: "other")
+        let other = try RawSocket.greeted(path: path, name: "other")
         try other.send(.ping, id: 1)
-        if try other.readMessage(timeout: .seconds(5)) == nil { report.violation("never-reader: another client got no PONG") }
+        if try other.read(timeout: .seconds(5)) == nil { report.violation("never-reader: another client got no PONG") }
         other.close()
         wire.close()
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Rendering
 import ViewerProtocol
+import ViewerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,9 +12,9 @@ import Glibc
 /// permission cases with an unprivileged daemon when we are root.
 struct HostileFiles {
     let context: Context
-    let daemon: DaemonUnderTest
+    let daemon: DaemonProcess
 
-    init(_ context: Context, daemon: DaemonUnderTest) {
+    init(_ context: Context, daemon: DaemonProcess) {
         self.context = context
         self.daemon = daemon
     }
@@ -40,7 +41,7 @@ struct HostileFiles {
         let descriptorsBefore = daemon.descriptorCount()
         let bystander = Bystander(context, socketPath: daemon.socketPath, bound: bound)
 
-        var rng = SeededRandom(seed: context.settings.seed)
+        var rng = SeededGenerator(seed: context.settings.seed)
         let queue = WorkQueue(cases.shuffled(using: &rng))
         let group = DispatchGroup()
         for worker in 0..<2 {
@@ -105,7 +106,7 @@ struct HostileFiles {
     }
 
     private func requester(_ index: Int, _ queue: WorkQueue<Case>) {
-        var wire: Wire?
+        var wire: RawSocket?
         var id: UInt32 = 0
         var n = index
         while let item = queue.next() {
@@ -115,7 +116,7 @@ struct HostileFiles {
             for attempt in 0..<2 {
                 id += 1
                 do {
-                    if wire == nil { wire = try Wire.greeted(daemon.socketPath, name: "hostile-files-\(index)") }
+                    if wire == nil { wire = try RawSocket.greeted(path: daemon.socketPath, name: "hostile-files-\(index)") }
                     let started = ContinuousClock.now
                     try wire!.send(.render(RenderRequest(path: item.path, spec: spec(for: n))), id: id)
                     guard let message = try awaitTerminal(wire!, id: id) else {
@@ -156,10 +157,10 @@ struct HostileFiles {
     }
 
     /// Reads until the terminal answer of `id`; PREVIEWs are skipped. Nil on timeout.
-    private func awaitTerminal(_ wire: Wire, id: UInt32) throws -> Message? {
+    private func awaitTerminal(_ wire: RawSocket, id: UInt32) throws -> Message? {
         let deadline = ContinuousClock.now + bound
         while ContinuousClock.now < deadline {
-            guard let (rid, message) = try wire.readMessage(timeout: deadline - ContinuousClock.now) else { return nil }
+            guard let (rid, message) = try wire.read(timeout: deadline - ContinuousClock.now) else { return nil }
             if rid == 0, case .error(let e) = message {
                 throw WireError.protocolError("connection-level error \(e.code?.name ?? "?"): \(e.message)")
             }
@@ -197,7 +198,7 @@ struct HostileFiles {
             let inPlace = round % 2 == 0
             _ = FileManager.default.createFile(atPath: path, contents: old)
             do {
-                let wire = try Wire.greeted(daemon.socketPath, name: "rewrite")
+                let wire = try RawSocket.greeted(path: daemon.socketPath, name: "rewrite")
                 let spec = RenditionSpec(width: 256, height: 256)
                 try wire.send(.render(RenderRequest(path: path, spec: spec)), id: 1)
                 usleep(delays[round % delays.count])
@@ -259,7 +260,7 @@ struct HostileFiles {
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         chown(dir, 65534, 65534)
         // Its own HOME: ours (root's) is not readable by nobody.
-        let nobody = DaemonUnderTest(name: "nobody", executable: context.viewerd, directory: dir, arguments: ["--workers", "1"],
+        let nobody = DaemonProcess(name: "nobody", executable: context.viewerd, directory: dir, arguments: ["--workers", "1"],
                                      environment: ["HOME": dir, "XDG_CONFIG_HOME": dir + "/config", "XDG_CACHE_HOME": dir])
         nobody.runAs = "nobody"
         do { try nobody.start() } catch {
@@ -271,7 +272,7 @@ struct HostileFiles {
         let permission: [(String, String)] = [(hostile + "/odd/unreadable.jpg", "a mode-000 file"),
                                               (hostile + "/locked/inside.jpg", "a file in a mode-000 directory")]
         do {
-            let wire = try Wire.greeted(nobody.socketPath, name: "unprivileged")
+            let wire = try RawSocket.greeted(path: nobody.socketPath, name: "unprivileged")
             for (i, (path, note)) in permission.enumerated() {
                 report.cases()
                 try wire.send(.render(RenderRequest(path: path, spec: RenditionSpec(width: 64, height: 64))), id: UInt32(i + 1))
@@ -300,7 +301,7 @@ final class WorkQueue<T: Sendable>: @unchecked Sendable {
 }
 
 /// After a phase: nothing left in flight, and no descriptors leaked.
-func checkSettled(_ daemon: DaemonUnderTest, report: Report, descriptorsBefore: Int, slack: Int = 8) {
+func checkSettled(_ daemon: DaemonProcess, report: Report, descriptorsBefore: Int, slack: Int = 8) {
     var last: [String: UInt64] = [:]
     let settled = eventually(.seconds(15)) {
         guard let stats = try? daemon.stats() else { return false }

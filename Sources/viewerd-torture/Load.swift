@@ -1,5 +1,6 @@
 import Foundation
 import ViewerProtocol
+import ViewerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,9 +11,9 @@ import Glibc
 /// exactly one terminal answer: none lost, none duplicated, none for an id never sent.
 struct Load {
     let context: Context
-    let daemon: DaemonUnderTest
+    let daemon: DaemonProcess
 
-    init(_ context: Context, daemon: DaemonUnderTest) {
+    init(_ context: Context, daemon: DaemonProcess) {
         self.context = context
         self.daemon = daemon
     }
@@ -39,11 +40,11 @@ struct Load {
         report.info("\(scale.loadClients) clients x \(scale.loadRequests) requests")
         // The warm set: every good image at the hit spec.
         do {
-            let wire = try Wire.greeted(daemon.socketPath, name: "warm")
+            let wire = try RawSocket.greeted(path: daemon.socketPath, name: "warm")
             for (i, image) in context.goodImages.enumerated() {
                 try wire.send(.render(RenderRequest(path: image.path, spec: Self.warmSpec)), id: UInt32(i + 1))
             }
-            for _ in context.goodImages { _ = try wire.readMessage(timeout: .seconds(30)) }
+            for _ in context.goodImages { _ = try wire.read(timeout: .seconds(30)) }
             wire.close()
         } catch {
             report.violation("cannot warm the cache: \(error)")
@@ -74,9 +75,9 @@ struct Load {
     }
 
     private func client(_ index: Int, _ totals: LoadTotals) {
-        var rng = SeededRandom(seed: context.settings.seed &* 1000 &+ UInt64(index))
+        var rng = SeededGenerator(seed: context.settings.seed &* 1000 &+ UInt64(index))
         let images = context.goodImages
-        var wire: Wire?
+        var wire: RawSocket?
         var nextID: UInt32 = 1
         var finished: Set<UInt32> = []
         var done = 0
@@ -84,7 +85,7 @@ struct Load {
         while done < context.scale.loadRequests && failures < 5 {
             if wire == nil {
                 do {
-                    wire = try Wire.greeted(daemon.socketPath, name: "load-\(index)")
+                    wire = try RawSocket.greeted(path: daemon.socketPath, name: "load-\(index)")
                     nextID = 1
                     finished = []
                 } catch {
@@ -195,7 +196,7 @@ struct Load {
         if let connection = wire {
             do {
                 try connection.send(.ping, id: nextID)
-                while let (id, message) = try connection.readMessage(timeout: .seconds(30)) {
+                while let (id, message) = try connection.read(timeout: .seconds(30)) {
                     if id == nextID, case .pong = message { break }
                     noteStray(id, message, finished: finished, client: index)
                 }
@@ -206,15 +207,15 @@ struct Load {
         }
     }
 
-    private func collect(_ batch: inout [UInt32: Pending], on connection: Wire, finished: inout Set<UInt32>, client: Int,
-                         totals: LoadTotals, verify rng: inout SeededRandom) {
+    private func collect(_ batch: inout [UInt32: Pending], on connection: RawSocket, finished: inout Set<UInt32>, client: Int,
+                         totals: LoadTotals, verify rng: inout SeededGenerator) {
         let deadline = ContinuousClock.now + .seconds(context.settings.short ? 60 : 120)
         var open = batch.count
         while open > 0 {
             let left = deadline - ContinuousClock.now
             guard left > .zero else { break }
             let answer: (UInt32, Message)?
-            do { answer = try connection.readMessage(timeout: left) } catch {
+            do { answer = try connection.read(timeout: left) } catch {
                 report.violation("load client \(client): \(error) with \(open) requests outstanding")
                 break
             }

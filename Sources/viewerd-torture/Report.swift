@@ -1,6 +1,7 @@
 import Foundation
 import Rendering
 import ViewerProtocol
+import ViewerTestSupport
 
 /// Everything the run counts, from any thread.
 final class Report: @unchecked Sendable {
@@ -89,20 +90,20 @@ final class Report: @unchecked Sendable {
 
 /// Samples the daemon's and its workers' memory every 100 ms while a phase runs.
 final class MemoryWatch: @unchecked Sendable {
-    private let daemon: DaemonUnderTest
+    private let daemon: DaemonProcess
     private let report: Report
     private let stopFlag = NSLock()
     private var stopped = false
     private let done = DispatchSemaphore(value: 0)
     private(set) var peakDaemonKiB = 0
 
-    init(_ daemon: DaemonUnderTest, report: Report) {
+    init(_ daemon: DaemonProcess, report: Report) {
         self.daemon = daemon
         self.report = report
         Thread { [self] in
             while !stopFlag.withLock({ stopped }) {
                 let (rss, hwm) = daemon.memory()
-                let workers = daemon.workerPIDs().map(DaemonUnderTest.rss(of:)).max() ?? 0
+                let workers = daemon.workerPIDs().map { Int((ProcessTable.memory(of: $0)?.resident ?? 0) >> 10) }.max() ?? 0
                 stopFlag.withLock { peakDaemonKiB = max(peakDaemonKiB, rss, hwm) }
                 report.memory(daemonKiB: max(rss, hwm), workerKiB: workers)
                 usleep(100_000)
@@ -143,19 +144,6 @@ func psnr(_ a: [UInt8], _ b: [UInt8]) -> Double {
     for (x, y) in zip(a, b) { squared += (Double(x) - Double(y)) * (Double(x) - Double(y)) }
     let mse = squared / Double(a.count)
     return mse == 0 ? 99 : 10 * log10(255 * 255 / mse)
-}
-
-/// A small seeded generator, so a failing run can be repeated (`--seed`).
-struct SeededRandom: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E3779B97F4A7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E3779B97F4A7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9
-        z = (z ^ (z >> 27)) &* 0x94D049BB133111EB
-        return z ^ (z >> 31)
-    }
 }
 
 /// One line to standard output, unbuffered (the run is followed live, and may be killed).

@@ -97,15 +97,8 @@ struct AccessAndBackpressureTests {
         usleep(500_000)
         for _ in 0..<20 { #expect(try polite.ping() < .seconds(1)) }
         #expect(try polite.render(raw).fromCache)
-        let rss = Self.residentBytes(pid: daemon.process.processIdentifier)
+        let rss = ProcessTable.memory(of: daemon.pid)?.resident ?? 0
         #expect(rss < 400 << 20, "resident \(rss >> 20) MiB")
         daemon.stop()
-    }
-
-    static func residentBytes(pid: Int32) -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kb = Int(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
-        return kb * 1024
     }
 }

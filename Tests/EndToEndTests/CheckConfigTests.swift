@@ -16,8 +16,9 @@ struct CheckConfigTests {
 
     /// A private directory, removed when the test ends.
     final class Scratch {
-        let path: String
-        init() throws { path = try DaemonProcess.makeTemporaryDirectory() }
+        private let directory: TemporaryDirectory
+        var path: String { directory.path }
+        init() throws { directory = try TemporaryDirectory(prefix: "viewerd-e2e") }
         func write(_ name: String, _ text: String) throws -> String {
             let file = path + "/" + name
             try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent,
@@ -25,7 +26,6 @@ struct CheckConfigTests {
             try text.write(toFile: file, atomically: true, encoding: .utf8)
             return file
         }
-        deinit { try? FileManager.default.removeItem(atPath: path) }
     }
 
     /// Runs `viewerd --check-config` with only these variables set (and a HOME of its own).

@@ -6,42 +6,6 @@ import ViewerProtocol
 import Glibc
 #endif
 
-/// A datagram socket standing in for systemd's `NOTIFY_SOCKET`.
-final class NotifyListener {
-    let fd: Int32
-    let path: String
-
-    init(path: String) throws {
-        self.path = path
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard rc == 0 else { throw POSIXError(.EADDRINUSE) }
-    }
-
-    /// Messages until one contains `text`, or nil after `seconds`. Returns that message.
-    func waitFor(_ text: String, seconds: Double = 10, seen: inout [String]) -> String? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&pfd, 1, 100) == 1 else { continue }
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { continue }
-            let message = String(decoding: buffer[0..<n], as: UTF8.self)
-            seen.append(message)
-            if message.contains(text) { return message }
-        }
-        return nil
-    }
-
-    deinit { close(fd) }
-}
-
 /// viewerd the way systemd runs it: handed its socket, reporting readiness and status,
 /// logging to the journal, exiting when idle.
 @Suite("viewerd under systemd", .serialized)
@@ -65,9 +29,9 @@ struct ServiceManagerTests {
         process.standardError = handle
         try process.run()
         // systemd-socket-activate binds, then waits for the first connection to start viewerd.
-        guard eventually(seconds: 10, { sockets.allSatisfy { FileManager.default.fileExists(atPath: $0) } }) else {
+        guard eventually(.seconds(10), { sockets.allSatisfy { FileManager.default.fileExists(atPath: $0) } }) else {
             process.terminate()
-            throw DaemonFailure("systemd-socket-activate did not listen")
+            throw DaemonProcess.Failure("systemd-socket-activate did not listen")
         }
         return process
     }
@@ -129,9 +93,9 @@ struct ServiceManagerTests {
     func readiness() throws {
         // Given a notification socket, and viewerd told about it with a watchdog of 400 ms
         let directory = try DaemonProcess.makeTemporaryDirectory()
-        let manager = try NotifyListener(path: directory + "/notify.sock")
+        let manager = try NotifySocket(name: directory + "/notify.sock")
         let daemon = try DaemonProcess(directory: directory, extraArguments: ["--config", "/dev/null"],
-                                       environment: ["NOTIFY_SOCKET": manager.path, "WATCHDOG_USEC": "400000"])
+                                       environment: ["NOTIFY_SOCKET": manager.name, "WATCHDOG_USEC": "400000"])
         var seen: [String] = []
 
         // Then it said it was ready, with its figures
@@ -147,7 +111,7 @@ struct ServiceManagerTests {
 
         // And on SIGTERM it says it is stopping, and exits 0
         let stopped = daemon.stop()
-        #expect(manager.waitFor("STOPPING=1", seconds: 2, seen: &seen) != nil, "\(seen)")
+        #expect(manager.waitFor("STOPPING=1", timeout: .seconds(2), seen: &seen) != nil, "\(seen)")
         #expect(stopped == 0)
     }
 
@@ -166,7 +130,7 @@ struct ServiceManagerTests {
 
         // And once it leaves, viewerd exits by itself, cleanly
         client = nil
-        #expect(eventually(seconds: 10) { !daemon.process.isRunning })
+        #expect(eventually(.seconds(10)) { !daemon.process.isRunning })
         daemon.process.waitUntilExit()
         #expect(daemon.process.terminationStatus == 0)
         #expect(daemon.process.terminationReason == .exit)

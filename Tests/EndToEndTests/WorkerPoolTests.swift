@@ -66,7 +66,7 @@ struct WorkerPoolTests {
                             try connection.send(.render(RenderRequest(path: path, spec: RenditionSpec(width: 200, height: 200))), id: UInt32(i + 1))
                         }
                         for _ in paths {
-                            guard case .result = try connection.read().message else { throw DaemonFailure("not a result") }
+                            guard case .result = try connection.read().message else { throw DaemonProcess.Failure("not a result") }
                         }
                     }
                 }

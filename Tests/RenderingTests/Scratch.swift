@@ -2,15 +2,16 @@ import Foundation
 import Rendering
 import Testing
 import ViewerProtocol
+import ViewerTestSupport
 
 /// A temporary directory with generated sources.
 final class Scratch {
-    let path: String
+    private let directory: TemporaryDirectory
+    var path: String { directory.path }
 
     init() throws {
         try Renderer.setUp(programName: "rendering-tests")
-        path = NSTemporaryDirectory() + "viewerd-render-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        directory = try TemporaryDirectory(prefix: "viewerd-render")
     }
 
     /// Writes a gradient image; the suffix of `name` picks the format.
@@ -37,7 +38,6 @@ final class Scratch {
     }
 
     // KEEP_SCRATCH=1 keeps the files for a look after a failure.
-    deinit { if ProcessInfo.processInfo.environment["KEEP_SCRATCH"] == nil { try? FileManager.default.removeItem(atPath: path) } }
 }
 
 

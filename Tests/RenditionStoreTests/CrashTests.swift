@@ -1,6 +1,7 @@
 import Foundation
 @testable import RenditionStore
 import Testing
+import ViewerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,7 +11,7 @@ struct CrashTests {
     /// Starts the writer child on `directory` and returns once it has opened the store.
     private func startWriter(_ directory: String, seed: Int) throws -> Process {
         let child = Process()
-        child.executableURL = URL(fileURLWithPath: executable("store-crash-writer"))
+        child.executableURL = URL(fileURLWithPath: DaemonProcess.executable("store-crash-writer"))
         child.arguments = ["write", directory, "\(seed)"]
         let output = Pipe()
         child.standardOutput = output

@@ -1,6 +1,7 @@
 import Foundation
 @testable import RenditionStore
 import Testing
+import ViewerTestSupport
 
 @Suite("RenditionStore")
 struct RenditionStoreTests {
@@ -185,7 +186,7 @@ struct RenditionStoreTests {
         store.flush()
         // When another process reads its stats
         let child = Process()
-        child.executableURL = URL(fileURLWithPath: executable("store-crash-writer"))
+        child.executableURL = URL(fileURLWithPath: DaemonProcess.executable("store-crash-writer"))
         child.arguments = ["stats", dir.path]
         let pipe = Pipe()
         child.standardOutput = pipe

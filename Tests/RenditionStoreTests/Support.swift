@@ -1,16 +1,10 @@
 import Foundation
 @testable import RenditionStore
 import Locking
+import ViewerTestSupport
 
-/// A temporary cache directory, removed when released.
-final class StoreDirectory {
-    let path: String
-    init() throws {
-        path = NSTemporaryDirectory() + "viewerd-store-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
+/// A temporary cache directory, removed when released (the name the store's tests use).
+typealias StoreDirectory = TemporaryDirectory
 
 /// 40 bytes like Rendering.AssetIdentity: device, inode (= n), size, mtime, ctime (= version).
 func identity(_ n: Int, version: Int = 0) -> [UInt8] {
@@ -52,18 +46,6 @@ final class TestClock: Sendable {
     private let now = Locked<Date>(Date(timeIntervalSince1970: 1_700_000_000))
     func advance(by seconds: TimeInterval) { now.withLock { $0 += seconds } }
     var date: Date { now.withLock { $0 } }
-}
-
-/// A built executable next to the test bundle (as EndToEndTests' DaemonProcess finds them).
-func executable(_ name: String) -> String {
-    if let override = ProcessInfo.processInfo.environment["VIEWERD_BUILD_DIR"] { return override + "/" + name }
-    let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-    var dir = URL(fileURLWithPath: me).deletingLastPathComponent()
-    // Swift Testing on Linux may run from inside the .xctest bundle directory.
-    while !FileManager.default.fileExists(atPath: dir.appendingPathComponent(name).path) && dir.path != "/" {
-        dir = dir.deletingLastPathComponent()
-    }
-    return dir.appendingPathComponent(name).path
 }
 
 /// What a rendition of `count` bytes under `path` counts against the budget in `store`.

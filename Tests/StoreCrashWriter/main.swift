@@ -7,6 +7,7 @@
 //   store-crash-writer stats <directory>
 import Foundation
 import RenditionStore
+import ViewerTestSupport
 
 /// 40 bytes like Rendering.AssetIdentity: device, inode (= n), size, mtime, ctime.
 func identity(_ n: UInt64, version: UInt64) -> [UInt8] {
@@ -25,17 +26,6 @@ func payload(_ n: UInt64, size: Int) -> [UInt8] {
     return out
 }
 
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 func write(directory: String, seed: UInt64) throws {
     var configuration = StoreConfiguration(directory: directory, budgetBytes: 3 << 20)
     // A map barely larger than the budget: MAP_FULL, eviction and growth happen under fire.
@@ -45,7 +35,7 @@ func write(directory: String, seed: UInt64) throws {
     let reader = store.makeReader()
     // Unbuffered: the test waits for this line before it picks a moment to kill us.
     FileHandle.standardOutput.write(Data("open\n".utf8))
-    var rng = SplitMix(state: seed)
+    var rng = SeededGenerator(seed: seed)
     let meta = RenditionMetadata(format: 1, width: 256, height: 171, created: 1_700_000_000)
     var step: UInt64 = 0
     while true {

@@ -1,50 +1,14 @@
 import Foundation
 import Testing
 @testable import ViewerDaemon
-
-/// A datagram socket standing in for systemd's notification socket.
-final class FakeNotifySocket {
-    let fd: Int32
-    /// As NOTIFY_SOCKET gives it: a path, or "@name" for an abstract address.
-    let name: String
-
-    init(abstract: Bool) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        let unique = "viewerd-notify-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        name = abstract ? "@" + unique : NSTemporaryDirectory() + unique
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        var bytes = Array(name.utf8)
-        if abstract { bytes[0] = 0 }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count + (abstract ? 0 : 1))
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
-        guard rc == 0 else { throw POSIXError(.EADDRINUSE) }
-    }
-
-    /// The next datagram, or nil after `seconds`.
-    func receive(seconds: Double = 5) -> String? {
-        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        guard poll(&pfd, 1, Int32(seconds * 1000)) == 1 else { return nil }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        return n < 0 ? nil : String(decoding: buffer[0..<n], as: UTF8.self)
-    }
-
-    deinit {
-        close(fd)
-        if !name.hasPrefix("@") { unlink(name) }
-    }
-}
+import ViewerTestSupport
 
 @Suite("Notifier")
 struct NotifierTests {
     @Test("sends datagrams to a path and to an abstract address", arguments: [false, true])
     func sends(abstract: Bool) throws {
         // Given a listening notification socket
-        let manager = try FakeNotifySocket(abstract: abstract)
+        let manager = try NotifySocket(abstract: abstract)
 
         // When a notifier made from NOTIFY_SOCKET sends two messages
         let notifier = try #require(Notifier(environment: ["NOTIFY_SOCKET": manager.name]))
@@ -65,7 +29,7 @@ struct NotifierTests {
 
     @Test("the watchdog is pinged at half of WATCHDOG_USEC, only when WATCHDOG_PID is ours")
     func watchdog() throws {
-        let manager = try FakeNotifySocket(abstract: true)
+        let manager = try NotifySocket(abstract: true)
         let ours = Notifier(environment: ["NOTIFY_SOCKET": manager.name, "WATCHDOG_USEC": "30000000"], pid: 42)
         #expect(ours?.watchdogInterval == .seconds(15))
         let named = Notifier(environment: ["NOTIFY_SOCKET": manager.name, "WATCHDOG_USEC": "1000000", "WATCHDOG_PID": "42"], pid: 42)
@@ -77,7 +41,7 @@ struct NotifierTests {
 
     @Test("a manager that went away costs nothing: send does not block or throw")
     func managerGone() throws {
-        var manager: FakeNotifySocket? = try FakeNotifySocket(abstract: false)
+        var manager: NotifySocket? = try NotifySocket(abstract: false)
         let notifier = try #require(Notifier(environment: ["NOTIFY_SOCKET": manager!.name]))
         manager = nil
         notifier.send("STATUS=nobody listens")

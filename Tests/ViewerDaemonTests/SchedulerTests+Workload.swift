@@ -3,6 +3,7 @@ import Locking
 import Testing
 @testable import ViewerDaemon
 import ViewerProtocol
+import ViewerTestSupport
 
 /// A realistic mixed workload on fake workers, and one concurrency smoke test.
 extension SchedulerTests {

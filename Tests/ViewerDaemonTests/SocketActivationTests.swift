@@ -1,6 +1,8 @@
 import Foundation
+import SystemCalls
 import Testing
 @testable import ViewerDaemon
+import ViewerTestSupport
 
 @Suite("SocketActivation")
 struct SocketActivationTests {
@@ -21,9 +23,8 @@ struct SocketActivationTests {
     @Test("only a listening AF_UNIX stream socket will do")
     func checksTheSocket() throws {
         // Given sockets of several kinds
-        let directory = NSTemporaryDirectory() + "viewerd-activation-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try TemporaryDirectory(prefix: "viewerd-activation")
+        let directory = scratch.path
         let stream = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         let datagram = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         let inet = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -35,13 +36,8 @@ struct SocketActivationTests {
         #expect(SocketActivation.isListeningUnixStream(inet) == "not an AF_UNIX socket")
         #expect(SocketActivation.isListeningUnixStream(datagram) == "not a stream socket")
         #expect(SocketActivation.isListeningUnixStream(stream) == "not listening")
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
         let path = directory + "/s.sock"
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(stream, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let bound = try Posix.withUnixAddress(path) { bind(stream, $0, $1) }
         #expect(bound == 0)
         #expect(listen(stream, 4) == 0)
         #expect(SocketActivation.isListeningUnixStream(stream) == nil)

@@ -1,5 +1,6 @@
 import Testing
 import ViewerProtocol
+import ViewerTestSupport
 
 @Suite("FrameDecoder")
 struct FrameDecoderTests {
@@ -42,7 +43,7 @@ struct FrameDecoderTests {
         // Given more than the decoder's compaction threshold of frames (64 KiB)
         var stream: [UInt8] = []
         for id in 1...6000 { stream += Message.ping.frame(requestID: UInt32(id)).bytes }
-        var rng = SplitMix64(seed: 7)
+        var rng = SeededGenerator(seed: 7)
         var chunks: [ArraySlice<UInt8>] = []
         var offset = 0
         while offset < stream.count {

@@ -1,6 +1,7 @@
 import Foundation
 import Rendering
 import RenditionStore
+import SystemCalls
 import ViewerProtocol
 
 /// RENDER: from the store when it can be, else a job in the in-flight table; and the

@@ -1,6 +1,7 @@
 import Foundation
 import Rendering
 import RenditionStore
+import SystemCalls
 import ViewerProtocol
 
 extension Daemon {

@@ -3,6 +3,7 @@ import Foundation
 import Rendering
 import RenditionStore
 import Locking
+import SystemCalls
 import ViewerProtocol
 
 /// Why the daemon could not start.

@@ -1,4 +1,4 @@
-import CPosix
+import SystemCalls
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,9 +17,7 @@ final class Notifier {
     static let variables = ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"]
 
     private let fd: Int32
-    private var address = sockaddr_un()
-    private let addressLength: socklen_t
-    /// The socket's name, for logs.
+    /// The socket's name, as NOTIFY_SOCKET gives it: a path, or "@name" for an abstract address.
     let socketName: String
     /// How often to send `WATCHDOG=1`: half of `WATCHDOG_USEC`, when the unit has a watchdog
     /// for this process.
@@ -41,12 +39,8 @@ final class Notifier {
     /// names nothing usable (logged).
     init?(environment: [String: String], pid: pid_t = getpid()) {
         guard let name = environment["NOTIFY_SOCKET"], !name.isEmpty else { return nil }
-        // "@name" is an abstract address: a NUL byte, then the name, with no terminator.
-        var bytes = Array(name.utf8)
-        let abstract = bytes.first == UInt8(ascii: "@")
-        if abstract { bytes[0] = 0 }
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard abstract || bytes.first == UInt8(ascii: "/"), bytes.count < capacity else {
+        // An abstract address ("@name"), or an absolute path that fits in a sockaddr_un.
+        guard name.hasPrefix("@") || name.hasPrefix("/"), (try? Posix.withUnixAddress(name) { _, _ in }) != nil else {
             Log.warning("event=notify-socket-unusable socket=\(Log.quote(name))")
             return nil
         }
@@ -56,10 +50,6 @@ final class Notifier {
             return nil
         }
         self.fd = fd
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-        let header = MemoryLayout<sockaddr_un>.offset(of: \.sun_path)!
-        addressLength = socklen_t(header + bytes.count + (abstract ? 0 : 1))
         socketName = name
 
         if let usec = environment["WATCHDOG_USEC"].flatMap(UInt64.init), usec > 0,
@@ -70,31 +60,20 @@ final class Notifier {
         }
     }
 
-    deinit { close(fd) }
+    deinit { Posix.close(fd) }
 
     /// Sends one message: `KEY=value` lines.
     func send(_ message: String) {
-        let bytes = Array(message.utf8)
-        let sent = bytes.withUnsafeBytes { buffer in
-            withUnsafePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { target in
-                    retryingEINTR {
-                        sendto(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), target, addressLength)
-                    }
-                }
-            }
-        }
-        // A full queue (EAGAIN) is the manager being busy: drop, and say so once.
-        if sent < 0 && !warned {
+        do throws(SystemError) {
+            let sent = try Array(message.utf8).withUnsafeBytes { raw in
+                Result { () throws(SystemError) in try Posix.send(fd, raw, to: socketName) }
+            }.get()
+            // A full queue is the manager being busy: drop, and say so once.
+            if sent == nil { throw SystemError("sendto", .wouldBlock) }
+        } catch {
+            guard !warned else { return }
             warned = true
-            Log.warning("event=notify-failed socket=\(Log.quote(socketName)) error=\(Log.quote(SystemError("sendto").description))")
-        }
-    }
-
-    private func retryingEINTR(_ call: () -> Int) -> Int {
-        while true {
-            let n = call()
-            if n >= 0 || errno != EINTR { return n }
+            Log.warning("event=notify-failed socket=\(Log.quote(socketName)) error=\(Log.quote(error.description))")
         }
     }
 }

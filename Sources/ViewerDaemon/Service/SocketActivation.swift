@@ -1,4 +1,5 @@
 import CPosix
+import SystemCalls
 #if canImport(Glibc)
 import Glibc
 #endif

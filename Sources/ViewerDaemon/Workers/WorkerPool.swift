@@ -3,6 +3,7 @@ import Rendering
 import RenditionStore
 import Locking
 import Synchronization
+import SystemCalls
 import ViewerProtocol
 
 /// Settings and counters shared by the pool's slots.

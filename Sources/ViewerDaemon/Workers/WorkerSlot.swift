@@ -3,6 +3,7 @@ import Foundation
 import Rendering
 import Locking
 import Synchronization
+import SystemCalls
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc

@@ -1,13 +1,13 @@
-import CPosix
 import Foundation
 import Locking
+import SystemCalls
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// A real Unix-socket server a test scripts: a thread accepts connections, a thread per
-/// connection reads frames (with `vd_recv_with_fds`, so passed descriptors arrive) and cuts
+/// connection reads frames (with the descriptors passed along, in order) and cuts
 /// them with `FrameDecoder`. HELLO is answered by `greet`; every other frame goes to the
 /// inbox for the test to read, and is answered at once if `respond` says so. The test
 /// answers the rest itself through `Received.connection`.
@@ -48,7 +48,7 @@ final class ScriptedServer: Sendable {
         self.greet = greet
         self.respond = respond
         reading = pausedAfterHandshake ? DispatchSemaphore(value: 0) : nil
-        listenFD = try Self.listen(at: path)
+        listenFD = try Posix.bind(path)
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "scripted-server-accept"
         thread.start()
@@ -69,7 +69,7 @@ final class ScriptedServer: Sendable {
             state.stopped = true
             unlink(path)
             // Wakes the accept thread, which then closes the listening socket.
-            shutdown(listenFD, Int32(SHUT_RDWR))
+            Posix.shutdown(listenFD)
             return state.all
         }
         for connection in all { connection.close() }
@@ -77,9 +77,12 @@ final class ScriptedServer: Sendable {
 
     private func acceptLoop() {
         while true {
-            let fd = accept(listenFD, nil, nil)
-            if fd < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
+            let fd: Int32
+            do {
+                fd = try Posix.accept(listenFD)
+            } catch where error.errno == ECONNABORTED {
+                continue
+            } catch {
                 break  // shut down by stop()
             }
             let connection = ServerConnection(fd: fd)
@@ -88,7 +91,7 @@ final class ScriptedServer: Sendable {
             thread.name = "scripted-server-connection"
             thread.start()
         }
-        Glibc.close(listenFD)
+        Posix.close(listenFD)
     }
 
     private func read(_ connection: ServerConnection) {
@@ -99,17 +102,14 @@ final class ScriptedServer: Sendable {
         var received = 0
         var consumed = 0
         defer {
-            for pending in descriptors { Glibc.close(pending.fd) }
+            for pending in descriptors { Posix.close(pending.fd) }
             connection.finish()
         }
         while true {
-            var fds = [Int32](repeating: -1, count: 8)
-            var count: Int32 = 0
-            let n = buffer.withUnsafeMutableBytes { raw in
-                vd_recv_with_fds(connection.fd, raw.baseAddress, raw.count, &fds, 8, &count)
-            }
-            guard n > 0 else { return }
-            for fd in fds.prefix(Int(count)) { descriptors.append((fd, received..<(received + n))) }
+            var fds: [Int32] = []
+            guard let n = try? buffer.withUnsafeMutableBytes({ try Posix.receive(connection.fd, into: $0, descriptors: &fds) }),
+                  n > 0 else { return }
+            for fd in fds { descriptors.append((fd, received..<(received + n))) }
             received += n
             decoder.append(buffer[0..<n])
             while let frame = try? decoder.next() {
@@ -137,26 +137,6 @@ final class ScriptedServer: Sendable {
         }
     }
 
-    private static func listen(at path: String) throws -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EIO) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            let bytes = Array(path.utf8)
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bound == 0, Glibc.listen(fd, 64) == 0 else {
-            let code = errno
-            Glibc.close(fd)
-            throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
-        }
-        return fd
-    }
 }
 
 /// One frame the server received, with the descriptor that came with it.
@@ -189,13 +169,8 @@ final class ServerConnection: Sendable {
         let bytes = message.frame(requestID: id).bytes
         open.withLock { open in
             guard open else { return }
-            var offset = 0
-            while offset < bytes.count {
-                let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { return }
-                offset += n
-            }
+            // A client that went away is the test's business, seen on its side.
+            try? Posix.sendAll(fd, bytes)
         }
     }
 
@@ -203,7 +178,7 @@ final class ServerConnection: Sendable {
     func close() {
         open.withLock { open in
             guard open else { return }
-            shutdown(fd, Int32(SHUT_RDWR))
+            Posix.shutdown(fd)
             open = false
         }
     }
@@ -211,6 +186,6 @@ final class ServerConnection: Sendable {
     /// Called by the reader thread when it stops reading.
     func finish() {
         close()
-        Glibc.close(fd)
+        Posix.close(fd)
     }
 }
