@@ -1,6 +1,7 @@
 import Testing
 @testable import ViewerDaemon
 import ViewerProtocol
+import ViewerTestSupport
 
 @Suite("InFlight")
 struct InFlightTests {

@@ -1,3 +1,4 @@
+import SystemCalls
 import CPosix
 import RenditionStore
 import ViewerProtocol
@@ -158,14 +159,12 @@ struct OutboundQueue {
     mutating func send(to fd: Int32) -> Bool {
         while head < chunks.count {
             let chunk = chunks[head]
-            let n = chunk.withUnsafeBytes { raw in
-                Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+            let start = offset
+            let result = chunk.withUnsafeBytes { raw in
+                Result { () throws(SystemError) -> Int in try Posix.send(fd, UnsafeRawBufferPointer(rebasing: raw[start...])) }
             }
-            if n < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN { break }
-                return false
-            }
+            guard case .success(let n) = result else { return false }
+            if n == 0 && !chunk.isEmpty { break }  // the socket is full
             offset += n
             byteCount -= n
             if offset == chunk.count {

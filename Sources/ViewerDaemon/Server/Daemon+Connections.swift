@@ -1,3 +1,4 @@
+import SystemCalls
 import CPosix
 import Foundation
 import ViewerProtocol
