@@ -117,6 +117,27 @@ struct StoredRenditionsTests {
         daemon.stop()
     }
 
+    @Test("allow_larger serves a rendition at most 25 % larger, found right after its render")
+    func slightlyLargerRightAfterRender() throws {
+        let daemon = try DaemonProcess()
+        let photo = try Fixtures.write(daemon.directory + "/photo.jpg", width: 1000, height: 1000)
+        let client = try daemon.connect()
+        let stored = try client.render(RenderRequest(path: photo, spec: spec(500, .jpeg)))
+
+        // At once: the writer may not have committed the 500 yet.
+        let answer = try client.render(larger(photo, spec(466, .jpeg)))
+
+        #expect(answer.fromCache == true)
+        #expect((answer.width, answer.height) == (500, 500))
+        let sameBytes = answer.bytes == stored.bytes
+        #expect(sameBytes)
+        // 500 is more than 25 % above 390: rendered.
+        let far = try client.render(larger(photo, spec(390, .jpeg)))
+        #expect(far.fromCache == false && (far.width, far.height) == (390, 390))
+        #expect(try client.stats()["larger_served"] == 1)
+        daemon.stop()
+    }
+
     @Test("allow_larger serves a fill only of the box's aspect ratio")
     func fillKeepsAspect() throws {
         // Given fills of 120x100 (6:5, fewer pixels) and 120x120 (square) stored
