@@ -8,7 +8,8 @@ import Glibc
 #endif
 
 /// Which stored rendition may serve or seed a request, through the real daemon: derivations
-/// give what a direct render gives, and `allow_larger` keeps to its contract.
+/// give what a direct render gives, `allow_larger` keeps to its contract, and renditions of
+/// passed descriptors are reached by INVALIDATE.
 @Suite("Stored renditions through the daemon", .serialized)
 struct StoredRenditionsTests {
     /// A 1000x1000 PNG: an opaque red disc on transparent pixels (alpha 0 in the corners).
@@ -155,6 +156,37 @@ struct StoredRenditionsTests {
         // Then the square one answers, never the 6:5 one
         #expect(square.fromCache == true)
         #expect((square.width, square.height) == (120, 120))
+        daemon.stop()
+    }
+
+    // MARK: Descriptors and INVALIDATE (review #3)
+
+    @Test("a rendition of a descriptor with an empty or relative path is reached by INVALIDATE /",
+          arguments: ["", "relative/name.png"])
+    func descriptorRenditionsAreInvalidated(name: String) throws {
+        // Given a rendition made from a passed descriptor, named by an empty or relative path
+        let daemon = try DaemonProcess()
+        let photo = try Fixtures.write(daemon.directory + "/fd.png", width: 600, height: 400)
+        let connection = try RawSocket.greeted(path: daemon.socketPath)
+        let fd = open(photo, O_RDONLY)
+        defer { close(fd) }
+        let request = RenderRequest(path: name, spec: spec(128, .jpeg))
+        func render(id: UInt32) throws -> RenderResult? {
+            try connection.send(request, id: id, descriptor: fd)
+            guard case .result(let result) = try connection.read().message else { return nil }
+            return result
+        }
+        #expect(try render(id: 1)?.fromCache == false)
+        #expect(try render(id: 2)?.fromCache == true)
+
+        // When the owner invalidates everything
+        try connection.send(.invalidate(InvalidateRequest(path: "/", recursive: true)), id: 3)
+        let (id, ack) = try connection.read()
+        guard case .ack(let count) = ack else { Issue.record("\(ack)"); return }
+        #expect(id == 3 && count > 0)
+
+        // Then the same request renders again
+        #expect(try render(id: 4)?.fromCache == false)
         daemon.stop()
     }
 }
