@@ -55,7 +55,7 @@ let package = Package(
         .testTarget(name: "ViewerProtocolTests", dependencies: ["ViewerProtocol", "ViewerTestSupport"], exclude: ["FuzzRegressions"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "ViewerProtocol", "ViewerTestSupport"]),
         .testTarget(name: "RenditionStoreTests", dependencies: ["RenditionStore", "Locking", "ViewerTestSupport"]),
-        .testTarget(name: "ViewerDaemonTests", dependencies: ["ViewerDaemon", "ViewerProtocol", "SystemCalls", "Locking", "ViewerTestSupport"]),
+        .testTarget(name: "ViewerDaemonTests", dependencies: ["ViewerDaemon", "ViewerProtocol", "SystemCalls", "Locking", "Rendering", "RenditionStore", "ViewerTestSupport"]),
         .executableTarget(name: "store-crash-writer", dependencies: ["RenditionStore", "ViewerTestSupport"], path: "Tests/StoreCrashWriter"),
         .testTarget(name: "EndToEndTests", dependencies: ["ViewerClient", "ViewerProtocol", "Rendering", "SystemCalls", "ViewerTestSupport"]),
         .testTarget(name: "ViewerClientTests", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),

@@ -19,7 +19,8 @@ public struct AssetIdentity: Hashable, Sendable {
         self.ctimeNanos = ctimeNanos
     }
 
-    init(_ st: stat) {
+    /// The identity a `stat` or `fstat` result describes.
+    public init(_ st: stat) {
         self.init(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), size: UInt64(st.st_size),
                   mtimeNanos: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
                   ctimeNanos: Int64(st.st_ctim.tv_sec) * 1_000_000_000 + Int64(st.st_ctim.tv_nsec))
@@ -67,8 +68,14 @@ public final class SourceFile: Sendable {
 
     /// Takes ownership of a descriptor a client passed (proof that it may read the file);
     /// `path` only names it. It must be open for reading and be a regular file.
-    public init(descriptor fd: Int32, path: String) throws(RenderError) {
-        let name = path.isEmpty ? "descriptor" : path
+    ///
+    /// - Parameters:
+    ///   - resolvingPath: name the file by its real path as this process sees it
+    ///     (`realPath(of:)`) rather than by `path`, when it has one. The daemon indexes
+    ///     renditions under this name for INVALIDATE and the sweep; a client's name for a
+    ///     descriptor may be empty, relative, or another file's, so it is only a fallback.
+    public init(descriptor fd: Int32, path: String, resolvingPath: Bool = false) throws(RenderError) {
+        let name = (resolvingPath ? Self.realPath(of: fd) : nil) ?? (path.isEmpty ? "descriptor" : path)
         let mode = fcntl(fd, F_GETFL)
         guard mode >= 0 else {
             let e = errno
@@ -83,6 +90,19 @@ public final class SourceFile: Sendable {
         self.path = name
         self.descriptor = fd
         self.identity = try Self.regularFileIdentity(fd, name: name)
+    }
+
+    /// The absolute path of the file open on `fd`, from `/proc/self/fd`; nil when there is
+    /// none: a file deleted since it was opened (the kernel appends " (deleted)"), a pipe or
+    /// socket ("pipe:[…]"), a file outside this process's root, or no /proc.
+    public static func realPath(of fd: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
+        // n == count - 1 may be a truncated path: better no name than a wrong one.
+        guard n > 0, n < buffer.count - 1 else { return nil }
+        let path = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard path.hasPrefix("/"), !path.hasSuffix(" (deleted)") else { return nil }
+        return path
     }
 
     /// The identity of the file open on `fd`, which must be a regular file; closes `fd`

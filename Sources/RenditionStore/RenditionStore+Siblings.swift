@@ -13,9 +13,11 @@ extension RenditionKey {
 extension RenditionStore {
     /// The keys of every rendition stored for `source` (identity bytes) at `path`, from the
     /// path index: the other sizes and formats of the same file, for derivations and
-    /// previews. Committed entries only.
+    /// previews. Puts still queued for the writer count too: a rendition is found the moment
+    /// it is put, as `StoreReader` finds its bytes, not only once the writer has committed.
     public func renditionKeys(path: String, source: [UInt8]) -> [RenditionKey] {
-        let pathKey = PathIndex.key(for: Array(path.utf8))
+        let pathBytes = Array(path.utf8)
+        let pathKey = PathIndex.key(for: pathBytes)
         let keys = try? environment.read { txn in
             try txn.withCursor(environment.paths) { cursor -> [RenditionKey] in
                 var keys: [RenditionKey] = []
@@ -30,6 +32,8 @@ extension RenditionStore {
                 return keys
             }
         }
-        return keys ?? []
+        let committed = keys ?? []
+        let pending = writer.pendingKeys(path: pathBytes, source: source).filter { !committed.contains($0) }
+        return committed + pending
     }
 }

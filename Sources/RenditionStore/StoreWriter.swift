@@ -30,11 +30,19 @@ final class StoreWriter: Sendable {
         case directory(String)
     }
 
+    /// A put not yet committed: what it stores, and the path it is indexed under.
+    struct PendingPut {
+        var generation: UInt64
+        var key: RenditionKey
+        var path: [UInt8]
+        var value: [UInt8]
+    }
+
     /// Queued operations, and what was put but not yet committed (so that a read right after
-    /// a put finds it: read-your-writes for every reader).
+    /// a put finds it: read-your-writes for every reader, by key and by path).
     struct Queue {
         var operations: [Operation] = []
-        var pendingValues: [[UInt8]: (generation: UInt64, value: [UInt8])] = [:]
+        var pendingValues: [[UInt8]: PendingPut] = [:]
         var pendingFailures: [[UInt8]: (generation: UInt64, record: FailureRecord)] = [:]
         var generation: UInt64 = 0
     }
@@ -101,7 +109,7 @@ final class StoreWriter: Sendable {
     func put(_ key: RenditionKey, path: [UInt8], value: [UInt8]) {
         queue.withLock { q in
             q.generation += 1
-            q.pendingValues[key.bytes] = (q.generation, value)
+            q.pendingValues[key.bytes] = PendingPut(generation: q.generation, key: key, path: path, value: value)
             q.operations.append(.put(key, path: path, value: value, generation: q.generation))
         }
         wakeup.signal()
@@ -127,6 +135,13 @@ final class StoreWriter: Sendable {
     /// A value put and not yet committed, if any.
     func pendingValue(for key: [UInt8]) -> [UInt8]? {
         queue.withLock { $0.pendingValues[key]?.value }
+    }
+
+    /// The keys put for `path` and `source` (identity bytes) and not yet committed.
+    func pendingKeys(path: [UInt8], source: [UInt8]) -> [RenditionKey] {
+        queue.withLock { q in
+            q.pendingValues.values.filter { $0.path == path && $0.key.source.elementsEqual(source) }.map(\.key)
+        }
     }
 
     func pendingFailure(for identity: [UInt8]) -> FailureRecord? {

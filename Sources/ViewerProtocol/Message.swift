@@ -95,7 +95,8 @@ public struct Welcome: Sendable, Equatable {
 /// Client → server: render (or fetch from the cache) one rendition of one file.
 public struct RenderRequest: Sendable, Equatable {
     /// Absolute path of the source file. With a descriptor attached (flag `descriptor`),
-    /// the descriptor is the source and the path only names it (for logs and invalidation).
+    /// the descriptor is the source, and the server names it by the path it finds for the
+    /// descriptor; this path names it only when the server finds none.
     public var path: String
     public var spec: RenditionSpec
     public var priority: Priority

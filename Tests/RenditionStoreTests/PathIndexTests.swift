@@ -9,6 +9,31 @@ struct PathIndexTests {
         return keys.map { reader.withRendition($0) { _, _ in true } == true }
     }
 
+    @Test("renditionKeys finds a put at once, before the writer commits it")
+    func renditionKeysSeesPendingPuts() throws {
+        // Given a writer thread held inside a completion (so nothing queued commits)
+        let dir = try StoreDirectory()
+        let store = try RenditionStore(configuration(dir))
+        let entered = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        store.invalidate(path: "/nothing") { _ in
+            entered.signal()
+            release.wait()
+        }
+        entered.wait()
+
+        // When a rendition is put
+        store.put(key(1, spec: 1), path: "/a/1.jpg", metadata: meta, bytes: [1])
+        store.put(key(2, spec: 1), path: "/a/1.jpg", metadata: meta, bytes: [2])  // another identity
+
+        // Then its path finds it, for its identity only
+        #expect(store.renditionKeys(path: "/a/1.jpg", source: identity(1)) == [key(1, spec: 1)])
+        #expect(store.renditionKeys(path: "/a/2.jpg", source: identity(1)) == [])
+        release.signal()
+        store.flush()
+        #expect(store.renditionKeys(path: "/a/1.jpg", source: identity(1)) == [key(1, spec: 1)])
+        store.close()
+    }
+
     @Test("invalidate(path:) removes every rendition of that path and nothing else")
     func invalidatePath() throws {
         // Given two renditions of /a/b/1.jpg and one of /a/b/2.jpg

@@ -31,7 +31,10 @@ extension Daemon {
         let key = RenditionKey(source: source.identity.bytes, spec: spec.keyBytes, rendererVersion: Renderer.version)
         if serveFromStore(key, requestID: requestID, on: connection) { return }
         // PhotoKit's fast resize mode: a stored rendition a little larger will do.
-        if request.allowLarger, let larger = slightlyLarger(than: spec, of: source),
+        // The header is read once, here or for the job.
+        let sniffed = request.allowLarger ? HeaderSniffer.sniff(descriptor: source.descriptor) : nil
+        if let sniffed, let larger = StoredRenditions(store: store, reader: reader).slightlyLarger(
+               than: spec, of: source, original: sniffed.header),
            serveFromStore(larger, requestID: requestID, on: connection) {
             stats.largerServed += 1
             return
@@ -48,7 +51,7 @@ extension Daemon {
             return send(connection, .error(ErrorReply(.busy, message)), requestID: requestID)
         }
         perform(inFlight.request(ref, key: key, priority: request.priority, delivery: request.delivery) { id in
-            makeJob(id, key: key, source: source, spec: spec)
+            makeJob(id, key: key, source: source, spec: spec, sniffed: sniffed)
         })
     }
 
@@ -72,75 +75,15 @@ extension Daemon {
 
     /// The job for `key`: from a larger stored rendition when there is one to derive from,
     /// else from the original, with the cost the scheduler admits it by.
-    func makeJob(_ id: JobID, key: RenditionKey, source: SourceFile, spec: RenditionSpec) -> RenderJob {
-        let sniffed = HeaderSniffer.sniff(descriptor: source.descriptor)
-        let base = derivationBase(for: source, spec: spec, original: sniffed.header)
+    func makeJob(_ id: JobID, key: RenditionKey, source: SourceFile, spec: RenditionSpec,
+                 sniffed: HeaderSniffer.Sniffed? = nil) -> RenderJob {
+        let sniffed = sniffed ?? HeaderSniffer.sniff(descriptor: source.descriptor)
+        let base = StoredRenditions(store: store, reader: reader).derivationBase(for: source, spec: spec, original: sniffed.header)
         if base != nil { stats.derivations += 1 }
         let cost = base.map { Renderer.estimateCost(SourceHeader(width: $0.width, height: $0.height, bands: 4, loader: "derived"), spec: spec) }
             ?? HeaderSniffer.cost(of: source, sniffed, spec: spec)
         return RenderJob(key: key, source: source, spec: spec, priority: .normal, sequence: id, cost: cost,
                          derivedFrom: base?.bytes)
-    }
-
-    /// A stored rendition of the same file, larger than `spec` asks and in the same geometry,
-    /// to render from instead of decoding the original, when the original is at least four
-    /// times as many pixels (or of a format the daemon cannot size): the smallest such.
-    func derivationBase(for source: SourceFile, spec: RenditionSpec, original: SourceHeader?) -> (bytes: [UInt8], width: Int, height: Int)? {
-        guard !spec.upscale else { return nil }
-        var best: (key: RenditionKey, pixels: Int)?
-        for key in store.renditionKeys(path: source.path, source: source.identity.bytes) {
-            guard let candidate = RenditionSpec(keyBytes: key.specBytes), candidate.format != .raw,
-                  candidate.page == spec.page, candidate.fit == spec.fit, !candidate.upscale else { continue }
-            if spec.fit == .fill && (spec.crop != .centre || candidate.crop != .centre) { continue }
-            guard let size = reader.withRendition(key, { meta, _ in (Int(meta.width), Int(meta.height)) }) else { continue }
-            guard Self.derivable(from: size, to: spec) else { continue }
-            if let original {
-                if size.0 * size.1 * 4 > original.width * original.height { continue }
-                // The worker makes a derivation exactly the size a direct render would have
-                // (libvips' plan for the original); the rendition must cover it on both sides.
-                let direct = Renderer.outputSize(original, spec: spec)
-                guard size.0 >= direct.width, size.1 >= direct.height else { continue }
-            }
-            if best == nil || size.0 * size.1 < best!.pixels { best = (key, size.0 * size.1) }
-        }
-        guard let best else { return nil }
-        return reader.withRendition(best.key) { meta, bytes in (Array(bytes), Int(meta.width), Int(meta.height)) }
-    }
-
-    /// A stored rendition of the same file and output that is at most 25 % larger on each
-    /// side than what `spec` would make, for requests that allow it.
-    func slightlyLarger(than spec: RenditionSpec, of source: SourceFile) -> RenditionKey? {
-        var best: (key: RenditionKey, pixels: Int)?
-        for key in store.renditionKeys(path: source.path, source: source.identity.bytes) {
-            guard var candidate = RenditionSpec(keyBytes: key.specBytes) else { continue }
-            (candidate.width, candidate.height) = (spec.width, spec.height)
-            guard candidate == spec,
-                  let size = reader.withRendition(key, { meta, _ in (Int(meta.width), Int(meta.height)) }) else { continue }
-            let wanted = Self.fitted(size, into: spec)
-            guard size.0 >= wanted.0, size.1 >= wanted.1, size.0 * 4 <= wanted.0 * 5, size.1 * 4 <= wanted.1 * 5 else { continue }
-            if best == nil || size.0 * size.1 < best!.pixels { best = (key, size.0 * size.1) }
-        }
-        return best?.key
-    }
-
-    /// The size `spec` makes from an image of `size`, to within a pixel (Renderer.outputSize).
-    static func fitted(_ size: (Int, Int), into spec: RenditionSpec) -> (Int, Int) {
-        let out = Renderer.outputSize(SourceHeader(width: size.0, height: size.1, bands: 4, loader: "derived"), spec: spec)
-        return (out.width, out.height)
-    }
-
-    /// Whether a rendition of `size` holds everything `spec` needs: strictly larger, and for
-    /// `fill` the same aspect ratio (a centre crop of a centre crop is the same crop).
-    static func derivable(from size: (Int, Int), to spec: RenditionSpec) -> Bool {
-        let (w, h) = size
-        switch spec.fit {
-        case .fit:
-            let bw = spec.width == 0 ? Double.infinity : Double(spec.width)
-            let bh = spec.height == 0 ? Double.infinity : Double(spec.height)
-            return min(bw / Double(w), bh / Double(h)) < 1
-        case .fill:
-            return w * Int(spec.height) == h * Int(spec.width) && w > Int(spec.width)
-        }
     }
 
     /// Carries out the in-flight table's actions, in order.

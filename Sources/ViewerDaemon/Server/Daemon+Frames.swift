@@ -107,7 +107,7 @@ extension Daemon {
     /// passed proves access; a path is served to the daemon's own user (and root), and to
     /// other users only under a configured shared root.
     func openSource(path: String, descriptor: Int32?, for connection: Connection) throws(RenderError) -> SourceFile {
-        if let descriptor { return try SourceFile(descriptor: descriptor, path: path) }
+        if let descriptor { return try SourceFile(descriptor: descriptor, path: path, resolvingPath: true) }
         guard path.hasPrefix("/") else { throw .invalidPath("path must be absolute: \(path)") }
         if connection.peerUID != getuid() && connection.peerUID != 0 {
             guard let real = realpath(path, nil) else { throw RenderError.fromErrno(errno, path: path) }

@@ -27,9 +27,41 @@ final class StoreMaintenance: Sendable {
         let nanos = interval.components.seconds * 1_000_000_000 + interval.components.attoseconds / 1_000_000_000
         while stopSignal.wait(timeout: .now() + .nanoseconds(Int(nanos))) == .timedOut {
             let removed = store.sweep(limit: batch) { path, identity in
-                AssetIdentity.of(path: path)?.bytes == identity
+                Self.isCurrent(Lookup(path: path), identity: identity)
             }
             if removed > 0 { Log.info("event=store-swept removed=\(removed)") }
+        }
+    }
+
+    /// What a `stat` of an indexed path says, as the daemon's user.
+    enum Lookup: Equatable {
+        case found(AssetIdentity)
+        /// Nothing is at the path (ENOENT, ENOTDIR).
+        case gone
+        /// The daemon cannot tell (EACCES and any other failure).
+        case unknown(errno: Int32)
+
+        init(path: String) {
+            var st = stat()
+            guard stat(path, &st) != 0 else {
+                self = .found(AssetIdentity(st))
+                return
+            }
+            let e = errno
+            self = e == ENOENT || e == ENOTDIR ? .gone : .unknown(errno: e)
+        }
+    }
+
+    /// Whether an item indexed under a path with `identity` stays. A rendition of a file the
+    /// daemon cannot `stat` stays: a client of another user passed it by descriptor precisely
+    /// because the daemon cannot reach the file (a 0700 home), and a failed `stat` says
+    /// nothing about whether the file changed. The key (the identity) still keeps stale
+    /// pixels from ever being served, and eviction reclaims the space.
+    static func isCurrent(_ lookup: Lookup, identity: [UInt8]) -> Bool {
+        switch lookup {
+        case .found(let now): return now.bytes == identity
+        case .gone: return false
+        case .unknown: return true
         }
     }
 

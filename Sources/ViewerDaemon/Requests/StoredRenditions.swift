@@ -1,0 +1,152 @@
+import Rendering
+import RenditionStore
+import ViewerProtocol
+
+/// Which stored rendition of a file may stand in for a request: as the base of a derivation
+/// (a smaller size rendered from a larger stored one instead of the original), or as the
+/// answer itself when the client allows a slightly larger one (`allow_larger`).
+///
+/// The rule behind both: a stored rendition may only serve or seed what a direct render of
+/// the original would give. So a candidate's spec must equal the request's in everything
+/// but the box (format, quality, background, fit, crop, page, upscale), and its size is
+/// judged against what the request would make from the original, never from the candidate.
+///
+/// ```swift
+/// let stored = StoredRenditions(store: store, reader: reader)
+/// if let key = stored.slightlyLarger(than: spec, of: source, original: header) { … }
+/// let base = stored.derivationBase(for: source, spec: spec, original: header)
+/// ```
+///
+/// The rules themselves (`base(among:for:original:)`, `larger(among:than:original:)`) are
+/// pure functions of the candidates, unit-tested without a store.
+struct StoredRenditions {
+    /// A rendition the store holds for the source: its key, its (normalized) spec, its size.
+    struct Candidate: Equatable {
+        let key: RenditionKey
+        let spec: RenditionSpec
+        let width: Int
+        let height: Int
+
+        var pixels: Int { width * height }
+    }
+
+    /// The renditions stored for a source (committed or still queued for the writer).
+    let candidates: (SourceFile) -> [Candidate]
+    /// A stored rendition's encoded bytes, or nil if it is gone.
+    let bytes: (RenditionKey) -> [UInt8]?
+
+    init(candidates: @escaping (SourceFile) -> [Candidate], bytes: @escaping (RenditionKey) -> [UInt8]?) {
+        self.candidates = candidates
+        self.bytes = bytes
+    }
+
+    /// Reads candidates from `store`'s path index and sizes and bytes through `reader`
+    /// (so on the reader's thread: the event loop's).
+    init(store: RenditionStore, reader: StoreReader) {
+        self.init(candidates: { source in
+            store.renditionKeys(path: source.path, source: source.identity.bytes).compactMap { key in
+                guard let spec = RenditionSpec(keyBytes: key.specBytes),
+                      let size = reader.withRendition(key, { meta, _ in (Int(meta.width), Int(meta.height)) })
+                else { return nil }
+                return Candidate(key: key, spec: spec, width: size.0, height: size.1)
+            }
+        }, bytes: { key in reader.withRendition(key) { _, payload in Array(payload) } })
+    }
+
+    /// The stored rendition to derive `spec` from instead of decoding the original, with its
+    /// bytes and size; nil to render from the original.
+    ///
+    /// - Parameters:
+    ///   - original: the original's header as sniffed, if its format is known; without it
+    ///     any larger rendition of the same spec but the box will do.
+    func derivationBase(for source: SourceFile, spec: RenditionSpec,
+                        original: SourceHeader?) -> (bytes: [UInt8], width: Int, height: Int)? {
+        guard let base = Self.base(among: candidates(source), for: spec, original: original),
+              let bytes = bytes(base.key) else { return nil }
+        return (bytes, base.width, base.height)
+    }
+
+    /// The key of a stored rendition that may answer `spec` for a client that set
+    /// `allow_larger` (PROTOCOL.md, RENDER field 13); nil when there is none.
+    ///
+    /// - Parameters:
+    ///   - original: the original's header as sniffed; nil (a format the daemon cannot
+    ///     size) finds nothing, since "larger than what the spec would make" is unknown.
+    func slightlyLarger(than spec: RenditionSpec, of source: SourceFile, original: SourceHeader?) -> RenditionKey? {
+        guard let original else { return nil }
+        return Self.larger(among: candidates(source), than: spec, original: original)?.key
+    }
+
+    // MARK: The rules
+
+    /// Whether `candidate`'s spec equals `spec` in everything but the box: then its pixels
+    /// are what a direct render of `spec` gives, at another size.
+    static func sameButBox(_ candidate: RenditionSpec, _ spec: RenditionSpec) -> Bool {
+        var boxed = candidate.normalized()
+        (boxed.width, boxed.height) = (spec.width, spec.height)
+        return boxed == spec.normalized()
+    }
+
+    /// The smallest candidate that a derivation of `spec` may start from: same spec but the
+    /// box; larger than the box (a derivation only shrinks); for `fill`, a centre crop of
+    /// the same aspect ratio (a centre crop of a centre crop is the same crop; attention and
+    /// entropy crops depend on the pixels they see); not raw (the worker decodes the base).
+    /// With the original's header: at most a quarter of its pixels (else decoding the
+    /// original costs little more), and covering what a direct render would make on both
+    /// sides (the worker makes the derivation exactly that size).
+    static func base(among candidates: [Candidate], for spec: RenditionSpec, original: SourceHeader?) -> Candidate? {
+        let spec = spec.normalized()
+        guard !spec.upscale, spec.format != .raw, spec.fit == .fit || spec.crop == .centre else { return nil }
+        return candidates.filter { candidate in
+            guard sameButBox(candidate.spec, spec), derivable(candidate, to: spec) else { return false }
+            guard let original else { return true }
+            guard candidate.pixels * 4 <= original.width * original.height else { return false }
+            let direct = Renderer.outputSize(upright(original, like: candidate, fit: spec.fit), spec: spec)
+            return candidate.width >= direct.width && candidate.height >= direct.height
+        }.min { $0.pixels < $1.pixels }
+    }
+
+    /// The smallest candidate that answers `spec` under `allow_larger`: same spec but the
+    /// box, at least what `spec` makes from the original and at most 25 % more on each side,
+    /// and for `fill` the same aspect ratio as the box.
+    static func larger(among candidates: [Candidate], than spec: RenditionSpec, original: SourceHeader) -> Candidate? {
+        let spec = spec.normalized()
+        return candidates.filter { candidate in
+            guard sameButBox(candidate.spec, spec) else { return false }
+            let (w, h) = (candidate.width, candidate.height)
+            let wanted = Renderer.outputSize(upright(original, like: candidate, fit: spec.fit), spec: spec)
+            guard wanted.width > 0, wanted.height > 0 else { return false }
+            if spec.fit == .fill && w * wanted.height != h * wanted.width { return false }
+            return w >= wanted.width && h >= wanted.height && w * 4 <= wanted.width * 5 && h * 4 <= wanted.height * 5
+        }.min { $0.pixels < $1.pixels }
+    }
+
+    /// Whether a rendition holds everything `spec` needs: strictly larger than the box on
+    /// its binding side, and for `fill` the same aspect ratio as the box.
+    static func derivable(_ candidate: Candidate, to spec: RenditionSpec) -> Bool {
+        let (w, h) = (candidate.width, candidate.height)
+        guard w > 0, h > 0 else { return false }
+        switch spec.fit {
+        case .fit:
+            let bw = spec.width == 0 ? Double.infinity : Double(spec.width)
+            let bh = spec.height == 0 ? Double.infinity : Double(spec.height)
+            return min(bw / Double(w), bh / Double(h)) < 1
+        case .fill:
+            return w * Int(spec.height) == h * Int(spec.width) && w > Int(spec.width)
+        }
+    }
+
+    /// The original's header turned the way the renderer sees it. The sniffer reads no EXIF
+    /// orientation, so a phone's portrait JPEG sniffs as landscape; a `fit` rendition of the
+    /// same file shows the upright shape (its longer side is the upright original's), so
+    /// the sides are swapped when the two disagree. A `fill` rendition is the box's shape
+    /// and tells nothing, but neither does the orientation change what `fill` makes.
+    static func upright(_ original: SourceHeader, like candidate: Candidate, fit: FitMode) -> SourceHeader {
+        guard fit == .fit, original.orientation < 5, candidate.width != candidate.height,
+              original.width != original.height,
+              (candidate.width > candidate.height) != (original.width > original.height) else { return original }
+        var turned = original
+        (turned.width, turned.height) = (original.height, original.width)
+        return turned
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+import Rendering
+import Testing
+@testable import ViewerDaemon
+
+@Suite("StoreMaintenance")
+struct StoreMaintenanceTests {
+    let identity = AssetIdentity(device: 1, inode: 2, size: 3, mtimeNanos: 4, ctimeNanos: 5)
+
+    @Test("the sweep drops what changed or vanished, and keeps what it cannot stat")
+    func verdicts() {
+        var changed = identity
+        changed.mtimeNanos += 1
+        #expect(StoreMaintenance.isCurrent(.found(identity), identity: identity.bytes))
+        #expect(!StoreMaintenance.isCurrent(.found(changed), identity: identity.bytes))
+        #expect(!StoreMaintenance.isCurrent(.gone, identity: identity.bytes))
+        // Another user's file, passed by descriptor: the daemon may not stat it.
+        #expect(StoreMaintenance.isCurrent(.unknown(errno: EACCES), identity: identity.bytes))
+    }
+
+    @Test("a stat that fails for another reason than a missing file is unknown, not gone")
+    func lookups() throws {
+        let directory = NSTemporaryDirectory() + "viewerd-sweep-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/a.jpg"
+        _ = FileManager.default.createFile(atPath: file, contents: Data([1, 2, 3]))
+
+        guard case .found(let found) = StoreMaintenance.Lookup(path: file) else { Issue.record("not found"); return }
+        #expect(found.size == 3)
+        #expect(StoreMaintenance.Lookup(path: directory + "/missing.jpg") == .gone)
+        #expect(StoreMaintenance.Lookup(path: file + "/under-a-file.jpg") == .gone)
+        // Root reads any directory, so EACCES cannot be made here; a name too long stands for it.
+        let long = directory + "/" + String(repeating: "x", count: 300)
+        #expect(StoreMaintenance.Lookup(path: long) == .unknown(errno: ENAMETOOLONG))
+    }
+}

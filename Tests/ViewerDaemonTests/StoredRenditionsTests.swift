@@ -1,0 +1,118 @@
+import Rendering
+import RenditionStore
+import Testing
+@testable import ViewerDaemon
+import ViewerProtocol
+
+/// A stored rendition for the rules: `spec`'s key, and the size it came out.
+func stored(_ spec: RenditionSpec, _ width: Int, _ height: Int) -> StoredRenditions.Candidate {
+    let spec = spec.normalized()
+    return StoredRenditions.Candidate(key: RenditionKey(source: [7, 7, 7], spec: spec.keyBytes, rendererVersion: 1),
+                                      spec: spec, width: width, height: height)
+}
+
+func box(_ width: UInt32, _ height: UInt32, _ format: OutputFormat = .jpeg, fit: FitMode = .fit,
+         background: UInt32 = 0xFFFFFF, quality: UInt8 = 0) -> RenditionSpec {
+    RenditionSpec(width: width, height: height, fit: fit, format: format, quality: quality, background: background)
+}
+
+/// The header the daemon sniffs from a 1000x1000 original.
+let squareOriginal = SourceHeader(width: 1000, height: 1000, bands: 4, loader: "pngload")
+
+@Suite("StoredRenditions")
+struct StoredRenditionsTests {
+    // MARK: Derivation bases
+
+    @Test("a base must equal the request but for the box: format, background and quality")
+    func baseEqualsButBox() {
+        // Given a 500 box stored in each of several outputs
+        let candidates = [stored(box(500, 500, .jpeg), 500, 500),
+                          stored(box(500, 500, .jpeg, background: 0), 500, 500),
+                          stored(box(500, 500, .jpeg, quality: 30), 500, 500),
+                          stored(box(500, 500, .webp), 500, 500)]
+
+        // Then each request derives only from its own kind
+        #expect(StoredRenditions.base(among: candidates, for: box(200, 200, .png), original: squareOriginal) == nil)
+        #expect(StoredRenditions.base(among: candidates, for: box(200, 200, .jpeg), original: squareOriginal) == candidates[0])
+        #expect(StoredRenditions.base(among: candidates, for: box(200, 200, .jpeg, background: 0),
+                                      original: squareOriginal) == candidates[1])
+        #expect(StoredRenditions.base(among: candidates, for: box(200, 200, .jpeg, quality: 90), original: squareOriginal) == nil)
+        #expect(StoredRenditions.base(among: candidates, for: box(200, 200, .webp), original: squareOriginal) == candidates[3])
+    }
+
+    @Test("a base is larger than the box, covers the direct render, and is the smallest such")
+    func baseSize() {
+        let candidates = [stored(box(150, 150), 150, 150), stored(box(400, 400), 400, 400), stored(box(300, 300), 300, 300)]
+        #expect(StoredRenditions.base(among: candidates, for: box(200, 200), original: squareOriginal) == candidates[2])
+        // More than a quarter of the original's pixels: decoding the original costs little more.
+        #expect(StoredRenditions.base(among: [stored(box(600, 600), 600, 600)], for: box(200, 200),
+                                      original: squareOriginal) == nil)
+        // Without a header, any larger one of the same spec will do.
+        #expect(StoredRenditions.base(among: [stored(box(600, 600), 600, 600)], for: box(200, 200), original: nil) != nil)
+    }
+
+    @Test("no base for raw, upscale, or a fill of another aspect ratio or a content-aware crop")
+    func noBase() {
+        #expect(StoredRenditions.base(among: [stored(box(400, 400, .raw), 400, 400)], for: box(200, 200, .raw),
+                                      original: squareOriginal) == nil)
+        var up = box(200, 200)
+        up.upscale = true
+        var storedUp = box(400, 400)
+        storedUp.upscale = true
+        #expect(StoredRenditions.base(among: [stored(storedUp, 400, 400)], for: up, original: squareOriginal) == nil)
+        let fill = stored(box(480, 400, fit: .fill), 480, 400)
+        #expect(StoredRenditions.base(among: [fill], for: box(200, 200, fit: .fill), original: squareOriginal) == nil)
+        #expect(StoredRenditions.base(among: [fill], for: box(240, 200, fit: .fill), original: squareOriginal) == fill)
+        var attention = box(480, 400, fit: .fill)
+        attention.crop = .attention
+        var asked = box(240, 200, fit: .fill)
+        asked.crop = .attention
+        #expect(StoredRenditions.base(among: [stored(attention, 480, 400)], for: asked, original: squareOriginal) == nil)
+    }
+
+    // MARK: allow_larger
+
+    @Test("allow_larger: at least what the spec makes from the original, at most 25 % more a side")
+    func largerBounds() {
+        let candidates = [stored(box(424, 424), 424, 424), stored(box(205, 205), 205, 205),
+                          stored(box(600, 600), 600, 600), stored(box(500, 500), 500, 500)]
+        // 424 and 205 are smaller than 466 would make: never served.
+        #expect(StoredRenditions.larger(among: candidates, than: box(466, 466), original: squareOriginal) == candidates[3])
+        #expect(StoredRenditions.larger(among: candidates, than: box(600, 600), original: squareOriginal) == candidates[2])
+        // 500 is more than 25 % above 390; 424 is within.
+        #expect(StoredRenditions.larger(among: candidates, than: box(390, 390), original: squareOriginal) == candidates[0])
+        #expect(StoredRenditions.larger(among: Array(candidates[1...]), than: box(390, 390), original: squareOriginal) == nil)
+    }
+
+    @Test("allow_larger: an original smaller than the box is served at its own size")
+    func largerSmallOriginal() {
+        let small = SourceHeader(width: 300, height: 200, bands: 3, loader: "jpegload")
+        let candidate = stored(box(800, 800), 300, 200)
+        #expect(StoredRenditions.larger(among: [candidate], than: box(700, 700), original: small) == candidate)
+    }
+
+    @Test("allow_larger: a fill only of the box's aspect ratio")
+    func largerFillAspect() {
+        let wide = stored(box(120, 100, fit: .fill), 120, 100)
+        let square = stored(box(120, 120, fit: .fill), 120, 120)
+        #expect(StoredRenditions.larger(among: [wide], than: box(100, 100, fit: .fill), original: squareOriginal) == nil)
+        #expect(StoredRenditions.larger(among: [wide, square], than: box(100, 100, fit: .fill),
+                                        original: squareOriginal) == square)
+    }
+
+    @Test("allow_larger: the same spec but the box, nothing else")
+    func largerSameSpec() {
+        let png = stored(box(500, 500, .png), 500, 500)
+        let black = stored(box(500, 500, background: 0), 500, 500)
+        #expect(StoredRenditions.larger(among: [png, black], than: box(466, 466), original: squareOriginal) == nil)
+    }
+
+    @Test("the sniffed original is turned the way a stored fit rendition shows it (EXIF rotation)")
+    func uprightFromCandidate() {
+        // A phone JPEG sniffs 4000x3000 (no EXIF read); rendered upright it is 3000x4000.
+        let sniffed = SourceHeader(width: 4000, height: 3000, bands: 3, loader: "jpegload")
+        let portrait = stored(box(500, 500), 375, 500)
+        #expect(StoredRenditions.larger(among: [portrait], than: box(466, 466), original: sniffed) == portrait)
+        #expect(StoredRenditions.larger(among: [portrait], than: box(300, 300), original: sniffed) == nil)
+    }
+}
