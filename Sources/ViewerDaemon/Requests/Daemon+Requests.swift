@@ -66,7 +66,7 @@ extension Daemon {
         }
         if hit == true {
             stats.hits += 1
-            dirty[connection.id] = connection
+            connections.touch(connection)
             return true
         }
         stats.misses += 1
@@ -110,7 +110,7 @@ extension Daemon {
 
     /// Queues one answer of the in-flight table on its connection, if it is still open.
     private func deliver(_ answer: InFlight<RenditionKey, RenderJob, Rendition>.Answer, to request: RequestRef) {
-        guard let connection = connectionsByID[request.connection] else { return }
+        guard let connection = connections.byID[request.connection] else { return }
         switch answer {
         case .result(let rendition):
             connection.enqueueRendition(.result, requestID: request.id, format: rendition.format, width: rendition.width,
@@ -125,7 +125,7 @@ extension Daemon {
         case .cancelled:
             connection.enqueue(.cancelled, requestID: request.id)
         }
-        dirty[connection.id] = connection
+        connections.touch(connection)
     }
 
     /// What the pool and the store's writer reported since the last look.
@@ -148,7 +148,7 @@ extension Daemon {
                     perform(inFlight.finished(job.sequence, .cancelled))
                 }
             case .ack(let connectionID, let requestID, let count):
-                guard let connection = connectionsByID[connectionID] else { continue }
+                guard let connection = connections.byID[connectionID] else { continue }
                 send(connection, .ack(count: UInt64(count)), requestID: requestID)
             }
         }

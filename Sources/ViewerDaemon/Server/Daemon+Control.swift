@@ -93,7 +93,13 @@ extension Daemon {
 
     func statsReply() -> StatsReply {
         StatsReport(daemon: stats, inFlight: inFlight.counters, jobsInFlight: inFlight.jobCount,
-                    connections: connections.count, uptime: ContinuousClock.now - started,
+                    connections: connections.count, connectionsAccepted: connections.accepted, uptime: ContinuousClock.now - started,
                     workers: configuration.workerCount, pool: pool, store: store.stats).reply
+    }
+
+    /// The live figures `systemctl status viewerd` shows.
+    func statusLine() -> String {
+        "Serving: \(stats.requests) requests, \(stats.hits) hits, \(stats.renders) renders, " +
+        "\(pool.scheduler.stats.queued) queued, \(pool.runningCount) running, \(connections.count) clients"
     }
 }

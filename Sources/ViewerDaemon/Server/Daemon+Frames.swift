@@ -103,21 +103,8 @@ extension Daemon {
                                           maxOutstanding: UInt32(configuration.maxOutstandingPerClient))), requestID: 0)
     }
 
-    /// Opens the source a request names, checking that the peer may read it: a descriptor it
-    /// passed proves access; a path is served to the daemon's own user (and root), and to
-    /// other users only under a configured shared root.
+    /// Opens the source a request names, if the peer may read it (`SourceAccess`).
     func openSource(path: String, descriptor: Int32?, for connection: Connection) throws(RenderError) -> SourceFile {
-        if let descriptor { return try SourceFile(descriptor: descriptor, path: path, resolvingPath: true) }
-        guard path.hasPrefix("/") else { throw .invalidPath("path must be absolute: \(path)") }
-        if connection.peerUID != getuid() && connection.peerUID != 0 {
-            guard let real = realpath(path, nil) else { throw RenderError.fromErrno(errno, path: path) }
-            let resolved = String(cString: real)
-            free(real)
-            guard configuration.sharedRoots.contains(where: { resolved == $0 || resolved.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }) else {
-                throw .permissionDenied("\(path) (outside the shared roots: pass an open file descriptor instead)")
-            }
-            return try SourceFile(path: resolved)
-        }
-        return try SourceFile(path: path)
+        try SourceAccess(sharedRoots: configuration.sharedRoots).open(path: path, descriptor: descriptor, peerUID: connection.peerUID)
     }
 }

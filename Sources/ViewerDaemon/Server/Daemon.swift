@@ -6,12 +6,6 @@ import Locking
 import SystemCalls
 import ViewerProtocol
 
-/// Why the daemon could not start.
-public struct StartupError: Error, CustomStringConvertible {
-    public let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// The viewerd server: one event-loop thread owns every connection, the in-flight table and
 /// the counters; renders run in the worker processes and come back through `completions`.
 ///
@@ -36,11 +30,7 @@ public final class Daemon {
     let completions = CompletionQueue()
     let started = ContinuousClock.now
 
-    var connections: [Int32: Connection] = [:]
-    var connectionsByID: [UInt64: Connection] = [:]
-    var nextConnectionID: UInt64 = 1
-    /// Connections with answers queued since they were last flushed.
-    var dirty: [UInt64: Connection] = [:]
+    let connections: ConnectionSet
     var inFlight = InFlight<RenditionKey, RenderJob, Rendition>()
     var stats = DaemonStats()
     var shuttingDown = false
@@ -49,82 +39,16 @@ public final class Daemon {
     var scratch = [UInt8](repeating: 0, count: 64 * 1024)
     var receivedFDs = [Int32](repeating: -1, count: 16)
 
-    /// The service manager's socket, when started by systemd with `Type=notify`.
-    let notifier: Notifier?
     /// Whether systemd passed the listening socket (socket activation).
     let socketActivated: Bool
-    /// The service-manager timers and the idle clock (`Daemon+ServiceManager.swift`).
-    var service = ServiceTimers()
+    /// Readiness, status, watchdog and the idle clock, for systemd.
+    var service: ServiceManagerLink
 
     public init(configuration: Configuration) throws(StartupError) {
-        // Before any thread starts, so every thread inherits the blocked mask.
-        let signalFD = vd_signalfd_for_termination()
-        guard signalFD >= 0 else { throw StartupError("signalfd: \(SystemError("signalfd"))") }
-        self.signalFD = signalFD
-        // Still before any thread: these unset the variables they read (workers must not
-        // take the listening socket or talk to the service manager as if they were us).
-        let activationEnvironment = SocketActivation.environment()
-        notifier = Notifier(environment: Notifier.environment())
-        let inherited: SocketActivation.Inherited?
-        do throws(SocketActivation.Failure) {
-            inherited = try SocketActivation.take(environment: activationEnvironment)
-        } catch {
-            Posix.close(signalFD)
-            throw StartupError("socket activation: \(error)")
-        }
-        socketActivated = inherited != nil
-        // Every queued render holds its source open (the descriptor that proves access and
-        // pins the identity): allow as many as the system lets us.
-        _ = vd_raise_nofile()
-        var configuration = configuration
-        if let inherited {
-            if inherited.ignored > 0 { Log.warning("event=socket-activation ignored_descriptors=\(inherited.ignored)") }
-            configuration.socketPath = inherited.path  // for logs and status: the address clients use
-        }
-        // Shared roots are compared with resolved paths: resolve them once.
-        configuration.sharedRoots = configuration.sharedRoots.map { root in
-            guard let real = realpath(root, nil) else { return root }
-            defer { free(real) }
-            return String(cString: real)
-        }
-        self.configuration = configuration
-
-        // The socket first: its lock tells whether another viewerd serves it, and a daemon
-        // refused for that must leave nothing behind (not even a new cache directory).
-        do throws(Listener.Failure) {
-            if let inherited {
-                listener = Listener(inheritedFD: inherited.fd, path: inherited.path)
-            } else {
-                listener = try Listener(path: configuration.socketPath, group: configuration.socketGroup)
-            }
-        } catch {
-            throw StartupError("\(error)")
-        }
-        do throws(SystemError) {
-            try Posix.makeDirectories(configuration.cacheDirectory, mode: 0o700)
-        } catch {
-            listener.close()
-            throw StartupError("cannot create the cache directory \(configuration.cacheDirectory): \(error)")
-        }
-        guard access(configuration.cacheDirectory, W_OK) == 0 else {
-            listener.close()
-            throw StartupError("the cache directory \(configuration.cacheDirectory) is not writable")
-        }
-        var storeConfiguration = StoreConfiguration(directory: configuration.cacheDirectory,
-                                                    budgetBytes: configuration.cacheBudgetBytes)
-        // Test-only (make torture): a memory map too small for the budget, which may not grow,
-        // so that LMDB reports MDB_MAP_FULL and the writer must evict to go on.
-        let environment = ProcessInfo.processInfo.environment
-        if environment["VIEWERD_TEST_FAULTS"] == "1", let bytes = environment["VIEWERD_TEST_STORE_MAP"].flatMap({ Int($0) }) {
-            storeConfiguration.mapSize = bytes
-            storeConfiguration.maximumMapSize = bytes
-        }
-        do throws(StoreError) {
-            store = try RenditionStore(storeConfiguration, log: { Log.warning($0) })
-        } catch {
-            listener.close()
-            throw StartupError("cannot open the store in \(configuration.cacheDirectory): \(error)")
-        }
+        let resources = try DaemonResources.open(configuration)
+        (signalFD, socketActivated) = (resources.signalFD, resources.socketActivated)
+        service = ServiceManagerLink(notifier: resources.notifier, idleExit: resources.configuration.idleExit)
+        (self.configuration, listener, store) = (resources.configuration, resources.listener, resources.store)
         reader = store.makeReader()
         do throws(SystemError) {
             epoll = try Epoll()
@@ -137,6 +61,7 @@ public final class Daemon {
             store.close()
             throw StartupError("\(error)")
         }
+        connections = ConnectionSet(epoll: epoll)
         let completions = self.completions
         let wakeup = self.wakeup
         do throws(SystemError) {
@@ -158,24 +83,27 @@ public final class Daemon {
         Log.info("event=listening socket=\(Log.quote(configuration.socketPath)) " +
                  "cache=\(Log.quote(configuration.cacheDirectory)) workers=\(configuration.workerCount) " +
                  "activated=\(socketActivated ? "yes" : "no") pid=\(getpid())")
-        announceReady()
+        service.ready(status: statusLine())
         while true {
-            let timeout: Int32 = shuttingDown ? 50 : serviceTimeoutMillis()
+            let timeout: Int32 = shuttingDown ? 50 : service.timeoutMillis()
             for (fd, events) in epoll.wait(timeoutMillis: timeout) {
                 if fd == listener.fd {
-                    acceptConnections()
+                    connections.accept(from: listener.fd, maxRequestBody: configuration.maxRequestBody)
                 } else if fd == wakeup.fd {
                     wakeup.drain()
                     deliverCompletions()
                 } else if fd == signalFD {
                     let signal = vd_signalfd_read(signalFD)
                     if signal != 0 { beginShutdown(reason: "signal signal=\(signal)") }
-                } else if let connection = connections[fd] {
+                } else if let connection = connections.byFD[fd] {
                     handle(connection, events: events)
                 }
             }
-            flushDirty()
-            serviceTick()
+            flush()
+            if service.tick(status: statusLine, busy: !connections.isEmpty || inFlight.jobCount > 0,
+                            accepted: connections.accepted, stopping: shuttingDown) {
+                beginShutdown(reason: "idle idle_seconds=\(SettingKey.formatSeconds(configuration.idleExit))")
+            }
             if shuttingDown && shutdownComplete() { break }
         }
         finishShutdown()
@@ -190,7 +118,7 @@ public final class Daemon {
         shuttingDown = true
         shutdownDeadline = .now + .seconds(10)
         Log.info("event=shutdown reason=\(reason) in_flight=\(inFlight.jobCount) connections=\(connections.count)")
-        notifier?.send("STOPPING=1\nSTATUS=Stopping: \(inFlight.jobCount) renders in flight")
+        service.stopping(status: "Stopping: \(inFlight.jobCount) renders in flight")
         epoll.remove(listener.fd)
         listener.close()
         for job in pool.cancelQueued() {
@@ -205,7 +133,7 @@ public final class Daemon {
         let now = ContinuousClock.now
         if let deadline = shutdownDeadline, now >= deadline { return true }
         guard inFlight.jobCount == 0 else { return false }
-        if connections.values.allSatisfy({ $0.pendingOutbound == 0 }) { return true }
+        if connections.all.allSatisfy({ $0.pendingOutbound == 0 }) { return true }
         if drainDeadline == nil { drainDeadline = now + .seconds(2) }
         return now >= drainDeadline!
     }
@@ -217,9 +145,9 @@ public final class Daemon {
         for id in inFlight.jobIDs {
             perform(inFlight.withdrawn(id, ErrorReply(.shuttingDown, "viewerd stopped before this render finished")))
         }
-        flushDirty()
+        flush()
         maintenance.stop()
-        for connection in Array(connections.values) { close(connection) }
+        for connection in connections.all { connections.close(connection) }
         store.close()
         Log.info("event=stopped requests=\(stats.requests) renders=\(stats.renders) hits=\(stats.hits)")
     }

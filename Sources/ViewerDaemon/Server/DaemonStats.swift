@@ -1,6 +1,5 @@
 /// Counters of the daemon. Confined to the event loop thread.
 struct DaemonStats {
-    var connectionsAccepted: UInt64 = 0
     var requests: UInt64 = 0
     var hits: UInt64 = 0
     var misses: UInt64 = 0

@@ -10,6 +10,7 @@ struct StatsReport {
     let inFlight: InFlight<RenditionKey, RenderJob, Rendition>.Counters
     let jobsInFlight: Int
     let connections: Int
+    let connectionsAccepted: UInt64
     let uptime: Duration
     let workers: Int
     let pool: WorkerPool
@@ -27,7 +28,7 @@ struct StatsReport {
             ("uptime_seconds", UInt64(uptime.components.seconds)),
             ("protocol_version", UInt64(ProtocolVersion.current)),
             ("connections", UInt64(connections)),
-            ("connections_accepted", stats.connectionsAccepted),
+            ("connections_accepted", connectionsAccepted),
             ("requests", stats.requests),
             ("hits", stats.hits),
             ("misses", stats.misses),

@@ -1,0 +1,111 @@
+import CPosix
+import Foundation
+import SystemCalls
+
+/// The open connections and their epoll registrations: accepting, flushing, closing. Bytes
+/// only; what a closed connection leaves behind is the owner's (`onClose`).
+///
+/// Confined to the event loop thread.
+final class ConnectionSet {
+    private let epoll: Epoll
+    private(set) var byFD: [Int32: Connection] = [:]
+    private(set) var byID: [UInt64: Connection] = [:]
+    /// Connections with answers queued since they were last flushed.
+    private var dirty: [UInt64: Connection] = [:]
+    private var nextID: UInt64 = 1
+    /// Connections ever accepted.
+    private(set) var accepted: UInt64 = 0
+    /// Called once for each connection closed, after its socket is.
+    var onClose: (Connection) -> Void = { _ in }
+
+    init(epoll: Epoll) {
+        self.epoll = epoll
+    }
+
+    var count: Int { byFD.count }
+    var isEmpty: Bool { byFD.isEmpty }
+    var all: [Connection] { Array(byFD.values) }
+
+    func isOpen(_ connection: Connection) -> Bool { byFD[connection.fd] === connection }
+
+    /// Accepts every pending connection on `listener`.
+    func accept(from listener: Int32, maxRequestBody: UInt32) {
+        while true {
+            let fd = vd_accept(listener)
+            if fd < 0 {
+                if errno != EAGAIN && errno != ECONNABORTED {
+                    Log.warning("event=accept-failed error=\(Log.quote(SystemError("accept4").description))")
+                }
+                return
+            }
+            let connection = Connection(id: nextID, fd: fd, maxRequestBody: maxRequestBody)
+            nextID += 1
+            var pid: pid_t = 0, uid: uid_t = 0, gid: gid_t = 0
+            if vd_peer_credentials(fd, &pid, &uid, &gid) == 0 {
+                connection.peerUID = uid
+                connection.peerPID = pid
+            }
+            accepted += 1
+            byFD[fd] = connection
+            byID[connection.id] = connection
+            updateInterest(connection)
+        }
+    }
+
+    /// Notes that `connection` has something to send (or wants its interest updated).
+    func touch(_ connection: Connection) { dirty[connection.id] = connection }
+
+    /// Writes what each touched connection has queued and updates epoll. `resumed` is called
+    /// for a connection whose client caught up on its answers (reading resumes): it may
+    /// touch more connections, which are flushed in turn.
+    func flush(outboundLimit: Int, resumed: (Connection) -> Void) {
+        while !dirty.isEmpty {
+            let batch = dirty
+            dirty.removeAll(keepingCapacity: true)
+            for connection in batch.values where isOpen(connection) {
+                guard connection.flush() else {
+                    close(connection)
+                    continue
+                }
+                if connection.readPaused && connection.pendingOutbound < outboundLimit / 2 {
+                    connection.readPaused = false
+                    resumed(connection)  // frames that arrived while paused
+                }
+                updateInterest(connection)
+            }
+        }
+    }
+
+    private func updateInterest(_ connection: Connection) {
+        guard isOpen(connection) else { return }
+        if connection.closing && connection.pendingOutbound == 0 {
+            close(connection)
+            return
+        }
+        let events = connection.wantedEvents
+        guard events != connection.registeredEvents else { return }
+        do throws(SystemError) {
+            if connection.registeredEvents != nil {
+                try epoll.modify(connection.fd, events: events)
+            } else {
+                try epoll.add(connection.fd, events: events)
+            }
+            connection.registeredEvents = events
+        } catch {
+            Log.warning("event=epoll-failed error=\(Log.quote(error.description))")
+            close(connection)
+        }
+    }
+
+    func close(_ connection: Connection) {
+        guard isOpen(connection) else { return }
+        epoll.remove(connection.fd)
+        Posix.close(connection.fd)
+        byFD[connection.fd] = nil
+        byID[connection.id] = nil
+        dirty[connection.id] = nil
+        for fd in connection.descriptors { Posix.close(fd) }
+        connection.descriptors.removeAll()
+        onClose(connection)
+    }
+}
