@@ -113,6 +113,30 @@ struct InFlightDefectTests {
         #expect(spent < 0.5, "the daemon used \(spent) s of CPU in 2 s")
     }
 
+    @Test("a client that goes away leaves its jobs: nothing stays in flight")
+    func closedClientLeaves() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "1", "--job-timeout", "30"],
+                                       environment: ["VIEWERD_TEST_FAULTS": "1"])
+        defer { daemon.stop() }
+        let hang = try Fixtures.write(daemon.directory + "/viewerd-test-hang.jpg", width: 300, height: 200)
+        let photo = try Fixtures.write(daemon.directory + "/photo.jpg", width: 300, height: 200)
+        // Given a client with a running job and queued ones
+        do {
+            let socket = try RawSocket.greeted(path: daemon.socketPath)
+            try socket.send(.render(RenderRequest(path: hang, spec: RenditionSpec(width: 64, height: 64))), id: 1)
+            for i in 0..<20 {
+                try socket.send(.render(RenderRequest(path: photo, spec: RenditionSpec(width: UInt32(32 + i), height: 32))),
+                                id: UInt32(2 + i))
+            }
+            try socket.send(.ping, id: 99)
+            while try socket.read().id != 99 {}
+            #expect(try daemon.connect().stats()["jobs_in_flight"] == 21)
+        }
+        // When it closes its connection, then nothing is left in flight
+        let settled = eventually(.seconds(10)) { (try? daemon.connect().stats()["jobs_in_flight"]) == 0 }
+        #expect(settled, "jobs_in_flight \(String(describing: try? daemon.connect().stats()["jobs_in_flight"]))")
+    }
+
     /// User and system CPU seconds of a process, from /proc.
     func cpuSeconds(_ pid: Int32) -> Double {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),

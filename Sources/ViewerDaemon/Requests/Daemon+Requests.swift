@@ -92,13 +92,12 @@ extension Daemon {
             switch action {
             case .answer(let request, let answer):
                 deliver(answer, to: request)
-            case .submit(let id, let job, let priority, let wantsPreview, let client):
+            case .submit(_, let job, let priority, let wantsPreview, let client):
                 job.retune(priority: priority, wantsPreview: wantsPreview)
                 // Over the client's queue limit its least urgent, oldest work gives way.
                 for dropped in pool.submit(job, client: client, cost: job.cost) {
                     perform(inFlight.dropped(dropped.sequence, from: client))
                 }
-                _ = id
             case .abandon(_, let job):
                 if pool.abandon(job) { stats.cancelledQueued += 1 } else { stats.cancelledRunning += 1 }
             case .update(_, let job, let priority, let wantsPreview, let renew):

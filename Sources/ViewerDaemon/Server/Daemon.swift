@@ -75,6 +75,9 @@ public final class Daemon {
             throw StartupError("cannot start the decode pool: \(error)")
         }
         maintenance = StoreMaintenance(store: store)
+        // A closed connection leaves every job it waited for (the daemon lives as long as
+        // the process: unowned is safe).
+        connections.onClose = { [unowned self] connection in perform(inFlight.connectionClosed(connection.id)) }
     }
 
     /// Serves until SIGTERM or SIGINT, then answers what is in flight, flushes the store and
