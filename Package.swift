@@ -46,7 +46,7 @@ let package = Package(
         .testTarget(name: "ViewerProtocolTests", dependencies: ["ViewerProtocol"], exclude: ["FuzzRegressions"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "ViewerProtocol"]),
         .testTarget(name: "RenditionStoreTests", dependencies: ["RenditionStore", "Locking"]),
-        .testTarget(name: "ViewerDaemonTests", dependencies: ["ViewerDaemon", "ViewerProtocol", "Locking"]),
+        .testTarget(name: "ViewerDaemonTests", dependencies: ["ViewerDaemon", "ViewerProtocol", "Rendering", "RenditionStore", "Locking"]),
         .executableTarget(name: "store-crash-writer", dependencies: ["RenditionStore"], path: "Tests/StoreCrashWriter"),
         .testTarget(name: "EndToEndTests", dependencies: ["ViewerClient", "ViewerProtocol", "Rendering", "CPosix"]),
         .testTarget(name: "ViewerClientTests", dependencies: ["ViewerClient", "ViewerProtocol", "Locking"]),

@@ -17,8 +17,13 @@ final class DaemonProcess {
     /// Starts a daemon in a fresh temporary directory, or on `cacheDirectory` to reuse a store.
     private let environment: [String: String]
 
-    init(directory: String? = nil, extraArguments: [String] = [], environment: [String: String] = [:]) throws {
+    /// The `viewerd` to start instead of the built one (a copy a test can take away).
+    var executablePath: String?
+
+    init(directory: String? = nil, extraArguments: [String] = [], environment: [String: String] = [:],
+         executable: String? = nil) throws {
         self.environment = environment
+        self.executablePath = executable
         let directory = try directory ?? Self.makeTemporaryDirectory()
         self.directory = directory
         self.socketPath = directory + "/viewerd.sock"
@@ -50,7 +55,7 @@ final class DaemonProcess {
 
     func start(extraArguments: [String] = []) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable("viewerd"))
+        process.executableURL = URL(fileURLWithPath: executablePath ?? Self.executable("viewerd"))
         // --config /dev/null: no config file of the machine or the user leaks into a test.
         process.arguments = ["--config", "/dev/null", "--socket", socketPath, "--cache-dir", cacheDirectory] + extraArguments
         process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("VIEWERD_") }
@@ -92,6 +97,16 @@ final class DaemonProcess {
         guard process.isRunning else { return }
         Glibc.kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
+    }
+
+    /// The daemon's child processes (its workers), from /proc.
+    func workerPIDs() -> [pid_t] {
+        let pid = process.processIdentifier
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.flatMap { task -> [pid_t] in
+            let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? ""
+            return children.split(separator: " ").compactMap { pid_t($0) }
+        }
     }
 
     func log() -> String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }

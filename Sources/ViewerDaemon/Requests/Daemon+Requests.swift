@@ -228,7 +228,7 @@ extension Daemon {
     func deliverCompletions() {
         for completion in completions.takeAll() {
             switch completion {
-            case .rendered(let done): deliver(done)
+            case .finished(let job, let outcome): deliver(job, outcome)
             case .preview(let job, let rendition): deliverPreview(rendition, of: job)
             case .ack(let connectionID, let requestID, let count):
                 guard let connection = connectionsByID[connectionID] else { continue }
@@ -239,29 +239,31 @@ extension Daemon {
         }
     }
 
-    private func deliver(_ completion: RenderCompletion) {
+    private func deliver(_ job: RenderJob, _ outcome: JobOutcome) {
         // The entry may be gone (everyone left) or belong to a newer job for the same key.
-        guard let entry = inflight[completion.job.key], entry.job === completion.job else { return }
-        inflight[completion.job.key] = nil
+        guard let entry = inflight[job.key], entry.job === job else { return }
+        inflight[job.key] = nil
         var touched: [Connection] = []
-        switch completion.result {
-        case .success(let rendition):
+        switch outcome {
+        case .cancelled:
+            // Stopped while waiters remain (the pool's stop): they wait for the work again.
+            for waiter in entry.waiters { join(job.key, source: job.source, spec: job.spec, waiter) }
+        case .rendered(let rendition):
             stats.renders += 1
             rendition.bytes.withUnsafeBytes { payload in
                 for waiter in entry.waiters {
-                    guard let connection = settle(waiter, key: completion.job.key), let id = waiter.requestID else { continue }
+                    guard let connection = settle(waiter, key: job.key), let id = waiter.requestID else { continue }
                     connection.enqueueResult(requestID: id, format: rendition.format, width: rendition.width,
                                              height: rendition.height, fromCache: false, payload: payload)
                     touched.append(connection)
                 }
             }
-        case .failure(let error):
-            Log.info("event=render-failed code=\(error.code.name) path=\(Log.quote(completion.job.source.path)) " +
+        case .failed(let error, let cause):
+            Log.info("event=render-failed code=\(error.code.name) path=\(Log.quote(job.source.path)) " +
                      "detail=\(Log.quote(error.description))")
-            // A derivation's failure says nothing about the original file.
-            if completion.job.derivedFrom == nil { recordFailure(error, of: completion.job) }
+            recordFailure(error, cause: cause, of: job)
             for waiter in entry.waiters {
-                guard let connection = settle(waiter, key: completion.job.key), let id = waiter.requestID else { continue }
+                guard let connection = settle(waiter, key: job.key), let id = waiter.requestID else { continue }
                 send(connection, .error(ErrorReply(error.code, error.description)), requestID: id)
                 touched.append(connection)
             }
@@ -297,22 +299,14 @@ extension Daemon {
         }
     }
 
-    /// Remembers a failure so the file is not decoded again for nothing. Corrupt and
-    /// unsupported files stay failed until they change; a size over the limit and read errors
-    /// are retried after the store's backoff (the limit or the disk may change).
-    func recordFailure(_ error: RenderError, of job: RenderJob) {
-        let permanent: Bool
-        switch error.code {
-        // A worker killed with SIGKILL by someone else was most likely the out-of-memory
-        // killer acting for the whole cgroup, not this file's fault: retry after the backoff.
-        case .decoderCrashed where error.description.contains("killed by signal 9"): permanent = false
-        // A file that crashed or hung a decoder would do it again: not until it changes.
-        case .corruptImage, .unsupportedFormat, .decoderCrashed, .timeout: permanent = true
-        case .tooLarge, .unreadable: permanent = false
-        default: return
-        }
-        store.recordFailure(source: job.source.identity.bytes, path: job.source.path, code: error.code.rawValue,
-                            message: error.description, permanent: permanent)
+    /// Remembers a failure so the file is not decoded again for nothing, as `FailurePolicy`
+    /// decides.
+    func recordFailure(_ error: RenderError, cause: FailureCause, of job: RenderJob) {
+        let identity = job.source.identity.bytes
+        guard let memory = FailurePolicy.memory(for: error, cause: cause, derivation: job.derivedFrom != nil,
+                                                previous: store.failureHistory(source: identity)) else { return }
+        store.recordFailure(source: identity, path: job.source.path, code: error.code.rawValue,
+                            message: error.description, permanent: memory.permanent, attempts: memory.attempts)
     }
 
     /// Sends a terminal answer to one waiter, if its connection is still open.
