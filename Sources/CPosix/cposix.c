@@ -7,6 +7,8 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <malloc.h>
@@ -14,6 +16,7 @@
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -118,8 +121,16 @@ ssize_t vd_recv_with_fds(int fd, void *buf, size_t len, int *fds, int max_fds, i
 }
 
 ssize_t vd_send_with_fd(int fd, const void *buf, size_t len, int passed_fd) {
+    return vd_send_with_fds(fd, buf, len, &passed_fd, 1);
+}
+
+ssize_t vd_send_with_fds(int fd, const void *buf, size_t len, const int *passed, int count) {
+    if (count < 1 || count > VD_MAX_PASSED_FDS) {
+        errno = EINVAL;
+        return -1;
+    }
     union {
-        char bytes[CMSG_SPACE(sizeof(int))];
+        char bytes[CMSG_SPACE(sizeof(int) * VD_MAX_PASSED_FDS)];
         struct cmsghdr align;
     } control;
     memset(&control, 0, sizeof(control));
@@ -129,12 +140,12 @@ ssize_t vd_send_with_fd(int fd, const void *buf, size_t len, int passed_fd) {
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
     msg.msg_control = control.bytes;
-    msg.msg_controllen = sizeof(control.bytes);
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * count);
     struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &passed_fd, sizeof(int));
+    c->cmsg_len = CMSG_LEN(sizeof(int) * count);
+    memcpy(CMSG_DATA(c), passed, sizeof(int) * count);
     ssize_t n;
     do {
         n = sendmsg(fd, &msg, MSG_NOSIGNAL);
@@ -142,8 +153,39 @@ ssize_t vd_send_with_fd(int fd, const void *buf, size_t len, int passed_fd) {
     return n;
 }
 
+int vd_memfd_sealed(const char *name, const void *bytes, size_t len) {
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return -1;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, (const char *)bytes + done, len - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            int saved = errno;
+            close(fd);
+            errno = saved ? saved : EIO;
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    // Sealed, the contents cannot change under the worker, whoever holds the descriptor.
+    if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+int vd_die_with_parent(pid_t parent) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return -1;
+    // The parent may have died before the request: then nobody would send the signal.
+    return getppid() == parent ? 0 : -1;
+}
+
 pid_t vd_spawn_worker(const char *exe, int sock, const char *arg1, const char *arg2, const char *arg3,
-                      const char *arg4) {
+                      const char *arg4, const char *arg5, const char *arg6) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, sock, 3);
@@ -161,7 +203,8 @@ pid_t vd_spawn_worker(const char *exe, int sock, const char *arg1, const char *a
     sigaddset(&defaults, SIGPIPE);
     posix_spawnattr_setsigdefault(&attr, &defaults);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    char *argv[7] = {(char *)exe, "--worker", (char *)arg1, (char *)arg2, (char *)arg3, (char *)arg4, NULL};
+    char *argv[9] = {(char *)exe, "--worker", (char *)arg1, (char *)arg2, (char *)arg3, (char *)arg4,
+                     (char *)arg5, (char *)arg6, NULL};
     pid_t pid = -1;
     int rc = posix_spawn(&pid, exe, &actions, &attr, argv, environ);
     posix_spawn_file_actions_destroy(&actions);

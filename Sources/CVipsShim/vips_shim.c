@@ -262,16 +262,41 @@ int vs_preview_fd(int fd, int shrink, int heif_thumbnail, vs_cancel *cancel, Vip
     return result;
 }
 
-int vs_fit_cheap(VipsImage *in, int width, int height, VipsImage **out) {
-    double sx = (double)width / vips_image_get_width(in);
-    double sy = (double)height / vips_image_get_height(in);
-    double scale = sx < sy ? sx : sy;
-    if (scale >= 1.0) {
+// Resizes to exactly width x height (a rounding pixel is made up by repeating the edge).
+static int resize_exact(VipsImage *in, int width, int height, VipsImage **out) {
+    int w = vips_image_get_width(in), h = vips_image_get_height(in);
+    VipsImage *t = NULL;
+    if (w == width && h == height) {
         g_object_ref(in);
-        *out = in;
+        t = in;
+    } else if (vips_resize(in, &t, (double)width / w, "vscale", (double)height / h, "kernel", VIPS_KERNEL_LINEAR, NULL)) {
+        return -1;
+    }
+    if (vips_image_get_width(t) == width && vips_image_get_height(t) == height) {
+        *out = t;
         return 0;
     }
-    return vips_resize(in, out, scale, "kernel", VIPS_KERNEL_LINEAR, NULL);
+    int r = vips_gravity(t, out, VIPS_COMPASS_DIRECTION_CENTRE, width, height, "extend", VIPS_EXTEND_COPY, NULL);
+    g_object_unref(t);
+    return r;
+}
+
+int vs_fit_exact(VipsImage *in, int width, int height, int fill, VipsImage **out) {
+    if (!fill) return resize_exact(in, width, height, out);
+    // fill: cover the box keeping the ratio, then the centre of it.
+    int w = vips_image_get_width(in), h = vips_image_get_height(in);
+    double sx = (double)width / w, sy = (double)height / h;
+    double scale = sx > sy ? sx : sy;
+    int cw = (int)(width / scale + 0.5), ch = (int)(height / scale + 0.5);
+    if (cw > w) cw = w;
+    if (ch > h) ch = h;
+    if (cw < 1) cw = 1;
+    if (ch < 1) ch = 1;
+    VipsImage *cropped = NULL;
+    if (vips_extract_area(in, &cropped, (w - cw) / 2, (h - ch) / 2, cw, ch, NULL)) return -1;
+    int r = resize_exact(cropped, width, height, out);
+    g_object_unref(cropped);
+    return r;
 }
 
 void vs_image_size(VipsImage *image, int *width, int *height, int *bands) {

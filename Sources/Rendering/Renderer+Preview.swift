@@ -4,7 +4,8 @@ import ViewerProtocol
 extension Renderer {
     /// A fast, degraded rendition for showing something while the final one renders:
     /// a JPEG decoded with DCT scaling (no resampling filter), or a HEIF's embedded thumbnail,
-    /// brought into the box with a cheap kernel. Returns nil when the source has no such
+    /// brought to the final rendition's exact size (libvips' plan, `plannedSize`) with a
+    /// cheap kernel, as PROTOCOL.md promises. Returns nil when the source has no such
     /// shortcut (the caller then waits for the final rendition).
     ///
     /// Only worth it when the source is much larger than the box (k ≥ 4): otherwise the final
@@ -18,12 +19,16 @@ extension Renderer {
         guard (isJPEG && shrink >= 4) || isHEIF else { return nil }
         return try Self.attributingErrors { () throws(RenderError) -> Rendition? in
             var loaded: OpaquePointer?
+            // The final's sides are rounded along libvips' shrink-on-load path, not from the
+            // ratio (4000x3001 into 203 is 203x153, not 203x152): ask its plan, no pixel decoded.
+            let planned = try thumbnailUngated(source, spec: spec, cancellation: nil).size
             let status = vs_preview_fd(source.descriptor, Int32(shrink), isHEIF ? 1 : 0, cancellation?.handle, &loaded)
             if status == -2 { return nil }
             guard status == 0, let loaded else { throw .corrupt(path: source.path, detail: takeVipsError()) }
             let image = VipsImageRef(loaded)
             var fitted: OpaquePointer?
-            guard vs_fit_cheap(image.pointer, Int32(out.width), Int32(out.height), &fitted) == 0, let fitted else {
+            guard vs_fit_exact(image.pointer, Int32(planned.width), Int32(planned.height), spec.fit == .fill ? 1 : 0,
+                               &fitted) == 0, let fitted else {
                 throw .corrupt(path: source.path, detail: takeVipsError())
             }
             return try encode(VipsImageRef(fitted), spec: spec, path: source.path, cancellation: cancellation)

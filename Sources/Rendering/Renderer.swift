@@ -183,7 +183,7 @@ public struct Renderer: Sendable {
 
     /// The admitted source's thumbnail pipeline for a normalized spec: built, not yet computed.
     /// `cancellation` also reaches its reads of the source (a decode the kill flag cannot stop).
-    private func thumbnailUngated(_ source: SourceFile, spec: RenditionSpec,
+    func thumbnailUngated(_ source: SourceFile, spec: RenditionSpec,
                                   cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
         let header = try admitUngated(source, spec: spec)
         let box = Self.thumbnailBox(spec, vector: header.isVector)

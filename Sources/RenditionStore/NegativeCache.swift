@@ -11,13 +11,17 @@ public struct RecordedFailure: Sendable, Equatable {
     public var permanent: Bool
     /// When it was recorded (to the millisecond).
     public var recorded: Date
+    /// How many times in a row this failure was recorded for this version of the file (for
+    /// a policy that gives up after a few transient failures, like timeouts under load).
+    public var attempts: Int
 
     /// A failure as recorded.
-    public init(code: UInt16, message: String, permanent: Bool, recorded: Date) {
+    public init(code: UInt16, message: String, permanent: Bool, recorded: Date, attempts: Int = 1) {
         self.code = code
         self.message = message
         self.permanent = permanent
         self.recorded = recorded
+        self.attempts = attempts
     }
 }
 
@@ -26,7 +30,7 @@ public struct RecordedFailure: Sendable, Equatable {
 /// ```
 /// 0  2 code
 /// 2  1 permanent (0/1)
-/// 3  1 reserved
+/// 3  1 attempts (0 in records written before it was counted: read as 1)
 /// 4  8 recorded, milliseconds since the epoch
 /// 12 2 path key length
 /// 14 … path key (to unindex it), then the message (UTF-8)
@@ -34,6 +38,7 @@ public struct RecordedFailure: Sendable, Equatable {
 struct FailureRecord: Sendable, Equatable {
     var code: UInt16
     var permanent: Bool
+    var attempts: UInt8 = 1
     var recordedMillis: UInt64
     var pathKey: [UInt8]
     var message: [UInt8]
@@ -44,7 +49,7 @@ struct FailureRecord: Sendable, Equatable {
         var out: [UInt8] = []
         out.appendLE(code)
         out.append(permanent ? 1 : 0)
-        out.append(0)
+        out.append(attempts)
         out.appendLE(recordedMillis)
         out.appendLE(UInt16(pathKey.count))
         out.append(contentsOf: pathKey)
@@ -52,9 +57,10 @@ struct FailureRecord: Sendable, Equatable {
         return out
     }
 
-    init(code: UInt16, permanent: Bool, recordedMillis: UInt64, pathKey: [UInt8], message: [UInt8]) {
+    init(code: UInt16, permanent: Bool, attempts: UInt8 = 1, recordedMillis: UInt64, pathKey: [UInt8], message: [UInt8]) {
         self.code = code
         self.permanent = permanent
+        self.attempts = attempts
         self.recordedMillis = recordedMillis
         self.pathKey = pathKey
         self.message = message
@@ -64,7 +70,7 @@ struct FailureRecord: Sendable, Equatable {
         guard raw.count >= 14 else { return nil }
         let pathCount = Int(raw.loadLE(UInt16.self, at: 12))
         guard raw.count >= 14 + pathCount else { return nil }
-        self.init(code: raw.loadLE(UInt16.self, at: 0), permanent: raw[2] != 0,
+        self.init(code: raw.loadLE(UInt16.self, at: 0), permanent: raw[2] != 0, attempts: max(raw[3], 1),
                   recordedMillis: raw.loadLE(UInt64.self, at: 4), pathKey: Array(raw[14..<14 + pathCount]),
                   message: Array(raw[(14 + pathCount)...]))
     }
@@ -77,7 +83,7 @@ struct FailureRecord: Sendable, Equatable {
 
     var failure: RecordedFailure {
         RecordedFailure(code: code, message: String(decoding: message, as: UTF8.self), permanent: permanent,
-                        recorded: Date(timeIntervalSince1970: Double(recordedMillis) / 1000))
+                        recorded: Date(timeIntervalSince1970: Double(recordedMillis) / 1000), attempts: Int(attempts))
     }
 }
 
@@ -93,13 +99,16 @@ extension RenditionStore {
     ///   - path: where the file is, for invalidation and the sweep.
     ///   - permanent: not retried until the file changes; otherwise retried after
     ///     `StoreConfiguration.failureBackoff`.
-    public func recordFailure(source: [UInt8], path: String, code: UInt16, message: String, permanent: Bool) {
+    ///   - attempts: how many times in a row it failed so (see `failureHistory(source:)`).
+    public func recordFailure(source: [UInt8], path: String, code: UInt16, message: String, permanent: Bool,
+                              attempts: Int = 1) {
         let pathBytes = Array(path.utf8)
         guard !source.isEmpty, source.count + 2 <= PathIndex.maximumItemSize, source.count <= 255 else {
             log("event=store-failure-refused reason=\"identity of \(source.count) bytes\" path=\(path)")
             return
         }
-        let record = FailureRecord(code: code, permanent: permanent, recordedMillis: configuration.nowMillis,
+        let record = FailureRecord(code: code, permanent: permanent, attempts: UInt8(clamping: attempts),
+                                   recordedMillis: configuration.nowMillis,
                                    pathKey: PathIndex.key(for: pathBytes),
                                    message: Array(message.utf8.prefix(FailureRecord.maximumMessage)))
         writer.recordFailure(identity: source, path: pathBytes, record: record)
@@ -109,18 +118,24 @@ extension RenditionStore {
     /// permanent one until the file changes (a new identity simply misses), a transient one
     /// within the backoff.
     public func failure(source: [UInt8]) -> RecordedFailure? {
-        let record: FailureRecord?
-        if let pending = writer.pendingFailure(for: source) {
-            record = pending
-        } else {
-            record = try? environment.read { txn in
-                try txn.get(environment.failures, source).flatMap(FailureRecord.init)
-            }
-        }
-        guard let record, record.isLive(now: configuration.nowMillis, backoff: configuration.failureBackoffMillis) else {
+        guard let record = failureRecord(source: source),
+              record.isLive(now: configuration.nowMillis, backoff: configuration.failureBackoffMillis) else {
             return nil
         }
         return record.failure
+    }
+
+    /// The failure last recorded for this identity, even one whose backoff has passed: what
+    /// a policy counting repeated failures (`attempts`) builds on.
+    public func failureHistory(source: [UInt8]) -> RecordedFailure? {
+        failureRecord(source: source)?.failure
+    }
+
+    private func failureRecord(source: [UInt8]) -> FailureRecord? {
+        if let pending = writer.pendingFailure(for: source) { return pending }
+        return try? environment.read { txn in
+            try txn.get(environment.failures, source).flatMap(FailureRecord.init)
+        }
     }
 }
 

@@ -22,7 +22,7 @@ import Glibc
 /// memory are read and written under `state`.
 public final class DaemonProcess: @unchecked Sendable {
     public let name: String
-    public let executable: String
+    public var executable: String
     public let directory: String
     public let socketPath: String
     public let cacheDirectory: String

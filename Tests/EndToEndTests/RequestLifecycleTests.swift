@@ -162,6 +162,29 @@ struct RequestLifecycleTests {
         daemon.stop()
     }
 
+    /// libvips rounds the final's sides along its shrink-on-load path; a preview fitted into
+    /// the box by the ratio came out a pixel off (203x152 for 203x153, 999x562 for 1000x562).
+    @Test("a PREVIEW is exactly the size of its final rendition",
+          arguments: [(4000, 3001, 203), (4000, 2248, 1000), (4001, 2250, 1000), (2400, 1601, 300), (1001, 4000, 97)])
+    func previewSize(width: Int, height: Int, box: UInt32) throws {
+        let daemon = try DaemonProcess()
+        let big = try Fixtures.write(daemon.directory + "/big.jpg", width: width, height: height)
+        let connection = try RawSocket.greeted(path: daemon.socketPath)
+        try connection.send(.render(RenderRequest(path: big, spec: RenditionSpec(width: box, height: box), delivery: .opportunistic)), id: 3)
+        let first = try connection.read()
+        guard case .preview(let preview) = first.message else {
+            Issue.record("expected PREVIEW, got \(first.message.type)")
+            return
+        }
+        let second = try connection.read()
+        guard case .result(let final) = second.message else {
+            Issue.record("expected RESULT, got \(second.message.type)")
+            return
+        }
+        #expect((preview.width, preview.height) == (final.width, final.height))
+        daemon.stop()
+    }
+
     @Test("a passed descriptor is the source; a bad one is refused")
     func descriptorPassing() throws {
         let daemon = try DaemonProcess()

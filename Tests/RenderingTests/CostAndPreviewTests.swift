@@ -47,6 +47,21 @@ struct CostAndPreviewTests {
         #expect(try renderer.preview(png, spec: RenditionSpec(width: 256, height: 256)) == nil)
     }
 
+    /// PROTOCOL.md: a PREVIEW has its final rendition's size. libvips rounds the final's sides
+    /// along its shrink-on-load path, so the preview must follow that plan, not the ratio.
+    @Test("a preview is exactly the size of the final rendition",
+          arguments: [(4000, 3001, 203), (4000, 2248, 1000), (4001, 2250, 1000), (2400, 1601, 300), (1001, 4000, 97)])
+    func previewSize(width: Int, height: Int, box: UInt32) throws {
+        let scratch = try Scratch()
+        let source = try SourceFile(path: try scratch.image("odd.jpg", width: width, height: height))
+        let spec = RenditionSpec(width: box, height: box)
+        let preview = try #require(try renderer.preview(source, spec: spec))
+        let final = try renderer.render(source, spec: spec)
+        #expect((preview.width, preview.height) == (final.width, final.height))
+        let decoded = try ImageFixtures.decode(preview.bytes)
+        #expect((decoded.width, decoded.height) == (Int(final.width), Int(final.height)))
+    }
+
     @Test("a truncated JPEG renders what is there (a half-copied photo still gets a thumbnail)")
     func truncated() throws {
         let scratch = try Scratch()

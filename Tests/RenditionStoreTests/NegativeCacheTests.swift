@@ -57,6 +57,29 @@ struct NegativeCacheTests {
         store.close()
     }
 
+    @Test("a transient failure keeps its attempt count, in its history, after the backoff and across restarts")
+    func attempts() throws {
+        // Given a file that timed out twice in a row
+        let dir = try StoreDirectory()
+        let clock = TestClock()
+        do {
+            let store = try store(dir, clock)
+            store.recordFailure(source: identity(4), path: "/p/4.jpg", code: 304, message: "timeout", permanent: false, attempts: 2)
+            #expect(store.failureHistory(source: identity(4))?.attempts == 2)
+            store.close()
+        }
+        // When the backoff has passed and the store is reopened
+        clock.advance(by: 60)
+        let store = try store(dir, clock)
+        // Then the caller retries, and the history still says how many times it failed
+        #expect(store.failure(source: identity(4)) == nil)
+        #expect(store.failureHistory(source: identity(4))?.attempts == 2)
+        #expect(store.failureHistory(source: identity(4))?.code == 304)
+        // And an unknown file has none
+        #expect(store.failureHistory(source: identity(5)) == nil)
+        store.close()
+    }
+
     @Test("a rendition of the same file supersedes its failure")
     func renditionClearsFailure() throws {
         let dir = try StoreDirectory()

@@ -43,10 +43,25 @@ ssize_t vd_recv_with_fds(int fd, void *buf, size_t len, int *fds, int max_fds, i
 /// byte count sent or -1 with errno. Retries EINTR.
 ssize_t vd_send_with_fd(int fd, const void *buf, size_t len, int passed_fd);
 
+/// The most descriptors `vd_send_with_fds` attaches to one message.
+enum { VD_MAX_PASSED_FDS = 4 };
+
+/// sendmsg of buf with `count` (1 to VD_MAX_PASSED_FDS) descriptors attached, in order;
+/// MSG_NOSIGNAL. Returns the byte count sent or -1 with errno. Retries EINTR.
+ssize_t vd_send_with_fds(int fd, const void *buf, size_t len, const int *passed, int count);
+
+/// A memfd (close-on-exec) holding `len` bytes, sealed against writing, growing and
+/// shrinking: a read-only buffer to pass to another process. Returns it, or -1 with errno.
+int vd_memfd_sealed(const char *name, const void *bytes, size_t len);
+
+/// Asks for SIGKILL when the parent thread ends (PR_SET_PDEATHSIG), then checks that the
+/// parent is still `parent`. Returns 0, or -1 if the request failed or the parent is gone.
+int vd_die_with_parent(pid_t parent);
+
 /// Starts `exe --worker ARG...` with `sock` as its descriptor 3 (all other descriptors of
 /// ours are close-on-exec). Returns the pid, or -1 with errno.
 pid_t vd_spawn_worker(const char *exe, int sock, const char *arg1, const char *arg2, const char *arg3,
-                      const char *arg4);
+                      const char *arg4, const char *arg5, const char *arg6);
 
 /// waitpid(pid, WNOHANG or blocking). Returns pid when it ended (status in *status), 0 if
 /// still running, -1 on error.

@@ -78,8 +78,10 @@ int vs_thumbnail_buffer(const void *buf, size_t len, int width, int height, int 
 /// the source has no such shortcut.
 int vs_preview_fd(int fd, int shrink, int heif_thumbnail, vs_cancel *cancel, VipsImage **out);
 
-/// Shrinks an image to fit the box with a cheap kernel (for previews); no-op if it fits.
-int vs_fit_cheap(VipsImage *in, int width, int height, VipsImage **out);
+/// Brings an image to exactly width x height with a cheap kernel (for previews, which must
+/// be their final rendition's size): `fill` covers the box and keeps its centre, else the
+/// sides are scaled each to its length.
+int vs_fit_exact(VipsImage *in, int width, int height, int fill, VipsImage **out);
 
 /// Error attribution gate. libvips' error buffer is global to the process: renders hold the
 /// gate shared; to learn the exact message of a failure, the failing render is repeated

@@ -154,10 +154,12 @@ extension Daemon {
     }
 
     /// Remembers a failure when `FailurePolicy` says the file is to blame, so it is not
-    /// decoded again for nothing.
+    /// decoded again for nothing (or only after a backoff).
     func remember(_ error: RenderError, cause: FailureCause, of job: RenderJob) {
-        guard let persistence = FailurePolicy.persistence(of: error, cause: cause, derived: job.derivedFrom != nil) else { return }
-        store.recordFailure(source: job.source.identity.bytes, path: job.source.path, code: error.code.rawValue,
-                            message: error.description, permanent: persistence == .permanent)
+        let identity = job.source.identity.bytes
+        guard let memory = FailurePolicy.memory(for: error, cause: cause, derivation: job.derivedFrom != nil,
+                                                previous: store.failureHistory(source: identity)) else { return }
+        store.recordFailure(source: identity, path: job.source.path, code: error.code.rawValue,
+                            message: error.description, permanent: memory.permanent, attempts: memory.attempts)
     }
 }

@@ -1,44 +1,67 @@
 import Rendering
+import RenditionStore
+import ViewerProtocol
 
-/// Why a job failed, as the pool saw it.
-enum FailureCause: Sendable, Equatable {
-    /// The worker answered ERROR (corrupt, unsupported, too large, ...).
-    case reported
-    /// The worker process ended during the job.
-    case workerDied(WorkerDeath)
-    /// The worker sent something the daemon could not decode.
-    case protocolError
-}
-
-/// How a worker process ended.
-enum WorkerDeath: Sendable, Equatable {
-    /// Killed by a signal the daemon did not send: the decode crashed.
-    case crashed(signal: Int32)
-    case exited(status: Int32)
-    case killedForCancel
-    case killedForTimeout
-    /// SIGKILL the daemon did not send: most likely the out-of-memory killer.
-    case killedFromOutside
-    case failedToStart(errno: Int32)
-}
-
-/// Whether a failure is remembered in the negative cache, and for how long.
+/// Whether and how a failed render is remembered in the negative cache (so a file is not
+/// decoded again for nothing). Pure: it decides on the failure's typed cause and the
+/// previous record, never on message text.
+///
+/// ```swift
+/// let previous = store.failureHistory(source: identity)
+/// if let memory = FailurePolicy.memory(for: error, cause: cause, derivation: false, previous: previous) {
+///     store.recordFailure(source: identity, path: path, code: error.code.rawValue, message: error.description,
+///                         permanent: memory.permanent, attempts: memory.attempts)
+/// }
+/// ```
+///
+/// The rules:
+/// - only the file can be blamed for good: a corrupt or unsupported file, or a worker that
+///   crashed decoding it (a signal the daemon did not send; RLIMIT_AS failures end so too);
+/// - what says nothing about the file is not remembered: a worker that could not start
+///   (EMFILE, EAGAIN, ENOMEM), a protocol fault, any failure of a derivation (it read a
+///   stored rendition, not the file);
+/// - what may pass is remembered for the store's backoff only: a SIGKILL from outside (the
+///   OOM killer), a worker that exited, a file too large for the current limit, a read
+///   error; a timeout too, since the clock runs slower under load, until the same file
+///   timed out `timeoutsBeforePermanent` times in a row.
 enum FailurePolicy {
-    enum Persistence: Equatable { case permanent, transient }
+    /// A failure to remember.
+    struct Memory: Equatable, Sendable {
+        /// Not retried until the file changes; else retried after the store's backoff.
+        var permanent: Bool
+        /// The times in a row the file failed so (stored with the record).
+        var attempts: Int
+    }
 
-    /// nil: not remembered at all.
-    static func persistence(of error: RenderError, cause: FailureCause, derived: Bool) -> Persistence? {
-        // A derivation's failure says nothing about the original file.
-        guard !derived else { return nil }
+    /// Timeouts of one file after which it is not retried until it changes.
+    static let timeoutsBeforePermanent = 3
+
+    /// How to remember `error` of a job whose render failed because of `cause`; nil: not
+    /// at all.
+    /// - Parameters:
+    ///   - derivation: the job rendered from a stored rendition, not the file.
+    ///   - previous: the failure last recorded for the same file identity, even expired
+    ///     (`RenditionStore.failureHistory(source:)`).
+    static func memory(for error: RenderError, cause: FailureCause, derivation: Bool,
+                       previous: RecordedFailure?) -> Memory? {
+        if derivation { return nil }
         switch cause {
-        case .workerDied(.failedToStart), .workerDied(.killedForCancel), .protocolError: return nil
-        case .workerDied(.killedFromOutside): return .transient
-        case .workerDied(.killedForTimeout): return .permanent
-        case .workerDied(.crashed), .workerDied(.exited): return .permanent
+        case .protocolError: return nil
+        case .workerDied(let death):
+            switch death {
+            case .failedToStart, .killedForCancel: return nil
+            case .crashed: return Memory(permanent: true, attempts: 1)
+            case .killedFromOutside, .exited: return Memory(permanent: false, attempts: 1)
+            case .killedForTimeout:
+                let before = previous.map { $0.code == ErrorCode.timeout.rawValue ? $0.attempts : 0 } ?? 0
+                let attempts = before + 1
+                return Memory(permanent: attempts >= timeoutsBeforePermanent, attempts: attempts)
+            }
         case .reported:
             switch error.code {
-            case .corruptImage, .unsupportedFormat: return .permanent
-            case .tooLarge, .unreadable: return .transient
+            case .corruptImage, .unsupportedFormat: return Memory(permanent: true, attempts: 1)
+            // The limit or the disk may change.
+            case .tooLarge, .unreadable: return Memory(permanent: false, attempts: 1)
             default: return nil
             }
         }

@@ -44,18 +44,23 @@ final class RenderJob: Sendable {
     }
 }
 
-/// How a job ended in the pool.
+/// How a job the pool took ended. Every job a worker slot takes from the scheduler ends in
+/// exactly one `LoopEvent.finished` with one of these.
 enum JobOutcome: Sendable {
+    /// Rendered (and stored when the source did not change meanwhile).
     case rendered(Rendition)
+    /// Failed: the error to answer, and why, for the failure policy (`FailurePolicy`).
     case failed(RenderError, cause: FailureCause)
-    /// It stopped because it was asked to (its waiters left, as far as the pool knows).
+    /// Stopped on request: a cancel (the event loop abandoned it) or the pool's stop. Whether
+    /// waiters remain, and what they get, is the event loop's to decide.
     case cancelled
 }
 
 /// What other threads hand to the event loop.
 enum LoopEvent: Sendable {
+    /// A degraded preview of a running job (before its `finished`).
     case preview(RenderJob, Rendition)
-    /// Exactly once for every job the pool took from its scheduler.
+    /// A job the pool took has ended; exactly one per job.
     case finished(RenderJob, JobOutcome)
     /// A control request finished elsewhere (the store's writer thread).
     case ack(connection: UInt64, requestID: UInt32, count: Int)

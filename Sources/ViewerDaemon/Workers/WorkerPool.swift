@@ -1,9 +1,9 @@
+import SystemCalls
 import Foundation
 import Rendering
 import RenditionStore
 import Locking
 import Synchronization
-import SystemCalls
 import ViewerProtocol
 
 /// Settings and counters shared by the pool's slots.
@@ -39,7 +39,10 @@ final class WorkerPoolSettings: Sendable {
 /// driven by a daemon thread of its own. The daemon process never decodes an image.
 ///
 /// The event loop submits and abandons jobs; slot threads take them, most urgent first,
-/// render them in their worker, store what they render, and report to the loop.
+/// render them in their worker, store what they render, and report to the loop: exactly one
+/// `LoopEvent.finished` for every job a slot took. A submitted job that no slot took comes
+/// back to the caller instead: dropped by `submit`, removed by `abandon` (true) or by
+/// `cancelQueued`.
 final class WorkerPool: Sendable {
     private let slots: [WorkerSlot]
     let scheduler: Scheduler<RenderJob>
@@ -92,12 +95,18 @@ final class WorkerPool: Sendable {
         wakeup.broadcast()
     }
 
-    /// Drops a job nobody waits for. Returns true if it had not started (it never will);
-    /// a running one is asked to stop, and its worker is killed if it does not in time.
+    /// Drops a job nobody waits for. Returns true if it had not started (it never will, and
+    /// no `finished` comes for it); a running one is asked to stop, its worker killed if it
+    /// does not in time, and its `finished` follows (`.cancelled`, or what it got first).
+    ///
+    /// Under the lock the slots take jobs with: the job is then either queued or begun in
+    /// its slot, never between, so the cancel is not lost.
     func abandon(_ job: RenderJob) -> Bool {
-        if scheduler.remove(id: job.sequence) { return true }
-        for slot in slots where slot.current.withLock({ $0 === job }) { slot.cancelSignal.signal() }
-        return false
+        wakeup.withLock {
+            if scheduler.remove(id: job.sequence) { return true }
+            for slot in slots where slot.control.cancel(job.sequence) { break }
+            return false
+        }
     }
 
     /// Removes every job not yet started and returns them (for shutdown).
@@ -109,11 +118,15 @@ final class WorkerPool: Sendable {
     var runningCount: Int { running.load(ordering: .relaxed) }
     var workersAlive: Int { slots.filter(\.isAlive).count }
 
-    /// Stops taking work, waits (up to `timeout`) for jobs in progress, ends the workers.
-    func stop(timeout: Duration = .seconds(30)) {
+    /// Stops taking work and kills the workers of jobs still running, at once: the daemon
+    /// calls it after its own shutdown deadline, and its stop must fit systemd's
+    /// `TimeoutStopSec` (review #19: it used to wait 30 s more). Each running job still gets
+    /// its `finished` (`.cancelled`).
+    func stop() {
         stopping.store(true, ordering: .releasing)
         wakeup.broadcast()
-        if threadsAlive.wait(timeout: .now() + .seconds(Int(timeout.components.seconds))) == .timedOut {
+        for slot in slots { slot.control.stop() }
+        if threadsAlive.wait(timeout: .now() + .seconds(2)) == .timedOut {
             Log.warning("event=workers-still-busy running=\(runningCount)")
         }
     }
@@ -123,12 +136,15 @@ final class WorkerPool: Sendable {
         while true {
             guard let job = wakeup.wait(until: { () -> RenderJob?? in
                 if stopping.load(ordering: .acquiring) { return .some(nil) }
-                return scheduler.next().map { .some($0.payload) }
+                guard let work = scheduler.next() else { return nil }
+                // Begun under the lock `abandon` takes: a cancel finds it queued or here.
+                _ = slot.control.begin(work.id)
+                return .some(work.payload)
             }) else {
                 return
             }
             running.add(1, ordering: .relaxed)
-            let outcome = slot.run(job, id: UInt32(truncatingIfNeeded: job.sequence)) { preview in
+            let outcome = slot.run(job) { preview in
                 onEvent(.preview(job, preview))
             }
             running.add(-1, ordering: .relaxed)
@@ -144,15 +160,12 @@ final class WorkerPool: Sendable {
                               bytes: rendition.bytes)
                 }
             }
-            // Its memory is free (admission may let others start), and its id may be queued
-            // again by the loop as soon as it hears of the end: release it first.
+            // Its memory is free (admission may let others start), and the loop may queue the
+            // same job again as soon as it hears of the end (a cancel meant for another job):
+            // release it before telling.
             scheduler.finished(id: job.sequence)
             wakeup.broadcast()
-            switch outcome {
-            case .rendered(let rendition): onEvent(.finished(job, .rendered(rendition)))
-            case .failed(let error): onEvent(.finished(job, .failed(error, cause: .reported)))
-            case .cancelled: onEvent(.finished(job, .cancelled))
-            }
+            onEvent(.finished(job, outcome))
         }
     }
 }
@@ -172,6 +185,13 @@ final class NSConditionBox: @unchecked Sendable {  // NSCondition is thread-safe
         condition.lock()
         condition.broadcast()
         condition.unlock()
+    }
+
+    /// Runs `body` holding the condition's lock (what `wait(until:)` checks under).
+    func withLock<T>(_ body: () -> T) -> T {
+        condition.lock()
+        defer { condition.unlock() }
+        return body()
     }
 
     /// `check` returns nil to keep waiting, `.some(value)` to return `value`.

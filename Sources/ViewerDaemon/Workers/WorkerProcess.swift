@@ -9,22 +9,27 @@ import Glibc
 
 /// The decode worker: `viewerd --worker`, started by the daemon with a socket as descriptor 3.
 ///
-/// It speaks a subset of the public protocol on that socket: the daemon sends RENDER frames
-/// (the source travels as a descriptor, SCM_RIGHTS) and CANCEL; the worker answers PREVIEW
-/// (when the job is `opportunistic`), then RESULT, ERROR or CANCELLED. One job at a time.
-/// A reader thread takes frames as they come so that a CANCEL can stop the render in
-/// progress; the main thread renders and is the only writer.
+/// It speaks the private worker wire (`WorkerWire`) on that socket: the daemon sends render,
+/// derive and cancel commands (the source, and a derivation's base, travel as descriptors);
+/// the worker answers preview (when the job is `opportunistic`), then result, error or
+/// cancelled. One job at a time. A reader thread takes commands as they come so that a
+/// cancel can stop the render in progress; the main thread renders.
 public enum WorkerProcess {
     static let channel: Int32 = 3
 
     /// Serves jobs until the daemon closes the socket. Returns the exit status.
     public static func run(arguments: [String]) -> Int32 {
+        // A worker must not outlive its daemon, even stuck in a decode: the kernel kills it
+        // when the daemon's thread that started it ends (the slot thread, which lives until
+        // the pool stops). The daemon may have died before this line: then ours is gone.
+        if let parent = value(of: "--parent", in: arguments).flatMap({ pid_t($0) }), vd_die_with_parent(parent) != 0 {
+            return 0
+        }
         // One render at a time needs one heap: per-thread arenas each keep their freed
         // memory, and a worker's resident size grew with every file it had decoded (make
         // bench: 499 MiB peak for two workers; with one arena, under the budget).
         _ = vd_limit_malloc_arenas(1)
-        if let index = arguments.firstIndex(of: "--memory-limit"), index + 1 < arguments.count,
-           let bytes = UInt64(arguments[index + 1]), bytes > 0 {
+        if let bytes = value(of: "--memory-limit", in: arguments).flatMap({ UInt64($0) }), bytes > 0 {
             // ThreadSanitizer and AddressSanitizer reserve terabytes of address space for their
             // shadow memory: under RLIMIT_AS they cannot even start (make sanitize).
             if dlsym(nil, "__tsan_init") == nil && dlsym(nil, "__asan_init") == nil {
@@ -32,8 +37,7 @@ public enum WorkerProcess {
             }
         }
         var limits = RenderLimits()
-        if let index = arguments.firstIndex(of: "--max-pixels"), index + 1 < arguments.count,
-           let pixels = UInt64(arguments[index + 1]) {
+        if let pixels = value(of: "--max-pixels", in: arguments).flatMap({ UInt64($0) }) {
             limits.maxSourcePixels = pixels
         }
         do throws(RenderError) {
@@ -42,8 +46,8 @@ public enum WorkerProcess {
             Log.error("event=worker-start-failed error=\(Log.quote(error.description))")
             return 70
         }
-        let jobs = JobInbox()
-        let reader = Thread { readFrames(into: jobs) }
+        let jobs = WorkerInbox()
+        let reader = Thread { readCommands(into: jobs) }
         reader.name = "viewerd-worker-reader"
         reader.start()
         let renderer = Renderer(limits: limits)
@@ -57,76 +61,17 @@ public enum WorkerProcess {
         return 0
     }
 
-    struct Job {
-        let id: UInt32
-        let request: RenderRequest
-        /// The source file (for a derivation too: its plan gives the size to make).
-        let descriptor: Int32
-        /// For a derivation: the encoded rendition to render from.
-        var base: [UInt8]? = nil
+    private static func value(of option: String, in arguments: [String]) -> String? {
+        guard let index = arguments.firstIndex(of: option), index + 1 < arguments.count else { return nil }
+        return arguments[index + 1]
     }
 
-    /// Daemon-to-worker only: a RENDER body plus field 100, the bytes of a stored rendition
-    /// to render from instead of the source file, which comes with it as a descriptor.
-    static let deriveType: UInt8 = 0x40
-    static let baseTag: UInt16 = 100
-
-    static func deriveFrame(_ request: RenderRequest, from base: [UInt8], id: UInt32) -> Frame {
-        var extra = FieldWriter()
-        extra.put(baseTag, bytes: base)
-        return Frame(type: deriveType, requestID: id, body: Message.render(request).body() + extra.bytes)
-    }
-
-    /// The jobs the reader thread received, and the id of the one being rendered.
-    final class JobInbox: Sendable {
-        private let state = Locked<(queue: [Job], closed: Bool, current: (id: UInt32, cancellation: RenderCancellation)?)>(([], false, nil))
-        private let available = DispatchSemaphore(value: 0)
-
-        func put(_ job: Job) {
-            state.withLock { $0.queue.append(job) }
-            available.signal()
-        }
-
-        func close() {
-            state.withLock { $0.closed = true }
-            available.signal()
-        }
-
-        /// The next job and what stops it, or nil once the daemon has gone.
-        func take() -> (Job, RenderCancellation)? {
-            while true {
-                available.wait()
-                let next = state.withLock { s -> ((Job, RenderCancellation)?, Bool) in
-                    if !s.queue.isEmpty {
-                        let job = s.queue.removeFirst()
-                        let cancellation = RenderCancellation()
-                        s.current = (job.id, cancellation)
-                        return ((job, cancellation), false)
-                    }
-                    return (nil, s.closed)
-                }
-                if let taken = next.0 { return taken }
-                if next.1 { return nil }
-            }
-        }
-
-        /// Cancels `id` if it is queued (returns true) or asks the running render to stop.
-        func cancel(_ id: UInt32) -> Bool {
-            state.withLock { s in
-                if let index = s.queue.firstIndex(where: { $0.id == id }) {
-                    let job = s.queue.remove(at: index)
-                    if job.descriptor >= 0 { Glibc.close(job.descriptor) }
-                    return true
-                }
-                if let current = s.current, current.id == id { current.cancellation.cancel() }
-                return false
-            }
-        }
-    }
-
-    private static func readFrames(into jobs: JobInbox) {
-        var decoder = FrameDecoder(maxBodyLength: 1 << 20)
-        var buffer = [UInt8](repeating: 0, count: 16384)
+    /// Reads commands until the daemon closes the socket. A frame it cannot decode is
+    /// answered ERROR `malformed-frame` at once; a stream it cannot follow any more (a bad
+    /// header, descriptors it cannot match to frames) ends the worker.
+    private static func readCommands(into jobs: WorkerInbox) {
+        var decoder = FrameDecoder(maxBodyLength: WorkerWire.maxBodyLength)
+        var buffer = [UInt8](repeating: 0, count: 65536)
         var received = [Int32](repeating: -1, count: 8)
         var descriptors: [Int32] = []
         defer { jobs.close() }
@@ -140,67 +85,108 @@ public enum WorkerProcess {
             descriptors.append(contentsOf: received.prefix(Int(count)))
             guard n > 0 else { return }
             decoder.append(buffer[0..<n])
-            while let frame = try? decoder.next() {
-                if frame.type == deriveType {
-                    let descriptor = frame.flags & FrameFlags.descriptor != 0 && !descriptors.isEmpty ? descriptors.removeFirst() : -1
-                    let asRender = Frame(type: MessageType.render.rawValue, requestID: frame.requestID, body: frame.body)
-                    if case .render(let request)? = try? Message(frame: asRender),
-                       let fields = try? FieldReader(frame.body, message: "derive"), let base = fields.bytes(baseTag) {
-                        jobs.put(Job(id: frame.requestID, request: request, descriptor: descriptor, base: Array(base)))
-                    } else if descriptor >= 0 {
-                        Glibc.close(descriptor)
-                    }
-                    continue
+            while true {
+                let frame: Frame
+                do throws(ProtocolError) {
+                    guard let next = try decoder.next() else { break }
+                    frame = next
+                } catch {
+                    protocolFailure("event=worker-wire-broken error=\(Log.quote(error.description))")
                 }
-                guard let message = try? Message(frame: frame) else { continue }
-                switch message {
-                case .render(let request) where frame.flags & FrameFlags.descriptor != 0 && !descriptors.isEmpty:
-                    jobs.put(Job(id: frame.requestID, request: request, descriptor: descriptors.removeFirst()))
-                case .cancel:
-                    if jobs.cancel(frame.requestID) { send(.cancelled, id: frame.requestID) }
-                default:
-                    continue
+                // The descriptors of this frame: as many as its kind carries, if it says so.
+                let expected = frame.flags & FrameFlags.descriptor != 0
+                    ? WorkerWire.Kind(rawValue: frame.type)?.descriptorCount ?? -1 : 0
+                guard expected >= 0, expected <= descriptors.count else {
+                    send(.error(id: frame.requestID, ErrorReply(.malformedFrame, "worker: descriptors do not match the frame")))
+                    protocolFailure("event=worker-wire-broken error=\"descriptors do not match frame type \(frame.type)\"")
+                }
+                let attached = Array(descriptors.prefix(expected))
+                descriptors.removeFirst(expected)
+                do throws(WorkerWireError) {
+                    switch try WorkerWire.decodeCommand(frame) {
+                    case .render(let id, let request) where attached.count == 1:
+                        jobs.put(WorkerJob(id: id, request: request, source: attached[0], base: -1))
+                    case .derive(let id, let request) where attached.count == 2:
+                        jobs.put(WorkerJob(id: id, request: request, source: attached[0], base: attached[1]))
+                    case .cancel(let id):
+                        if jobs.cancel(id) { send(.cancelled(id: id)) }
+                    case .render, .derive:
+                        throw WorkerWireError(description: "a command without its descriptors")
+                    }
+                } catch {
+                    for fd in attached { Glibc.close(fd) }
+                    send(.error(id: frame.requestID, ErrorReply(.malformedFrame, "worker: \(error.description)")))
                 }
             }
         }
     }
 
-    private static func serve(_ job: Job, cancellation: RenderCancellation, renderer: Renderer, faults: Bool) {
-        if let base = job.base {
-            // The size a direct render would make; without it (the original no longer reads),
-            // the derivation sizes itself from the rendition, which may differ by a pixel.
-            let size = job.descriptor < 0 ? nil
-                : (try? SourceFile(descriptor: job.descriptor, path: job.request.path)).flatMap {
-                    try? renderer.plannedSize($0, spec: job.request.spec)
+    /// Ends the worker on a stream it cannot follow; the daemon sees the status.
+    private static func protocolFailure(_ line: String) -> Never {
+        Log.error(line)
+        exit(WorkerWire.protocolErrorStatus)
+    }
+
+    /// Renders one job and answers it. The job's descriptors are closed by then: the source
+    /// by the `SourceFile` that takes it over, the base here.
+    private static func serve(_ job: WorkerJob, cancellation: RenderCancellation, renderer: Renderer, faults: Bool) {
+        defer { if job.base >= 0 { Glibc.close(job.base) } }
+        let outcome: Result<Rendition, RenderError>
+        if job.isDerivation {
+            outcome = Result { () throws(RenderError) in try derive(job, cancellation: cancellation, renderer: renderer) }
+        } else {
+            outcome = Result { () throws(RenderError) in
+                let source = try SourceFile(descriptor: job.source, path: job.request.path)
+                if faults { injectFault(path: job.request.path) }
+                if job.request.delivery == .opportunistic {
+                    // A preview is optional: when it fails, the final render says why.
+                    if let preview = try? renderer.preview(source, spec: job.request.spec, cancellation: cancellation) {
+                        send(.preview(id: job.id, preview))
+                    }
                 }
-            do throws(RenderError) {
-                let rendition = try renderer.render(bytes: base, spec: job.request.spec, size: size, cancellation: cancellation)
-                send(.result(RenderResult(format: rendition.format, width: rendition.width, height: rendition.height,
-                                          fromCache: false, bytes: rendition.bytes)), id: job.id)
-            } catch {
-                send(cancellation.isCancelled ? .cancelled : .error(ErrorReply(error.code, error.description)), id: job.id)
+                return try renderer.render(source, spec: job.request.spec, cancellation: cancellation)
             }
-            return
         }
-        let source: SourceFile
+        switch outcome {
+        case .success(let rendition): send(.result(id: job.id, rendition))
+        case .failure where cancellation.isCancelled: send(.cancelled(id: job.id))
+        case .failure(let error): send(.error(id: job.id, ErrorReply(error.code, error.description)))
+        }
+    }
+
+    /// Renders from the stored rendition in the base memfd, the size a direct render of the
+    /// source would have (libvips' plan). Without that plan (the original no longer reads),
+    /// the derivation sizes itself from the rendition, which may differ by a pixel.
+    private static func derive(_ job: WorkerJob, cancellation: RenderCancellation, renderer: Renderer) throws(RenderError) -> Rendition {
+        var size: (width: Int, height: Int)?
         do throws(RenderError) {
-            source = try SourceFile(descriptor: job.descriptor, path: job.request.path)
+            size = try renderer.plannedSize(SourceFile(descriptor: job.source, path: job.request.path), spec: job.request.spec)
         } catch {
-            send(.error(ErrorReply(error.code, error.description)), id: job.id)
-            return
+            size = nil
         }
-        if faults { injectFault(path: job.request.path) }
-        if job.request.delivery == .opportunistic, let preview = try? renderer.preview(source, spec: job.request.spec, cancellation: cancellation) {
-            send(.preview(RenderResult(format: preview.format, width: preview.width, height: preview.height,
-                                       fromCache: false, bytes: preview.bytes)), id: job.id)
+        let base = try readBase(job.base)
+        return try renderer.render(bytes: base, spec: job.request.spec, size: size, cancellation: cancellation)
+    }
+
+    /// The bytes of a sealed memfd (its size cannot change while it is read).
+    private static func readBase(_ fd: Int32) throws(RenderError) -> [UInt8] {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw .unreadable(path: "<derivation base>", errno: errno) }
+        let count = Int(info.st_size)
+        var failure: Int32 = 0
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            while initialized < count {
+                let n = pread(fd, buffer.baseAddress! + initialized, count - initialized, off_t(initialized))
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else {
+                    failure = n == 0 ? EIO : errno
+                    return
+                }
+                initialized += n
+            }
         }
-        do throws(RenderError) {
-            let rendition = try renderer.render(source, spec: job.request.spec, cancellation: cancellation)
-            send(.result(RenderResult(format: rendition.format, width: rendition.width, height: rendition.height,
-                                      fromCache: false, bytes: rendition.bytes)), id: job.id)
-        } catch {
-            send(cancellation.isCancelled ? .cancelled : .error(ErrorReply(error.code, error.description)), id: job.id)
-        }
+        guard failure == 0 else { throw .unreadable(path: "<derivation base>", errno: failure) }
+        return bytes
     }
 
     /// Test-only faults, honoured only with VIEWERD_TEST_FAULTS=1 in the daemon's environment.
@@ -209,13 +195,12 @@ public enum WorkerProcess {
         if path.contains("viewerd-test-hang") { while true { sleep(3600) } }
     }
 
-    /// Writes one frame to the daemon; only the main thread writes (and the reader thread
-    /// for CANCELLED of a queued job, which cannot interleave: writes of whole frames are
-    /// serialized by `writeLock`).
+    /// Writes whole frames, one at a time: the main thread's answers and the reader thread's
+    /// (CANCELLED of a queued job, ERROR of a malformed command) must not interleave.
     private static let writeLock = Locked<Void>(())
 
-    static func send(_ message: Message, id: UInt32) {
-        let bytes = message.frame(requestID: id).bytes
+    static func send(_ reply: WorkerReply) {
+        let bytes = WorkerWire.encode(reply)
         writeLock.withLock { _ in
             var offset = 0
             while offset < bytes.count {

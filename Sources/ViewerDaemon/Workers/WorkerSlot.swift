@@ -9,33 +9,24 @@ import ViewerProtocol
 import Glibc
 #endif
 
-/// One worker process and the daemon thread that drives it. The thread owns the process
-/// and its socket; other threads only touch `current` and signal `cancelSignal`.
+/// One worker process and the daemon thread that drives it. The thread owns the process,
+/// its socket and the decoder (hence `@unchecked Sendable`); other threads only reach the
+/// slot through `control` and read `isAlive`.
 final class WorkerSlot: @unchecked Sendable {
-    enum Outcome {
-        case rendered(Rendition)
-        case failed(RenderError)
-        case cancelled
-    }
-
     let index: Int
     private let pool: WorkerPoolSettings
-    /// Written by the event loop (abandon) to interrupt the wait for the worker's answer.
-    let cancelSignal: Wakeup
-    /// The job being rendered; read by the event loop to find where to send a cancel.
-    let current = Locked<RenderJob?>(nil)
+    /// Cancels and stops from other threads, tied to the job they are for.
+    let control: SlotControl
     // Owned by the slot's thread:
     private var pid: pid_t = -1
     private var socket: Int32 = -1
-    private var decoder = FrameDecoder(maxBodyLength: UInt32.max)
+    private var decoder = FrameDecoder(maxBodyLength: WorkerWire.maxBodyLength)
     private var consecutiveEarlyDeaths = 0
-    /// The signal that ended the last worker reaped without our asking (0: none).
-    private var lastDeathSignal: Int32 = 0
 
     init(index: Int, settings: WorkerPoolSettings) throws(SystemError) {
         self.index = index
         self.pool = settings
-        self.cancelSignal = try Wakeup()
+        self.control = try SlotControl()
     }
 
     /// Read by the event loop (STATS' workers_alive) while the slot's thread starts and reaps
@@ -44,53 +35,74 @@ final class WorkerSlot: @unchecked Sendable {
     private let alive = Atomic<Bool>(false)
     var isAlive: Bool { alive.load(ordering: .relaxed) }
 
-    /// Renders `job` in the worker process, starting one if needed.
-    func run(_ job: RenderJob, id: UInt32, onPreview: (Rendition) -> Void) -> Outcome {
-        // Drain a stale signal before publishing the job: a cancel for this job arrives after.
-        cancelSignal.drain()
-        current.withLock { $0 = job }
-        defer { current.withLock { $0 = nil } }
-        for attempt in 0..<2 {
-            guard ensureProcess() else {
-                return .failed(.decoderCrashed(path: job.source.path, detail: "cannot start a worker process"))
-            }
-            if send(job, id: id) { break }
-            // The worker died between jobs: start another and try once more.
-            reap(kill: true)
-            if attempt == 1 { return .failed(.decoderCrashed(path: job.source.path, detail: "the worker process went away")) }
-        }
-        let outcome = awaitAnswer(job, id: id, onPreview: onPreview)
+    /// Renders `job` in the worker process, starting one if needed. The pool has called
+    /// `control.begin(job.sequence)` when it took the job, so a cancel of it is never lost.
+    func run(_ job: RenderJob, onPreview: (Rendition) -> Void) -> JobOutcome {
+        defer { control.end() }
+        guard control.request(for: job.sequence) == .none else { return .cancelled }
+        let id = UInt32(truncatingIfNeeded: job.sequence)
+        let outcome = attempt(job, id: id, onPreview: onPreview)
         // A SIGKILL the daemon did not send comes from outside (the OOM killer, an admin), not
         // from the codec (those abort or segfault; RLIMIT_AS makes allocations fail): the file
-        // is not to blame, so it gets one more worker before it is answered (and remembered
-        // as) decoder-crashed. Found by make torture (kill -9 of workers mid-job).
-        if case .failed(.decoderCrashed) = outcome, lastDeathSignal == SIGKILL, ensureProcess(), send(job, id: id) {
+        // is not to blame, so it gets one more worker before it is answered decoder-crashed.
+        // Found by make torture (kill -9 of workers mid-job).
+        if case .failed(_, .workerDied(.killedFromOutside)) = outcome {
             Log.warning("event=worker-killed-retry path=\(Log.quote(job.source.path))")
-            return awaitAnswer(job, id: id, onPreview: { _ in })  // at most one PREVIEW per request
+            return attempt(job, id: id, onPreview: { _ in })  // at most one PREVIEW per request
         }
         return outcome
     }
 
-    private func send(_ job: RenderJob, id: UInt32) -> Bool {
-        let request = RenderRequest(path: job.source.path, spec: job.spec,
-                                    delivery: job.wantsPreview.load(ordering: .relaxed) ? .opportunistic : .final)
-        // A derivation sends the source too: the worker reads from it the size a direct render
-        // would have (libvips' plan), and makes the derived rendition exactly that size.
-        var frame = job.derivedFrom.map { WorkerProcess.deriveFrame(request, from: $0, id: id) }
-            ?? Message.render(request).frame(requestID: id)
-        frame.flags |= FrameFlags.descriptor
-        let bytes = frame.bytes
-        // The descriptor travels with the frame's first byte; the kernel duplicates it into
-        // the worker, so the daemon keeps its own.
-        let first = bytes.withUnsafeBytes { vd_send_with_fd(socket, $0.baseAddress, 1, job.source.descriptor) }
-        guard first == 1 else { return false }
-        return writeAll(Array(bytes[1...]))
+    private func attempt(_ job: RenderJob, id: UInt32, onPreview: (Rendition) -> Void) -> JobOutcome {
+        if let death = hand(job, id: id) {
+            return .failed(.reported(code: .internalError, message: "\(death) (\(job.source.path))"),
+                           cause: .workerDied(death))
+        }
+        return awaitAnswer(job, id: id, onPreview: onPreview)
     }
 
-    private func writeAll(_ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+    /// Sends the job to a live worker (starting one if none runs, or another if it had died
+    /// between jobs). Returns why it could not.
+    private func hand(_ job: RenderJob, id: UInt32) -> WorkerDeath? {
+        for _ in 0..<2 {
+            let failure = ensureProcess()
+            guard failure == 0 else { return .failedToStart(errno: failure) }
+            switch send(job, id: id) {
+            case 0: return nil
+            case EPIPE: reap(killing: .killedForCancel)  // it died between jobs: start another
+            case let failure: return .failedToStart(errno: failure)
+            }
+        }
+        return .failedToStart(errno: EPIPE)
+    }
+
+    /// Sends the command; returns 0, EPIPE when the worker is gone, or another errno.
+    private func send(_ job: RenderJob, id: UInt32) -> Int32 {
+        let request = RenderRequest(path: job.source.path, spec: job.spec,
+                                    delivery: job.wantsPreview.load(ordering: .relaxed) ? .opportunistic : .final)
+        var descriptors = [job.source.descriptor]
+        var base: Int32 = -1
+        defer { if base >= 0 { Glibc.close(base) } }
+        if let bytes = job.derivedFrom {
+            // The base may be many MiB: it travels as a sealed memfd, not in the frame.
+            base = bytes.withUnsafeBytes { vd_memfd_sealed("viewerd-derivation-base", $0.baseAddress, $0.count) }
+            guard base >= 0 else { return errno }
+            descriptors.append(base)
+        }
+        let bytes = WorkerWire.encode(job.derivedFrom == nil ? .render(id: id, request) : .derive(id: id, request))
+        // The descriptors travel with the frame's first byte; the kernel duplicates them into
+        // the worker, so the daemon keeps its own.
+        let first = bytes.withUnsafeBytes { raw in
+            descriptors.withUnsafeBufferPointer { vd_send_with_fds(socket, raw.baseAddress, 1, $0.baseAddress, Int32($0.count)) }
+        }
+        guard first == 1 else { return EPIPE }
+        return writeAll(bytes[1...]) ? 0 : EPIPE
+    }
+
+    private func writeAll(_ bytes: ArraySlice<UInt8>) -> Bool {
+        var offset = bytes.startIndex
+        while offset < bytes.endIndex {
+            let n = bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress! + (offset - bytes.startIndex), bytes.endIndex - offset, Int32(MSG_NOSIGNAL)) }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { return false }
             offset += n
@@ -98,45 +110,63 @@ final class WorkerSlot: @unchecked Sendable {
         return true
     }
 
-    private func awaitAnswer(_ job: RenderJob, id: UInt32, onPreview: (Rendition) -> Void) -> Outcome {
+    private func awaitAnswer(_ job: RenderJob, id: UInt32, onPreview: (Rendition) -> Void) -> JobOutcome {
         let deadline = ContinuousClock.now + pool.jobTimeout
         var cancelDeadline: ContinuousClock.Instant?
         var buffer = [UInt8](repeating: 0, count: 256 * 1024)
         while true {
             // An answer already buffered comes first.
-            while let frame = try? decoder.next() {
-                guard frame.requestID == id, let message = try? Message(frame: frame) else { continue }
-                switch message {
-                case .preview(let r): onPreview(Rendition(format: r.format, width: r.width, height: r.height, bytes: r.bytes))
-                case .result(let r):
-                    consecutiveEarlyDeaths = 0
-                    return .rendered(Rendition(format: r.format, width: r.width, height: r.height, bytes: r.bytes))
-                case .error(let e):
-                    consecutiveEarlyDeaths = 0
-                    return .failed(.reported(code: e.code ?? .internalError, message: e.message))
-                case .cancelled:
-                    return .cancelled
-                default: continue
+            do {
+                while let frame = try decoder.next() {
+                    let reply = try WorkerWire.decodeReply(frame)
+                    guard reply.id == id else { throw WorkerWireError(description: "a reply for job \(reply.id) during job \(id)") }
+                    switch reply {
+                    case .preview(_, let rendition): onPreview(rendition)
+                    case .result(_, let rendition):
+                        consecutiveEarlyDeaths = 0
+                        return .rendered(rendition)
+                    case .error(_, let e) where e.code == .malformedFrame:
+                        return protocolFailure(job, detail: e.message)
+                    case .error(_, let e):
+                        consecutiveEarlyDeaths = 0
+                        return .failed(.reported(code: e.code ?? .internalError, message: e.message), cause: .reported)
+                    case .cancelled:
+                        return .cancelled
+                    }
                 }
+            } catch {
+                return protocolFailure(job, detail: "\(error)")
             }
             let now = ContinuousClock.now
             let limit = min(deadline, cancelDeadline ?? deadline)
             if now >= limit {
-                reap(kill: true)
                 pool.count(\.killed)
-                if let cancelDeadline, now >= cancelDeadline { return .cancelled }
+                if let cancelDeadline, now >= cancelDeadline {
+                    reap(killing: .killedForCancel)
+                    return .cancelled
+                }
+                reap(killing: .killedForTimeout)
                 pool.count(\.timeouts)
                 Log.warning("event=render-timeout path=\(Log.quote(job.source.path)) seconds=\(pool.jobTimeout.components.seconds)")
-                return .failed(.timedOut(path: job.source.path, seconds: Int(pool.jobTimeout.components.seconds)))
+                return .failed(.timedOut(path: job.source.path, seconds: Int(pool.jobTimeout.components.seconds)),
+                               cause: .workerDied(.killedForTimeout))
             }
             let wait = Int32(clamping: (limit - now).components.seconds * 1000 + (limit - now).components.attoseconds / 1_000_000_000_000_000 + 1)
-            let ready = vd_poll2(socket, cancelSignal.fd, wait)
+            let ready = vd_poll2(socket, control.wakeup.fd, wait)
             if ready & 2 != 0 {
-                cancelSignal.drain()
-                if cancelDeadline == nil {
+                control.wakeup.drain()
+                switch control.request(for: job.sequence) {
+                case .stop:
+                    // The daemon is past its shutdown deadline: no grace.
+                    pool.count(\.killed)
+                    reap(killing: .killedForCancel)
+                    return .cancelled
+                case .cancel where cancelDeadline == nil:
                     // Ask nicely; kill if it does not stop in time.
-                    _ = writeAll(Message.cancel.frame(requestID: id).bytes)
+                    _ = writeAll(WorkerWire.encode(.cancel(id: id))[...])
                     cancelDeadline = ContinuousClock.now + pool.cancelGrace
+                case .cancel, .none:
+                    break  // already asked, or a cancel meant for an earlier job
                 }
             }
             if ready & (1 | 4) != 0 {
@@ -146,62 +176,84 @@ final class WorkerSlot: @unchecked Sendable {
                     continue
                 }
                 if n < 0 && errno == EINTR { continue }
-                let detail = reap(kill: false)
+                let death = reap(killing: nil)
                 pool.count(\.crashes)
-                Log.warning("event=worker-crashed path=\(Log.quote(job.source.path)) detail=\(Log.quote(detail))")
+                Log.warning("event=worker-crashed path=\(Log.quote(job.source.path)) detail=\(Log.quote(death.description))")
                 if cancelDeadline != nil { return .cancelled }
-                return .failed(.decoderCrashed(path: job.source.path, detail: detail))
+                if death == .exited(status: WorkerWire.protocolErrorStatus) {
+                    return .failed(.reported(code: .internalError, message: "worker protocol error (\(job.source.path))"),
+                                   cause: .protocolError)
+                }
+                return .failed(.decoderCrashed(path: job.source.path, detail: death.description), cause: .workerDied(death))
             }
         }
     }
 
+    /// The worker sent what the daemon cannot decode, or said it could not decode ours: a
+    /// fault of viewerd, answered at once. The worker is killed (its stream is not to be
+    /// trusted any more).
+    private func protocolFailure(_ job: RenderJob, detail: String) -> JobOutcome {
+        Log.error("event=worker-protocol-error path=\(Log.quote(job.source.path)) detail=\(Log.quote(detail))")
+        pool.count(\.killed)
+        reap(killing: .killedForCancel)
+        return .failed(.reported(code: .internalError, message: "worker protocol error: \(detail) (\(job.source.path))"),
+                       cause: .protocolError)
+    }
+
     /// Starts the worker process if none runs. Backs off when workers keep dying at once.
-    private func ensureProcess() -> Bool {
-        if pid > 0 { return true }
+    /// Returns 0, or the errno of the failed start.
+    private func ensureProcess() -> Int32 {
+        if pid > 0 { return 0 }
         if consecutiveEarlyDeaths >= 3 {
             pool.setFailing(true)
             let delay = min(30.0, 0.1 * pow(2, Double(consecutiveEarlyDeaths - 3)))
             Log.error("event=workers-failing slot=\(index) consecutive_deaths=\(consecutiveEarlyDeaths) retry_in=\(delay)")
-            Thread.sleep(forTimeInterval: delay)
+            // A stop of the pool ends the wait.
+            _ = vd_poll2(control.wakeup.fd, -1, Int32(delay * 1000))
         }
         var pair: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else { return false }
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+            let failure = errno
+            Log.error("event=worker-spawn-failed error=\(Log.quote(SystemError("socketpair", failure).description))")
+            return failure
+        }
+        // --parent: the worker asks to be killed when this thread ends, and checks that its
+        // parent is still us when it does (we may have died first).
         let child = vd_spawn_worker(pool.executable, pair[1], "--memory-limit", String(pool.workerMemoryLimit),
-                                    "--max-pixels", String(pool.maxSourcePixels))
+                                    "--max-pixels", String(pool.maxSourcePixels), "--parent", String(getpid()))
+        let failure = errno
         Glibc.close(pair[1])
         guard child > 0 else {
             Glibc.close(pair[0])
-            Log.error("event=worker-spawn-failed error=\(Log.quote(SystemError("posix_spawn").description))")
+            Log.error("event=worker-spawn-failed error=\(Log.quote(SystemError("posix_spawn", failure).description))")
             consecutiveEarlyDeaths += 1
-            return false
+            return failure
         }
         pid = child
         alive.store(true, ordering: .relaxed)
         socket = pair[0]
-        decoder = FrameDecoder(maxBodyLength: UInt32.max)
+        decoder = FrameDecoder(maxBodyLength: WorkerWire.maxBodyLength)
         pool.count(\.spawned)
         consecutiveEarlyDeaths += 1  // until it answers a job
-        return true
+        return 0
     }
 
-    /// Ends the current process (killing it when asked) and returns how it ended.
+    /// Ends the current process and returns how it ended: `reason` when the daemon kills it
+    /// (SIGKILL), else what its wait status says.
     @discardableResult
-    func reap(kill: Bool) -> String {
-        guard pid > 0 else { return "no process" }
-        if kill { Glibc.kill(pid, SIGKILL) }
+    private func reap(killing reason: WorkerDeath?) -> WorkerDeath {
+        guard pid > 0 else { return reason ?? .exited(status: 0) }
+        if reason != nil { Glibc.kill(pid, SIGKILL) }
         Glibc.close(socket)
         var status: Int32 = 0
         _ = vd_wait(pid, &status, 1)
         pid = -1
         alive.store(false, ordering: .relaxed)
         socket = -1
-        let signal = status & 0x7f
-        lastDeathSignal = kill ? 0 : signal
-        if signal != 0 {
-            if signal != SIGKILL || !kill { pool.setFailing(consecutiveEarlyDeaths >= 3) }
-            return "killed by signal \(signal) (\(String(cString: strsignal(signal))))"
-        }
-        return "exited with status \((status >> 8) & 0xff)"
+        if let reason { return reason }
+        let death = WorkerDeath(waitStatus: status)
+        if case .exited = death {} else { pool.setFailing(consecutiveEarlyDeaths >= 3) }
+        return death
     }
 
     /// Closes the socket (the worker exits at end of stream) and waits for the process.

@@ -1,0 +1,57 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How a worker process ended while it had a job, as the slot that reaped it knows it.
+/// A cause is a type, not a log line: policy (`FailurePolicy`) switches on it.
+enum WorkerDeath: Sendable, Equatable, CustomStringConvertible {
+    /// Ended by a signal the daemon did not send (SIGSEGV, SIGABRT, SIGILL of a Swift trap…):
+    /// the decoder crashed on the file.
+    case crashed(signal: Int32)
+    /// Exited by itself with this status.
+    case exited(status: Int32)
+    /// Killed by the daemon: the job was cancelled and did not stop within the grace.
+    case killedForCancel
+    /// Killed by the daemon: the job ran past the job timeout.
+    case killedForTimeout
+    /// SIGKILL the daemon did not send: the out-of-memory killer (acting for the whole
+    /// cgroup) or an administrator, not the file.
+    case killedFromOutside
+    /// No worker could be started for the job (socketpair or posix_spawn failed, or the new
+    /// worker died before it was sent the job): EMFILE, EAGAIN, ENOMEM and the like.
+    case failedToStart(errno: Int32)
+
+    /// How the slot classifies a wait status it did not cause.
+    init(waitStatus status: Int32) {
+        let signal = status & 0x7f
+        if signal == 0 {
+            self = .exited(status: (status >> 8) & 0xff)
+        } else if signal == SIGKILL {
+            self = .killedFromOutside
+        } else {
+            self = .crashed(signal: signal)
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .crashed(let signal): "killed by signal \(signal) (\(String(cString: strsignal(signal))))"
+        case .exited(let status): "exited with status \(status)"
+        case .killedForCancel: "killed after a cancel"
+        case .killedForTimeout: "killed at the job timeout"
+        case .killedFromOutside: "killed by signal \(SIGKILL) (SIGKILL not sent by viewerd)"
+        case .failedToStart(let errno): "cannot start a worker process: \(String(cString: strerror(errno)))"
+        }
+    }
+}
+
+/// Why a job failed: what the event loop's failure policy decides on.
+enum FailureCause: Sendable, Equatable {
+    /// The worker answered ERROR (corrupt, unsupported, too large, unreadable…).
+    case reported
+    /// The worker died, or none could be started.
+    case workerDied(WorkerDeath)
+    /// The daemon and its worker did not understand each other (a frame one side could not
+    /// decode): a fault of viewerd, never of the file.
+    case protocolError
+}

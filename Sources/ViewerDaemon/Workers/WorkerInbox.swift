@@ -1,0 +1,78 @@
+import Dispatch
+import Locking
+import Rendering
+import ViewerProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One job in a worker process, with the descriptors that came with its command.
+struct WorkerJob {
+    let id: UInt32
+    let request: RenderRequest
+    /// The source file (for a derivation too: its plan gives the size to make).
+    let source: Int32
+    /// For a derivation: a sealed memfd of the stored rendition to render from; else -1.
+    let base: Int32
+
+    var isDerivation: Bool { base >= 0 }
+
+    /// For a job that is never served (cancelled while queued).
+    func closeDescriptors() {
+        if source >= 0 { Glibc.close(source) }
+        if base >= 0 { Glibc.close(base) }
+    }
+}
+
+/// The jobs a worker's reader thread received, and the id of the one being rendered.
+/// State behind one lock; `available` counts puts and the close.
+final class WorkerInbox: Sendable {
+    private struct State {
+        var queue: [WorkerJob] = []
+        var closed = false
+        var current: (id: UInt32, cancellation: RenderCancellation)?
+    }
+    private let state = Locked(State())
+    private let available = DispatchSemaphore(value: 0)
+
+    func put(_ job: WorkerJob) {
+        state.withLock { $0.queue.append(job) }
+        available.signal()
+    }
+
+    func close() {
+        state.withLock { $0.closed = true }
+        available.signal()
+    }
+
+    /// The next job and what stops it, or nil once the daemon has gone.
+    func take() -> (WorkerJob, RenderCancellation)? {
+        while true {
+            available.wait()
+            let next = state.withLock { s -> ((WorkerJob, RenderCancellation)?, Bool) in
+                if !s.queue.isEmpty {
+                    let job = s.queue.removeFirst()
+                    let cancellation = RenderCancellation()
+                    s.current = (job.id, cancellation)
+                    return ((job, cancellation), false)
+                }
+                return (nil, s.closed)
+            }
+            if let taken = next.0 { return taken }
+            if next.1 { return nil }
+        }
+    }
+
+    /// Cancels `id` if it is queued (returns true: the caller answers CANCELLED) or asks the
+    /// running render to stop (it answers itself).
+    func cancel(_ id: UInt32) -> Bool {
+        state.withLock { s in
+            if let index = s.queue.firstIndex(where: { $0.id == id }) {
+                s.queue.remove(at: index).closeDescriptors()
+                return true
+            }
+            if let current = s.current, current.id == id { current.cancellation.cancel() }
+            return false
+        }
+    }
+}

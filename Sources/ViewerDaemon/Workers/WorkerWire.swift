@@ -1,0 +1,158 @@
+import Rendering
+import ViewerProtocol
+
+/// What the daemon tells a worker. Descriptors travel with the frame's first byte
+/// (SCM_RIGHTS), in the order `descriptorCount` says.
+enum WorkerCommand: Sendable, Equatable {
+    /// Render the source file (descriptor 0) to the request's spec.
+    case render(id: UInt32, RenderRequest)
+    /// Render from a stored rendition of the source (descriptor 1: a sealed memfd of its
+    /// encoded bytes), exactly the size libvips plans for the source itself (descriptor 0).
+    case derive(id: UInt32, RenderRequest)
+    /// Stop the job `id` (answered CANCELLED, or its result if it was done first).
+    case cancel(id: UInt32)
+
+    var id: UInt32 {
+        switch self {
+        case .render(let id, _), .derive(let id, _), .cancel(let id): id
+        }
+    }
+}
+
+/// What a worker answers: zero or more `preview`, then one of the others.
+enum WorkerReply: Sendable, Equatable {
+    case preview(id: UInt32, Rendition)
+    case result(id: UInt32, Rendition)
+    case error(id: UInt32, ErrorReply)
+    case cancelled(id: UInt32)
+
+    var id: UInt32 {
+        switch self {
+        case .preview(let id, _), .result(let id, _), .error(let id, _), .cancelled(let id): id
+        }
+    }
+}
+
+/// A frame one side of the worker wire could not make sense of.
+struct WorkerWireError: Error, Sendable, Equatable, CustomStringConvertible {
+    let description: String
+}
+
+/// The private daemon ↔ worker wire: the public frame header, message types of its own, and
+/// the public bodies of RENDER, RESULT and ERROR for the values they carry. Both ends encode
+/// and decode through here only, so they cannot disagree.
+///
+/// ```swift
+/// let bytes = WorkerWire.encode(.render(id: 7, request))          // daemon
+/// let command = try WorkerWire.decodeCommand(frame)                // worker
+/// ```
+///
+/// A frame a side cannot decode is an error answered at once: the worker answers ERROR
+/// `malformed-frame` for its id (or exits with `protocolErrorStatus` when the stream itself
+/// is broken); the daemon fails the job and kills the worker. Nobody waits for a timeout.
+enum WorkerWire {
+    enum Kind: UInt8 {
+        case render = 0x41, derive = 0x42, cancel = 0x43
+        case preview = 0xC1, result = 0xC2, error = 0xC3, cancelled = 0xC4
+
+        /// Descriptors that come with a command of this kind.
+        var descriptorCount: Int {
+            switch self {
+            case .render: 1
+            case .derive: 2
+            default: 0
+            }
+        }
+    }
+
+    /// Largest frame body either side accepts: the largest reply (a raw rendition of the
+    /// largest side) with room for its fields. Commands are small: a derivation's base
+    /// travels as a memfd, not in the frame.
+    static let maxBodyLength: UInt32 = {
+        let side = UInt64(RenderLimits().maxOutputSide)
+        return UInt32(side * side * 4 + 64 * 1024)
+    }()
+
+    /// The worker's exit status when its input stream cannot be decoded any more.
+    static let protocolErrorStatus: Int32 = 76  // EX_PROTOCOL
+
+    // MARK: Daemon → worker
+
+    static func encode(_ command: WorkerCommand) -> [UInt8] {
+        switch command {
+        case .render(let id, let request):
+            frame(.render, id: id, body: Message.render(request).body(), descriptors: true)
+        case .derive(let id, let request):
+            frame(.derive, id: id, body: Message.render(request).body(), descriptors: true)
+        case .cancel(let id):
+            frame(.cancel, id: id, body: [], descriptors: false)
+        }
+    }
+
+    static func decodeCommand(_ frame: Frame) throws(WorkerWireError) -> WorkerCommand {
+        switch Kind(rawValue: frame.type) {
+        case .render: .render(id: frame.requestID, try request(frame))
+        case .derive: .derive(id: frame.requestID, try request(frame))
+        case .cancel: .cancel(id: frame.requestID)
+        default: throw WorkerWireError(description: "not a worker command: type 0x\(String(frame.type, radix: 16))")
+        }
+    }
+
+    // MARK: Worker → daemon
+
+    static func encode(_ reply: WorkerReply) -> [UInt8] {
+        switch reply {
+        case .preview(let id, let r): frame(.preview, id: id, body: Message.result(result(r)).body(), descriptors: false)
+        case .result(let id, let r): frame(.result, id: id, body: Message.result(result(r)).body(), descriptors: false)
+        case .error(let id, let e): frame(.error, id: id, body: Message.error(e).body(), descriptors: false)
+        case .cancelled(let id): frame(.cancelled, id: id, body: [], descriptors: false)
+        }
+    }
+
+    static func decodeReply(_ frame: Frame) throws(WorkerWireError) -> WorkerReply {
+        let id = frame.requestID
+        switch Kind(rawValue: frame.type) {
+        case .preview: return .preview(id: id, try rendition(frame))
+        case .result: return .result(id: id, try rendition(frame))
+        case .error:
+            guard case .error(let e) = try decodePublic(frame, as: .error) else { break }
+            return .error(id: id, e)
+        case .cancelled: return .cancelled(id: id)
+        default: break
+        }
+        throw WorkerWireError(description: "not a worker reply: type 0x\(String(frame.type, radix: 16))")
+    }
+
+    // MARK: Bodies
+
+    private static func frame(_ kind: Kind, id: UInt32, body: [UInt8], descriptors: Bool) -> [UInt8] {
+        Frame(type: kind.rawValue, flags: descriptors ? FrameFlags.descriptor : 0, requestID: id, body: body).bytes
+    }
+
+    private static func result(_ r: Rendition) -> RenderResult {
+        RenderResult(format: r.format, width: r.width, height: r.height, fromCache: false, bytes: r.bytes)
+    }
+
+    private static func request(_ frame: Frame) throws(WorkerWireError) -> RenderRequest {
+        guard case .render(let request) = try decodePublic(frame, as: .render) else {
+            throw WorkerWireError(description: "a render body that is not one")
+        }
+        return request
+    }
+
+    private static func rendition(_ frame: Frame) throws(WorkerWireError) -> Rendition {
+        guard case .result(let r) = try decodePublic(frame, as: .result) else {
+            throw WorkerWireError(description: "a result body that is not one")
+        }
+        return Rendition(format: r.format, width: r.width, height: r.height, bytes: r.bytes)
+    }
+
+    /// Decodes the body with the public message's codec (the body, not the frame type, is shared).
+    private static func decodePublic(_ frame: Frame, as type: MessageType) throws(WorkerWireError) -> Message {
+        do throws(ProtocolError) {
+            return try Message(frame: Frame(type: type.rawValue, requestID: frame.requestID, body: frame.body))
+        } catch {
+            throw WorkerWireError(description: "\(Kind(rawValue: frame.type).map { "\($0)" } ?? "frame"): \(error)")
+        }
+    }
+}

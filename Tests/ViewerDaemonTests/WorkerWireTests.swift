@@ -1,0 +1,96 @@
+import Rendering
+import Testing
+@testable import ViewerDaemon
+import ViewerProtocol
+
+@Suite("WorkerWire")
+struct WorkerWireTests {
+    static let request = RenderRequest(path: "/photos/a b.jpg", spec: RenditionSpec(width: 256, height: 200, format: .webp),
+                                       priority: .visible, delivery: .opportunistic)
+    static let rendition = Rendition(format: .png, width: 3, height: 2, bytes: [1, 2, 3, 4, 5])
+
+    static let commands: [WorkerCommand] = [.render(id: 1, request), .derive(id: 2, request), .cancel(id: 3)]
+    static let replies: [WorkerReply] = [
+        .preview(id: 4, rendition), .result(id: 5, rendition),
+        .error(id: 6, ErrorReply(.corruptImage, "corrupt image: bad (x.jpg)")), .cancelled(id: 7),
+    ]
+
+    /// Feeds `bytes` one byte at a time and returns the frames.
+    func frames(_ bytes: [UInt8]) throws -> [Frame] {
+        var decoder = FrameDecoder(maxBodyLength: WorkerWire.maxBodyLength)
+        var out: [Frame] = []
+        for byte in bytes {
+            decoder.append([byte])
+            while let frame = try decoder.next() { out.append(frame) }
+        }
+        return out
+    }
+
+    @Test("every command decodes to itself, fed a byte at a time", arguments: commands)
+    func command(_ command: WorkerCommand) throws {
+        let decoded = try frames(WorkerWire.encode(command)).map { try WorkerWire.decodeCommand($0) }
+        #expect(decoded == [command])
+    }
+
+    @Test("every reply decodes to itself, fed a byte at a time", arguments: replies)
+    func reply(_ reply: WorkerReply) throws {
+        let decoded = try frames(WorkerWire.encode(reply)).map { try WorkerWire.decodeReply($0) }
+        #expect(decoded == [reply])
+    }
+
+    @Test("render and derive are their own messages, and say how many descriptors come with them")
+    func kinds() throws {
+        let render = try #require(try frames(WorkerWire.encode(.render(id: 1, Self.request))).first)
+        let derive = try #require(try frames(WorkerWire.encode(.derive(id: 1, Self.request))).first)
+        #expect(render.type != derive.type)
+        #expect(WorkerWire.Kind(rawValue: render.type)?.descriptorCount == 1)
+        #expect(WorkerWire.Kind(rawValue: derive.type)?.descriptorCount == 2)
+        #expect(render.flags & FrameFlags.descriptor != 0 && derive.flags & FrameFlags.descriptor != 0)
+    }
+
+    @Test("a reply is not a command, nor a command a reply, nor a public message either")
+    func wrongDirection() throws {
+        let reply = try #require(try frames(WorkerWire.encode(.cancelled(id: 1))).first)
+        let command = try #require(try frames(WorkerWire.encode(.cancel(id: 1))).first)
+        #expect(throws: WorkerWireError.self) { try WorkerWire.decodeCommand(reply) }
+        #expect(throws: WorkerWireError.self) { try WorkerWire.decodeReply(command) }
+        #expect(throws: WorkerWireError.self) { try WorkerWire.decodeCommand(Message.render(Self.request).frame(requestID: 1)) }
+    }
+
+    @Test("a body that does not decode is an error, not a frame to skip")
+    func badBody() throws {
+        var frame = try #require(try frames(WorkerWire.encode(.render(id: 9, Self.request))).first)
+        frame.body = Array(frame.body.prefix(5))
+        #expect(throws: WorkerWireError.self) { try WorkerWire.decodeCommand(frame) }
+        var result = try #require(try frames(WorkerWire.encode(.result(id: 9, Self.rendition))).first)
+        result.body = [0xFF, 0xFF, 0xFF]
+        #expect(throws: WorkerWireError.self) { try WorkerWire.decodeReply(result) }
+    }
+
+    @Test("both ends accept the largest reply: a raw rendition of the largest side")
+    func limit() {
+        let side = UInt64(RenderLimits().maxOutputSide)
+        #expect(UInt64(WorkerWire.maxBodyLength) > side * side * 4)
+    }
+}
+
+extension WorkerCommand: CustomTestStringConvertible {
+    public var testDescription: String {
+        switch self {
+        case .render(let id, _): "render \(id)"
+        case .derive(let id, _): "derive \(id)"
+        case .cancel(let id): "cancel \(id)"
+        }
+    }
+}
+
+extension WorkerReply: CustomTestStringConvertible {
+    public var testDescription: String {
+        switch self {
+        case .preview(let id, _): "preview \(id)"
+        case .result(let id, _): "result \(id)"
+        case .error(let id, _): "error \(id)"
+        case .cancelled(let id): "cancelled \(id)"
+        }
+    }
+}
