@@ -29,6 +29,8 @@ final class Connection {
     /// The peer's credentials (SO_PEERCRED), read at accept.
     var peerUID: UInt32 = UInt32.max
     var peerPID: Int32 = 0
+    /// In the connection set's list of connections to flush.
+    var awaitsFlush = false
     /// The epoll mask currently registered; nil before the first registration.
     var registeredEvents: UInt32?
 
@@ -43,26 +45,22 @@ final class Connection {
     /// Appends a whole frame.
     func enqueue(_ message: Message, requestID: UInt32) {
         let body = message.body()
-        var frame: [UInt8] = []
-        frame.reserveCapacity(FrameHeader.size + body.count)
-        FrameHeader(type: message.type.rawValue, requestID: requestID, bodyLength: UInt32(body.count)).write(to: &frame)
-        frame.append(contentsOf: body)
-        outbound.append(frame)
+        outbound.appendFrame(FrameHeader(type: message.type.rawValue, requestID: requestID, bodyLength: UInt32(body.count))) {
+            $0.append(contentsOf: body)
+        }
     }
 
     /// Appends a RESULT or PREVIEW frame whose rendition bytes are copied from `payload` (for
-    /// a hit, the store's mapped page: the one copy on the hit path).
+    /// a hit, the store's mapped page: the one copy on the hit path, straight into the queue).
     func enqueueRendition(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
                           fromCache: Bool, payload: UnsafeRawBufferPointer) {
         let prefix = RenderResult.bodyPrefix(format: format, width: width, height: height,
                                              fromCache: fromCache, byteCount: payload.count)
-        var frame: [UInt8] = []
-        frame.reserveCapacity(FrameHeader.size + prefix.count + payload.count)
-        FrameHeader(type: type.rawValue, requestID: requestID, bodyLength: UInt32(prefix.count + payload.count))
-            .write(to: &frame)
-        frame.append(contentsOf: prefix)
-        frame.append(contentsOf: payload)
-        outbound.append(frame)
+        let header = FrameHeader(type: type.rawValue, requestID: requestID, bodyLength: UInt32(prefix.count + payload.count))
+        outbound.appendFrame(header, reserving: prefix.count + payload.count) {
+            $0.append(contentsOf: prefix)
+            $0.append(contentsOf: payload)
+        }
     }
 
     /// Appends a RESULT or PREVIEW frame that shares `payload` with every other waiter of the
@@ -71,12 +69,8 @@ final class Connection {
                           sharing payload: [UInt8]) {
         let prefix = RenderResult.bodyPrefix(format: format, width: width, height: height,
                                              fromCache: false, byteCount: payload.count)
-        var head: [UInt8] = []
-        head.reserveCapacity(FrameHeader.size + prefix.count)
-        FrameHeader(type: type.rawValue, requestID: requestID, bodyLength: UInt32(prefix.count + payload.count))
-            .write(to: &head)
-        head.append(contentsOf: prefix)
-        outbound.append(head)
+        let header = FrameHeader(type: type.rawValue, requestID: requestID, bodyLength: UInt32(prefix.count + payload.count))
+        outbound.appendFrame(header) { $0.append(contentsOf: prefix) }
         outbound.append(shared: payload)
     }
 
@@ -136,15 +130,21 @@ struct OutboundQueue {
     /// goes out in one send.
     private static let packLimit = 64 * 1024
 
-    mutating func append(_ bytes: [UInt8]) {
-        byteCount += bytes.count
-        if chunks.count > head, let last = chunks.indices.last, !shared[last],
-           chunks[last].count + bytes.count <= Self.packLimit {
-            chunks[last].append(contentsOf: bytes)
-            return
+    /// Appends a frame: its header, then what `body` writes (`reserving` bytes, if known).
+    /// Small frames are packed into the last chunk, so a burst of them goes out in one send.
+    mutating func appendFrame(_ header: FrameHeader, reserving bodySize: Int = 0, _ body: (inout [UInt8]) -> Void) {
+        let size = FrameHeader.size + bodySize
+        if chunks.count == head || shared[chunks.count - 1] || chunks[chunks.count - 1].count + size > Self.packLimit {
+            var chunk: [UInt8] = []
+            chunk.reserveCapacity(max(size, 256))
+            chunks.append(chunk)
+            shared.append(false)
         }
-        chunks.append(bytes)
-        shared.append(false)
+        let last = chunks.count - 1
+        let before = chunks[last].count
+        header.write(to: &chunks[last])
+        body(&chunks[last])
+        byteCount += chunks[last].count - before
     }
 
     mutating func append(shared bytes: [UInt8]) {

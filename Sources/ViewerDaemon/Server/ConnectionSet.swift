@@ -10,8 +10,10 @@ final class ConnectionSet {
     private let epoll: Epoll
     private(set) var byFD: [Int32: Connection] = [:]
     private(set) var byID: [UInt64: Connection] = [:]
-    /// Connections with answers queued since they were last flushed.
-    private var dirty: [UInt64: Connection] = [:]
+    /// Connections with answers queued since they were last flushed (each once: its
+    /// `awaitsFlush`), and a spare list to swap with, so a flush allocates nothing.
+    private var dirty: [Connection] = []
+    private var spare: [Connection] = []
     private var nextID: UInt64 = 1
     /// Connections ever accepted.
     private(set) var accepted: UInt64 = 0
@@ -53,16 +55,26 @@ final class ConnectionSet {
     }
 
     /// Notes that `connection` has something to send (or wants its interest updated).
-    func touch(_ connection: Connection) { dirty[connection.id] = connection }
+    func touch(_ connection: Connection) {
+        guard !connection.awaitsFlush else { return }
+        connection.awaitsFlush = true
+        dirty.append(connection)
+    }
 
     /// Writes what each touched connection has queued and updates epoll. `resumed` is called
     /// for a connection whose client caught up on its answers (reading resumes): it may
     /// touch more connections, which are flushed in turn.
     func flush(outboundLimit: Int, resumed: (Connection) -> Void) {
         while !dirty.isEmpty {
-            let batch = dirty
-            dirty.removeAll(keepingCapacity: true)
-            for connection in batch.values where isOpen(connection) {
+            var batch = spare
+            swap(&batch, &dirty)
+            defer {
+                batch.removeAll(keepingCapacity: true)
+                spare = batch
+            }
+            for connection in batch {
+                connection.awaitsFlush = false
+                guard isOpen(connection) else { continue }
                 guard connection.flush() else {
                     close(connection)
                     continue
@@ -103,7 +115,6 @@ final class ConnectionSet {
         Posix.close(connection.fd)
         byFD[connection.fd] = nil
         byID[connection.id] = nil
-        dirty[connection.id] = nil
         for fd in connection.descriptors { Posix.close(fd) }
         connection.descriptors.removeAll()
         onClose(connection)
