@@ -22,6 +22,8 @@ public final class Daemon {
     let store: RenditionStore
     let reader: StoreReader
     let listener: Listener
+    /// Held until the daemon object goes (the process ends): one store, one daemon.
+    let cacheLock: CacheDirectoryLock
     let epoll: Epoll
     let wakeup: Wakeup
     let signalFD: Int32
@@ -49,6 +51,7 @@ public final class Daemon {
         (signalFD, socketActivated) = (resources.signalFD, resources.socketActivated)
         service = ServiceManagerLink(notifier: resources.notifier, idleExit: resources.configuration.idleExit)
         (self.configuration, listener, store) = (resources.configuration, resources.listener, resources.store)
+        cacheLock = resources.cacheLock
         reader = store.makeReader()
         do throws(SystemError) {
             epoll = try Epoll()

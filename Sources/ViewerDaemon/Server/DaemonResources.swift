@@ -19,6 +19,8 @@ struct DaemonResources {
     /// The configuration as served: the inherited socket's path, resolved shared roots.
     let configuration: Configuration
     let listener: Listener
+    /// Held for as long as the store is open: one store, one daemon.
+    let cacheLock: CacheDirectoryLock
     let store: RenditionStore
 
     static func open(_ configuration: Configuration) throws(StartupError) -> DaemonResources {
@@ -74,6 +76,14 @@ struct DaemonResources {
             listener.close()
             throw StartupError("the cache directory \(configuration.cacheDirectory) is not writable")
         }
+        // Before the store is opened: a second daemon on this store must not even open it.
+        let cacheLock: CacheDirectoryLock
+        do throws(StartupError) {
+            cacheLock = try CacheDirectoryLock(directory: configuration.cacheDirectory)
+        } catch {
+            listener.close()
+            throw error
+        }
         var storeConfiguration = StoreConfiguration(directory: configuration.cacheDirectory,
                                                     budgetBytes: configuration.cacheBudgetBytes)
         // Test-only (make torture): a memory map too small for the budget, which may not grow,
@@ -91,6 +101,6 @@ struct DaemonResources {
             throw StartupError("cannot open the store in \(configuration.cacheDirectory): \(error)")
         }
         return DaemonResources(signalFD: signalFD, notifier: notifier, socketActivated: inherited != nil,
-                               configuration: configuration, listener: listener, store: store)
+                               configuration: configuration, listener: listener, cacheLock: cacheLock, store: store)
     }
 }
