@@ -24,6 +24,8 @@ public final class Daemon {
     let listener: Listener
     /// Held until the daemon object goes (the process ends): one store, one daemon.
     let cacheLock: CacheDirectoryLock
+    /// Who may name which file (the shared roots' handles, opened at startup).
+    let sourceAccess: SourceAccess
     let epoll: Epoll
     let wakeup: Wakeup
     let signalFD: Int32
@@ -53,6 +55,7 @@ public final class Daemon {
         (signalFD, socketActivated) = (resources.signalFD, resources.socketActivated)
         service = ServiceManagerLink(notifier: resources.notifier, idleExit: resources.configuration.idleExit)
         (self.configuration, listener, store) = (resources.configuration, resources.listener, resources.store)
+        sourceAccess = SourceAccess(roots: resources.sharedRoots)
         cacheLock = resources.cacheLock
         reader = store.makeReader()
         do throws(SystemError) {
