@@ -36,15 +36,21 @@ public struct ServerTrust: Sendable, Equatable {
     /// This user, root, and the service user (`viewerd`, or `VIEWERD_SERVICE_USER`).
     public static func standard(environment: [String: String] = ProcessInfo.processInfo.environment) -> ServerTrust {
         var uids: Set<uid_t> = [getuid(), 0]
-        if let user = getpwnam("viewerd") { uids.insert(user.pointee.pw_uid) }
-        if let named = environment["VIEWERD_SERVICE_USER"], !named.isEmpty {
-            if let uid = uid_t(named) {
-                uids.insert(uid)
-            } else if let user = getpwnam(named) {
-                uids.insert(user.pointee.pw_uid)
-            }
+        if let uid = uid(of: "viewerd") { uids.insert(uid) }
+        if let named = environment["VIEWERD_SERVICE_USER"], !named.isEmpty, let uid = uid_t(named) ?? uid(of: named) {
+            uids.insert(uid)
         }
         return ServerTrust(trustedUIDs: uids)
+    }
+
+    /// The uid of the user `name`, if there is one. getpwnam_r: clients are made on any thread,
+    /// and getpwnam's answer lives in a buffer every caller shares.
+    static func uid(of name: String) -> uid_t? {
+        var entry = passwd()
+        var found: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwnam_r(name, &entry, &buffer, buffer.count, &found) == 0, found != nil else { return nil }
+        return entry.pw_uid
     }
 
     /// Refuses a socket whose directory someone untrusted could write in or own.

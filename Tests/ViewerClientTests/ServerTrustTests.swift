@@ -58,4 +58,14 @@ struct ServerTrustTests {
         let stranger = ServerTrust(trustedUIDs: [getuid() &+ 4242])
         #expect(throws: ViewerClientError.self) { try stranger.checkPeer(fd, socket: server.path) }
     }
+
+    @Test("the standard trust is you, root, and a service user named by name or number")
+    func standardTrust() {
+        #expect(ServerTrust.standard(environment: [:]).trustedUIDs.isSuperset(of: [getuid(), 0]))
+        #expect(ServerTrust.standard(environment: ["VIEWERD_SERVICE_USER": "4321"]).trustedUIDs.contains(4321))
+        if let nobody = getpwnam("nobody")?.pointee.pw_uid {
+            #expect(ServerTrust.standard(environment: ["VIEWERD_SERVICE_USER": "nobody"]).trustedUIDs.contains(nobody))
+        }
+        #expect(ServerTrust.standard(environment: ["VIEWERD_SERVICE_USER": "no-such-user-here"]).trustedUIDs == ServerTrust.standard(environment: [:]).trustedUIDs)
+    }
 }
