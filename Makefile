@@ -42,8 +42,9 @@ test: deps
 	$(SWIFT) test --skip-build
 
 ## torture: issue 9. viewerd-torture on a release build (hostile files, hostile clients, load,
-## faults: about 10 minutes on 2 cores), then the protocol fuzzer for FUZZ_SECONDS. A short
-## version of the first part runs inside `make test` (Tests/EndToEndTests/TortureSmokeTests).
+## faults, and multi-user as another user when run as root: about 10 minutes on 2 cores), then
+## the protocol fuzzer for FUZZ_SECONDS. A short version of the first part runs inside
+## `make test` (Tests/EndToEndTests/TortureSmokeTests).
 TORTURE_BUILD_PATH ?= .build
 TORTURE_ARGS ?=
 FUZZ_BUILD_PATH ?= .build/fuzz

@@ -15,6 +15,8 @@
 #include <poll.h>
 #include <spawn.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <linux/openat2.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -79,6 +81,25 @@ int vd_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
 }
 
 int vd_try_lock(int fd) { return flock(fd, LOCK_EX | LOCK_NB); }
+
+#ifndef SYS_openat2
+#define SYS_openat2 437  /* the same number on every architecture (the unified table) */
+#endif
+
+int vd_open_beneath(int root, const char *relative, int flags) {
+    struct open_how how;
+    memset(&how, 0, sizeof(how));
+    how.flags = (uint64_t)(unsigned)flags;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    long fd;
+    int attempts = 0;
+    do {
+        fd = syscall(SYS_openat2, root, relative, &how, sizeof(how));
+        // EAGAIN: the kernel saw a rename race during a RESOLVE_BENEATH walk and asks for a
+        // retry; a bounded number, so an attacker renaming in a loop cannot hold us here.
+    } while (fd < 0 && (errno == EINTR || (errno == EAGAIN && ++attempts < 16)));
+    return (int)fd;
+}
 
 int vd_accept(int fd) {
     int c;

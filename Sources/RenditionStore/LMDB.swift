@@ -17,6 +17,14 @@ public struct StoreError: Error, CustomStringConvertible, Sendable, Equatable {
     /// The map is full: a normal event the writer handles by evicting or growing the map.
     public var isMapFull: Bool { code == MDB_MAP_FULL }
 
+    /// The store's files are damaged or not of this layout (LMDB finds them corrupt, not an
+    /// LMDB file, of another LMDB version, or our schema differs): a fresh store is the only
+    /// way on. Anything else (EACCES, ENOMEM, EAGAIN, ENOSPC, EIO…) would fail a fresh store
+    /// alike or pass by itself, and moving the files aside would only throw the cache away.
+    public var meansUnusableFiles: Bool {
+        [MDB_CORRUPTED, MDB_INVALID, MDB_VERSION_MISMATCH, MDB_PAGE_NOTFOUND, MDB_PANIC, MDB_INCOMPATIBLE].contains(code)
+    }
+
     static func check(_ code: Int32, _ operation: @autoclosure () -> String) throws(StoreError) {
         if code != 0 { throw StoreError(code: code, operation: operation()) }
     }

@@ -30,8 +30,10 @@ public final class RenditionStore: Sendable {
     /// One sweep at a time: each starts where the previous one stopped.
     let sweepLock = Locked<Void>(())
 
-    /// Opens (or creates) the store. A store that cannot be opened or has another schema is
-    /// moved aside to `store.broken-<time>` and a fresh one is created; `log` says so.
+    /// Opens (or creates) the store. A store whose files are damaged or have another schema
+    /// (`StoreError.meansUnusableFiles`) is moved aside to `store.broken-<time>` and a fresh
+    /// one is created; `log` says so. Any other failure (no permission, no memory) is thrown
+    /// and the store is left as it is: the next start may well open it.
     public init(_ configuration: StoreConfiguration, log: @escaping @Sendable (String) -> Void = { _ in }) throws(StoreError) {
         self.configuration = configuration
         self.log = log
@@ -39,6 +41,8 @@ public final class RenditionStore: Sendable {
         let environment: Environment
         do throws(StoreError) {
             environment = try Self.openChecked(path: path, configuration)
+        } catch where !error.meansUnusableFiles {
+            throw error
         } catch {
             let aside = path + ".broken-\(Int(Date().timeIntervalSince1970))"
             log("event=store-moved-aside path=\(path) to=\(aside) reason=\"\(error)\"")

@@ -182,5 +182,13 @@ extension Posix {
         return true
     }
 
+    /// The credentials of the process at the other end of a connected Unix socket, as the
+    /// kernel recorded them when that end called connect() or listen() (SO_PEERCRED).
+    public static func peerCredentials(_ fd: Int32) throws(SystemError) -> (pid: pid_t, uid: uid_t, gid: gid_t) {
+        var pid: pid_t = 0, uid: uid_t = 0, gid: gid_t = 0
+        try check("getsockopt SO_PEERCRED") { vd_peer_credentials(fd, &pid, &uid, &gid) }
+        return (pid, uid, gid)
+    }
+
     static func isNonBlocking(_ fd: Int32) -> Bool { fcntl(fd, F_GETFL) & O_NONBLOCK != 0 }
 }

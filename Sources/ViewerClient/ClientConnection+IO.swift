@@ -13,7 +13,7 @@ extension ClientConnection {
     func run() {
         let fd: Int32
         do throws(ViewerClientError) {
-            fd = try ViewerClientError.connect(socketPath)
+            fd = try ViewerClientError.connect(socketPath, trust: trust)
         } catch {
             end(error)
             return

@@ -145,14 +145,17 @@ final class ClientConnection: Sendable {
 
     let socketPath: String
     let clientName: String
+    /// Checked before HELLO: who may own the socket's directory and listen on it.
+    let trust: ServerTrust
     let handshakeTimeout: Duration
     /// Wakes the I/O thread out of `poll`.
     let wakeup: Wakeup
     let state = Locked(State())
 
-    init(socketPath: String, clientName: String, handshakeTimeout: Duration = .seconds(10)) {
+    init(socketPath: String, clientName: String, trust: ServerTrust = .standard(), handshakeTimeout: Duration = .seconds(10)) {
         self.socketPath = socketPath
         self.clientName = clientName
+        self.trust = trust
         self.handshakeTimeout = handshakeTimeout
         do {
             self.wakeup = try Wakeup()

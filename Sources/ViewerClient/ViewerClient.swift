@@ -30,6 +30,8 @@ public final class ViewerClient: Sendable {
     public let socketPath: String
     /// The name sent in HELLO (shown in the daemon's logs).
     public let clientName: String
+    /// Who may be listening: checked on every connection before HELLO (`ServerTrust`).
+    public let trust: ServerTrust
 
     private let current = Locked<ClientConnection?>(nil)
 
@@ -42,9 +44,11 @@ public final class ViewerClient: Sendable {
     /// ```swift
     /// let client = ViewerClient(socketPath: "/run/user/1000/viewerd/viewerd.sock", clientName: "gallery")
     /// ```
-    public init(socketPath: String = ViewerConnection.defaultSocketPath(), clientName: String = ViewerClient.defaultClientName) {
+    public init(socketPath: String = ViewerConnection.defaultSocketPath(), clientName: String = ViewerClient.defaultClientName,
+                trust: ServerTrust = .standard()) {
         self.socketPath = socketPath
         self.clientName = clientName
+        self.trust = trust
     }
 
     /// Connects to the daemon and completes the handshake.
@@ -53,15 +57,18 @@ public final class ViewerClient: Sendable {
     ///   - socketPath: The daemon's socket; by default `$VIEWERD_SOCKET`, else the daemon's
     ///     default path (see `ViewerConnection.defaultSocketPath()`).
     ///   - clientName: A name for the daemon's logs.
-    /// - Throws: `ViewerClientError.unavailable` when no daemon answers, `.server` when it
+    ///   - trust: Who may be listening (by default: you, root, the service user).
+    /// - Throws: `ViewerClientError.unavailable` when no daemon answers, `.untrustedServer`
+    ///   when the socket's directory or its server fails `ServerTrust`, `.server` when it
     ///   refuses the handshake, `CancellationError` when the task is cancelled.
     ///
     /// ```swift
     /// let client = try await ViewerClient.connect(clientName: "photo-grid")
     /// ```
     public static func connect(socketPath: String = ViewerConnection.defaultSocketPath(),
-                               clientName: String = ViewerClient.defaultClientName) async throws -> ViewerClient {
-        let client = ViewerClient(socketPath: socketPath, clientName: clientName)
+                               clientName: String = ViewerClient.defaultClientName,
+                               trust: ServerTrust = .standard()) async throws -> ViewerClient {
+        let client = ViewerClient(socketPath: socketPath, clientName: clientName, trust: trust)
         _ = try await client.connection().welcome()
         return client
     }
@@ -88,7 +95,7 @@ public final class ViewerClient: Sendable {
     func connection() -> ClientConnection {
         let (connection, isNew) = current.withLock { current -> (ClientConnection, Bool) in
             if let existing = current, !existing.isClosed { return (existing, false) }
-            let fresh = ClientConnection(socketPath: socketPath, clientName: clientName)
+            let fresh = ClientConnection(socketPath: socketPath, clientName: clientName, trust: trust)
             current = fresh
             return (fresh, true)
         }

@@ -19,6 +19,9 @@ public enum ViewerClientError: Error, Equatable, CustomStringConvertible, Sendab
     case unsupported(String)
     /// The request cannot be sent as asked (too large for the daemon, unusable descriptor).
     case invalidArgument(String)
+    /// The socket failed `ServerTrust`'s checks (another user's directory or server): nothing
+    /// was sent.
+    case untrustedServer(socket: String, reason: String)
 
     public var description: String {
         switch self {
@@ -28,6 +31,7 @@ public enum ViewerClientError: Error, Equatable, CustomStringConvertible, Sendab
         case .connectionClosed: "the connection to viewerd closed"
         case .unsupported(let feature): "this viewerd does not support \(feature)"
         case .invalidArgument(let m): "invalid request: \(m)"
+        case .untrustedServer(let socket, let reason): "refusing to talk to \(socket): \(reason)"
         }
     }
 }
@@ -40,12 +44,23 @@ extension ViewerClientError {
         .unavailable(socket: socket, reason: error.code == .nameTooLong ? "socket path too long" : error.code.description)
     }
 
-    /// Connects to the daemon's socket (blocking, close-on-exec).
-    static func connect(_ socket: String) throws(ViewerClientError) -> Int32 {
+    /// Connects to the daemon's socket (blocking, close-on-exec), after checking its
+    /// directory and before returning checking who listens (`ServerTrust`): nothing is sent
+    /// on a socket that fails either.
+    static func connect(_ socket: String, trust: ServerTrust) throws(ViewerClientError) -> Int32 {
+        try trust.checkDirectory(of: socket)
+        let fd: Int32
         do throws(SystemError) {
-            return try Posix.connect(path: socket)
+            fd = try Posix.connect(path: socket)
         } catch {
             throw .unavailable(socket: socket, error)
         }
+        do throws(ViewerClientError) {
+            try trust.checkPeer(fd, socket: socket)
+        } catch {
+            Posix.close(fd)
+            throw error
+        }
+        return fd
     }
 }

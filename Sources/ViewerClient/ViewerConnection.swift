@@ -26,9 +26,13 @@ public final class ViewerConnection {
     }
 
     /// Connects and performs the handshake.
-    public init(socketPath: String, clientName: String = "viewerctl") throws(ViewerClientError) {
+    ///
+    /// - Parameter trust: who may be listening; checked before HELLO is sent (`ServerTrust`).
+    /// - Throws: `.untrustedServer` when the socket's directory or its server is not
+    ///   trusted, `.unavailable` when no daemon answers.
+    public init(socketPath: String, clientName: String = "viewerctl", trust: ServerTrust = .standard()) throws(ViewerClientError) {
         self.socketPath = socketPath
-        let fd = try ViewerClientError.connect(socketPath)
+        let fd = try ViewerClientError.connect(socketPath, trust: trust)
         self.fd = fd
         self.decoder = FrameDecoder(maxBodyLength: UInt32.max)
         self.welcome = Welcome(version: 0, serverVersion: "", maxRequestBody: 0, maxResponseBody: 0)

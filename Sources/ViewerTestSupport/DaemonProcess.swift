@@ -33,6 +33,9 @@ public final class DaemonProcess: @unchecked Sendable {
     public var environment: [String: String]
     /// Run as this user (through setpriv), e.g. "nobody"; nil for ours.
     public var runAs: String?
+    /// A program and its arguments that run the daemon's command line, e.g.
+    /// `["/usr/bin/prlimit", "--nofile=40:40"]` (empty: the daemon is run directly).
+    public var launcher: [String] = []
     private let removesDirectory: Bool
     private let state = Locked<(process: Process?, peakKiB: Int)>((nil, 0))
 
@@ -93,14 +96,14 @@ public final class DaemonProcess: @unchecked Sendable {
         let process = Process()
         let daemonArguments = ["--socket", socketPath, "--cache-dir", cacheDirectory]
             + (Self.readsConfigFile(executable) ? ["--config", "/dev/null"] : []) + arguments + extraArguments
+        var commandLine = launcher
         if let runAs {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
             let group = runAs == "nobody" ? "nogroup" : runAs
-            process.arguments = ["--reuid", runAs, "--regid", group, "--clear-groups", executable] + daemonArguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = daemonArguments
+            commandLine += ["/usr/bin/setpriv", "--reuid", runAs, "--regid", group, "--clear-groups"]
         }
+        commandLine += [executable] + daemonArguments
+        process.executableURL = URL(fileURLWithPath: commandLine[0])
+        process.arguments = Array(commandLine.dropFirst())
         process.environment = ProcessInfo.processInfo.environment
             .filter { !$0.key.hasPrefix("VIEWERD_") && !$0.key.hasPrefix("NOTIFY_") && !$0.key.hasPrefix("LISTEN_") }
             .merging(environment) { $1 }

@@ -18,15 +18,16 @@ struct Settings: Sendable {
     var rssLimitMiB = 384
     var verbose = false
 
-    static let allPhases = ["files", "clients", "load", "faults"]
+    static let allPhases = ["files", "clients", "load", "faults", "multi-user"]
 
     static let usage = """
-        usage: viewerd-torture [--short] [--phases files,clients,load,faults] [--work DIR] [--keep]
+        usage: viewerd-torture [--short] [--phases files,clients,load,faults,multi-user] [--work DIR] [--keep]
                                [--seed N] [--viewerd PATH] [--script PATH] [--rss-limit MIB] [--verbose]
 
         Starts the real viewerd (the one built next to this program) and attacks it: hostile
-        files, hostile clients, load, and faults (kill -9 of the daemon and of its workers, a
-        tiny store budget, an unusable store directory). Prints a summary; exits 1 on any
+        files, hostile clients, load, faults (kill -9 of the daemon and of its workers, a
+        tiny store budget, an unusable store directory), and multi-user (another user's
+        client, through setpriv when run as root; skipped with the reason otherwise). Prints a summary; exits 1 on any
         violation, 64 on a usage error.
 
         """

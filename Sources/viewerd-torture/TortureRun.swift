@@ -38,6 +38,7 @@ struct TortureRun {
             if status != 0 { report.violation("the daemon exited with status \(status) on SIGTERM; log:\n\(main.logTail())") }
         }
         if settings.phases.contains("faults") { Faults(context).run() }
+        if settings.phases.contains("multi-user") { MultiUser(context).run() }
         return summary(context, started: started)
     }
 

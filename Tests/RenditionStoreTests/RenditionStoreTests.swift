@@ -156,6 +156,33 @@ struct RenditionStoreTests {
         store.close()
     }
 
+    @Test("an open error that is not damage fails the open and keeps the store as it is")
+    func transientOpenError() throws {
+        // Given a store with a rendition, whose lock file cannot be opened (a directory in
+        // its place: EISDIR, standing in for EACCES or ENOMEM, which root cannot provoke)
+        let dir = try StoreDirectory()
+        do {
+            let store = try RenditionStore(configuration(dir))
+            store.put(key(1), path: "/p/1.jpg", metadata: meta, bytes: [1, 2, 3])
+            store.close()
+        }
+        let lock = dir.path + "/store/lock.mdb"
+        try FileManager.default.removeItem(atPath: lock)
+        try FileManager.default.createDirectory(atPath: lock, withIntermediateDirectories: false)
+
+        // When it is opened, it fails, saying why, and nothing is moved aside
+        let logged = LogLines()
+        #expect(throws: StoreError.self) { _ = try RenditionStore(configuration(dir), log: { logged.append($0) }) }
+        #expect(!logged.lines.contains { $0.contains("store-moved-aside") })
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("store.broken-") } == [])
+
+        // And once the cause is gone, the rendition is still there
+        try FileManager.default.removeItem(atPath: lock)
+        let store = try RenditionStore(configuration(dir))
+        #expect(store.makeReader().withRendition(key(1)) { _, b in Array(b) } == [1, 2, 3])
+        store.close()
+    }
+
     @Test("a truncated data file is moved aside and a fresh store works")
     func truncatedFile() throws {
         // Given a store whose data file was cut short

@@ -27,4 +27,20 @@ struct LogTests {
         #expect(Log.quote("") == "\"\"")
         #expect(Log.quote("a\"b\nc") == "\"a\\\"b\\nc\"")
     }
+
+    @Test("a client's path cannot forge a line, hide text or drive a terminal", arguments: [
+        ("/p/a\r\nlevel=info event=forged", #""/p/a\r\nlevel=info event=forged""#),
+        ("/p/a\rX", #""/p/a\rX""#),
+        ("/p/\u{1B}[2J", #""/p/\x1b[2J""#),
+        ("/p/\u{07}\u{00}\u{7F}\u{85}", #""/p/\x07\x00\x7f\x85""#),
+        ("/p/a\u{2028}b\u{2029}c", #""/p/a\u{2028}b\u{2029}c""#),
+        ("/p/\u{202E}gpj.exe", #""/p/\u{202e}gpj.exe""#),
+        ("/p/tab\there", #""/p/tab\there""#),
+        ("/p/back\\slash", #""/p/back\\slash""#),
+        ("/p/été.jpg", "/p/été.jpg"),
+    ])
+    func controlCharacters(_ input: String, _ expected: String) {
+        #expect(Log.quote(input) == expected)
+        #expect(!Log.quote(input).unicodeScalars.contains { Log.needsEscape($0) })
+    }
 }

@@ -87,4 +87,12 @@ int vd_release_free_memory(void);
 /// flock(LOCK_EX | LOCK_NB). Returns 0, or -1 with errno (EWOULDBLOCK when held).
 int vd_try_lock(int fd);
 
+/// openat2(root, relative, {flags, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS}) through
+/// syscall(2) (glibc before 2.41 has no wrapper): resolution may not leave the directory
+/// `root` by `..`, an absolute path or symlink, a magic link or a mount crossing upwards.
+/// Retries EINTR, and EAGAIN (a concurrent rename seen by the kernel). Returns the
+/// descriptor, or -1 with errno: EXDEV when resolution would leave `root`, ENOSYS (or E2BIG,
+/// EINVAL) when the kernel has no openat2.
+int vd_open_beneath(int root, const char *relative, int flags);
+
 #endif

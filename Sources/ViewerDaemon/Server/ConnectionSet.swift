@@ -30,15 +30,16 @@ final class ConnectionSet {
 
     func isOpen(_ connection: Connection) -> Bool { byFD[connection.fd] === connection }
 
-    /// Accepts every pending connection on `listener`.
-    func accept(from listener: Int32, maxRequestBody: UInt32) {
+    /// Accepts every pending connection on `listener`. Returns the error that stopped it, if
+    /// one other than "no more pending" did (EMFILE when the descriptor table is full): the
+    /// caller must then stop polling the listener for a while (`AcceptThrottle`).
+    func accept(from listener: Int32, maxRequestBody: UInt32) -> SystemError? {
         while true {
             let fd = vd_accept(listener)
             if fd < 0 {
-                if errno != EAGAIN && errno != ECONNABORTED {
-                    Log.warning("event=accept-failed error=\(Log.quote(SystemError("accept4").description))")
-                }
-                return
+                // ECONNABORTED: that client gave up while queued; the next may be there.
+                if errno == ECONNABORTED { continue }
+                return errno == EAGAIN ? nil : SystemError("accept4")
             }
             let connection = Connection(id: nextID, fd: fd, maxRequestBody: maxRequestBody)
             nextID += 1

@@ -105,6 +105,6 @@ extension Daemon {
 
     /// Opens the source a request names, if the peer may read it (`SourceAccess`).
     func openSource(path: String, descriptor: Int32?, for connection: Connection) throws(RenderError) -> SourceFile {
-        try SourceAccess(sharedRoots: configuration.sharedRoots).open(path: path, descriptor: descriptor, peerUID: connection.peerUID)
+        try sourceAccess.open(path: path, descriptor: descriptor, peerUID: connection.peerUID)
     }
 }

@@ -19,7 +19,11 @@ struct DaemonResources {
     /// The configuration as served: the inherited socket's path, resolved shared roots.
     let configuration: Configuration
     let listener: Listener
+    /// Held for as long as the store is open: one store, one daemon.
+    let cacheLock: CacheDirectoryLock
     let store: RenditionStore
+    /// Handles of the shared roots that could be opened (a missing one is logged and not served).
+    let sharedRoots: [SharedRoot]
 
     static func open(_ configuration: Configuration) throws(StartupError) -> DaemonResources {
         // Before any thread starts, so every thread inherits the blocked mask.
@@ -44,12 +48,17 @@ struct DaemonResources {
             if inherited.ignored > 0 { Log.warning("event=socket-activation ignored_descriptors=\(inherited.ignored)") }
             configuration.socketPath = inherited.path  // for logs and status: the address clients use
         }
-        // Shared roots are compared with resolved paths: resolve them once.
-        configuration.sharedRoots = configuration.sharedRoots.map { root in
-            guard let real = realpath(root, nil) else { return root }
-            defer { free(real) }
-            return String(cString: real)
+        // Each shared root is opened once, by the administrator's name for it; other users'
+        // files are opened beneath these handles, never by their own strings (SourceAccess).
+        var sharedRoots: [SharedRoot] = []
+        for root in configuration.sharedRoots {
+            do throws(SystemError) {
+                sharedRoots.append(try SharedRoot(configured: root))
+            } catch {
+                Log.warning("event=shared-root-unavailable root=\(Log.quote(root)) error=\(Log.quote(error.description))")
+            }
         }
+        configuration.sharedRoots = sharedRoots.map(\.resolved)
 
         // The socket first: its lock tells whether another viewerd serves it, and a daemon
         // refused for that must leave nothing behind (not even a new cache directory).
@@ -74,6 +83,14 @@ struct DaemonResources {
             listener.close()
             throw StartupError("the cache directory \(configuration.cacheDirectory) is not writable")
         }
+        // Before the store is opened: a second daemon on this store must not even open it.
+        let cacheLock: CacheDirectoryLock
+        do throws(StartupError) {
+            cacheLock = try CacheDirectoryLock(directory: configuration.cacheDirectory)
+        } catch {
+            listener.close()
+            throw error
+        }
         var storeConfiguration = StoreConfiguration(directory: configuration.cacheDirectory,
                                                     budgetBytes: configuration.cacheBudgetBytes)
         // Test-only (make torture): a memory map too small for the budget, which may not grow,
@@ -91,6 +108,6 @@ struct DaemonResources {
             throw StartupError("cannot open the store in \(configuration.cacheDirectory): \(error)")
         }
         return DaemonResources(signalFD: signalFD, notifier: notifier, socketActivated: inherited != nil,
-                               configuration: configuration, listener: listener, store: store)
+                               configuration: configuration, listener: listener, cacheLock: cacheLock, store: store, sharedRoots: sharedRoots)
     }
 }

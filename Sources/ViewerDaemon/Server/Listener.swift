@@ -6,12 +6,19 @@ import Glibc
 
 /// The listening socket, with the lock that keeps a second daemon off a live socket.
 ///
-/// A lock file beside the socket is held for the daemon's lifetime: when it is free, any
-/// socket file found is stale (left by a crashed daemon) and is replaced.
+/// A lock file beside the socket is held for the daemon's lifetime. A socket file is only
+/// replaced when that lock is free *and* nothing answers a connect() on it: a
+/// socket-activated viewerd holds no lock (systemd made its socket, in a directory it may not
+/// write), so a free lock alone does not prove the socket stale.
+///
+/// The lock file itself is never unlinked: a starter that opened it a moment before would
+/// then lock a dead inode while a third daemon locks a new file of the same name.
 final class Listener {
     let fd: Int32
     let path: String
     private let lockFD: Int32
+    /// Whether the socket file is ours to remove when we stop (not systemd's).
+    private let ownsSocketFile: Bool
 
     enum Failure: Error, CustomStringConvertible {
         case alreadyRunning(String)
@@ -43,9 +50,15 @@ final class Listener {
             throw .system(SystemError("flock \(lockPath)", e))
         }
         self.lockFD = lockFD
+        switch Self.probe(path) {
+        case .serving:
+            Posix.close(lockFD)
+            throw .alreadyRunning(path)
+        case .stale: unlink(path)  // left by a daemon that crashed: no lock, no listener
+        case .absent: break
+        }
 
         do throws(SystemError) {
-            unlink(path)  // stale: the lock proves no daemon owns it
             let fd = try Posix.check("socket") {
                 socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
             }
@@ -76,10 +89,32 @@ final class Listener {
                 throw e
             }
             self.fd = fd
+            self.ownsSocketFile = true
         } catch {
             Posix.close(lockFD)
             throw .system(error)
         }
+    }
+
+    /// What is at a socket path.
+    enum Occupant { case absent, stale, serving }
+
+    /// Tells a live socket from a stale file by connecting (non-blocking, so a full backlog
+    /// answers at once). Under socket activation the connect may start the service: that is
+    /// the price of never removing a socket someone serves.
+    static func probe(_ path: String) -> Occupant {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return .absent }
+        guard (st.st_mode & S_IFMT) == S_IFSOCK else { return .stale }
+        guard let address = try? Posix.unixAddress(path) else { return .serving }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { return .serving }
+        defer { Posix.close(fd) }
+        var copy = address
+        let rc = Posix.withSockaddr(&copy) { connect(fd, $0, $1) }
+        // Refused: a socket file nobody listens on. Anything else (connected, backlog full,
+        // no permission to try) may be a live daemon: leave it.
+        return rc != 0 && errno == ECONNREFUSED ? .stale : .serving
     }
 
     /// Takes a socket handed over by systemd (socket activation); no lock, no unlink.
@@ -87,6 +122,7 @@ final class Listener {
         self.fd = inheritedFD
         self.path = path
         self.lockFD = -1
+        self.ownsSocketFile = false
     }
 
     /// Creates `directory` with mode 0700 if missing; refuses one that others could tamper with.
@@ -105,13 +141,11 @@ final class Listener {
         }
     }
 
-    /// Stops listening and removes the socket file (so clients see "not running").
+    /// Stops listening and removes the socket file (so clients see "not running"), still
+    /// under the lock, which is released last. The lock file stays (see the type's comment).
     func close() {
         Posix.close(fd)
-        if lockFD >= 0 {
-            unlink(path)
-            unlink(path + ".lock")
-            Posix.close(lockFD)
-        }
+        if ownsSocketFile { unlink(path) }
+        if lockFD >= 0 { Posix.close(lockFD) }
     }
 }

@@ -44,12 +44,41 @@ public enum Log {
         return UInt64(st.st_dev) == device && UInt64(st.st_ino) == inode
     }
 
-    /// Quotes a value for a `key=value` field when it needs it.
+    /// Quotes a value for a `key=value` field when it needs it, escaping what could forge or
+    /// hide log content: a client-supplied path with `\r`, an escape sequence (ESC) or a line
+    /// separator must not start a fake line or repaint a terminal that shows the log.
+    ///
+    /// Escapes: `\\`, `\"`, `\n`, `\r`, `\t`; other C0 and C1 controls and DEL as `\xHH`;
+    /// U+2028, U+2029 and the bidirectional overrides as `\u{XXXX}`.
     public static func quote(_ value: String) -> String {
-        if !value.isEmpty && !value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }) {
+        let scalars = value.unicodeScalars
+        if !value.isEmpty && !scalars.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0 == "\\" || needsEscape($0) }) {
             return value
         }
-        return "\"" + value.replacingOccurrences(of: "\\", with: "\\\\")
-            .replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n") + "\""
+        var out = "\""
+        for scalar in scalars {
+            switch scalar {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x100 && needsEscape(scalar):
+                out += "\\x" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
+            case _ where needsEscape(scalar):
+                out += "\\u{" + String(scalar.value, radix: 16) + "}"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    /// Controls (C0, DEL, C1), line and paragraph separators, and bidirectional overrides and
+    /// isolates (which can make a line read differently from what it holds).
+    static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: true
+        default: false
+        }
     }
 }
