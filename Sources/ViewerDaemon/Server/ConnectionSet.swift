@@ -17,6 +17,8 @@ final class ConnectionSet {
     private var nextID: UInt64 = 1
     /// Connections ever accepted.
     private(set) var accepted: UInt64 = 0
+    /// When to poll the listener again after accept failed (EMFILE).
+    private var acceptThrottle = AcceptThrottle()
     /// Called once for each connection closed, after its socket is.
     var onClose: (Connection) -> Void = { _ in }
 
@@ -30,10 +32,39 @@ final class ConnectionSet {
 
     func isOpen(_ connection: Connection) -> Bool { byFD[connection.fd] === connection }
 
+    /// Accepts what is pending; when accept fails (a full descriptor table), leaves the
+    /// listener out of the poll for a while instead of spinning on it (`AcceptThrottle`).
+    func accept(from listener: Int32, maxRequestBody: UInt32) {
+        guard let error = acceptPending(from: listener, maxRequestBody: maxRequestBody) else { return }
+        let decision = acceptThrottle.failed(at: .now)
+        if decision.stopPolling { epoll.remove(listener) }
+        if let failures = decision.logFailures {
+            Log.warning("event=accept-failed error=\(Log.quote(error.description)) failures=\(failures) " +
+                        "connections=\(count) pause_ms=\(AcceptThrottle.pauseMilliseconds)")
+        }
+    }
+
+    /// The event loop's poll timeout, shortened to when the listener is to be polled again.
+    func pollTimeout(_ timeout: Int32) -> Int32 {
+        guard let left = acceptThrottle.millisecondsLeft(at: .now) else { return timeout }
+        return timeout < 0 ? left : min(timeout, left)
+    }
+
+    /// Polls the listener again once its pause after a failed accept is over.
+    func listenAgainIfDue(_ listener: Int32) {
+        guard acceptThrottle.resumes(at: .now) else { return }
+        do throws(SystemError) {
+            try epoll.add(listener, events: Epoll.readable)
+        } catch {
+            // Not expected (the listener is open and was registered before); try again later.
+            _ = acceptThrottle.failed(at: .now)
+            Log.warning("event=epoll-failed error=\(Log.quote(error.description))")
+        }
+    }
+
     /// Accepts every pending connection on `listener`. Returns the error that stopped it, if
-    /// one other than "no more pending" did (EMFILE when the descriptor table is full): the
-    /// caller must then stop polling the listener for a while (`AcceptThrottle`).
-    func accept(from listener: Int32, maxRequestBody: UInt32) -> SystemError? {
+    /// one other than "no more pending" did (EMFILE when the descriptor table is full).
+    private func acceptPending(from listener: Int32, maxRequestBody: UInt32) -> SystemError? {
         while true {
             let fd = vd_accept(listener)
             if fd < 0 {

@@ -42,8 +42,6 @@ public final class Daemon {
     var drainDeadline: ContinuousClock.Instant?
     var scratch = [UInt8](repeating: 0, count: 64 * 1024)
     var receivedFDs = [Int32](repeating: -1, count: 16)
-    /// When to poll the listener again after accept failed (EMFILE).
-    var acceptThrottle = AcceptThrottle()
 
     /// Whether systemd passed the listening socket (socket activation).
     let socketActivated: Bool
@@ -96,11 +94,10 @@ public final class Daemon {
                  "activated=\(socketActivated ? "yes" : "no") pid=\(getpid())")
         service.ready(status: statusLine())
         while true {
-            var timeout: Int32 = shuttingDown ? 50 : service.timeoutMillis()
-            if let left = acceptThrottle.millisecondsLeft(at: .now) { timeout = timeout < 0 ? left : min(timeout, left) }
+            let timeout = connections.pollTimeout(shuttingDown ? 50 : service.timeoutMillis())
             for (fd, events) in epoll.wait(timeoutMillis: timeout) {
                 if fd == listener.fd {
-                    acceptConnections()
+                    connections.accept(from: listener.fd, maxRequestBody: configuration.maxRequestBody)
                 } else if fd == wakeup.fd {
                     wakeup.drain()
                     deliverCompletions()
@@ -112,7 +109,7 @@ public final class Daemon {
                 }
             }
             flush()
-            if acceptThrottle.resumes(at: .now) && !shuttingDown { listenAgain() }
+            if !shuttingDown { connections.listenAgainIfDue(listener.fd) }
             if service.tick(status: statusLine, busy: !connections.isEmpty || inFlight.jobCount > 0,
                             accepted: connections.accepted, stopping: shuttingDown) {
                 beginShutdown(reason: "idle idle_seconds=\(SettingKey.formatSeconds(configuration.idleExit))")
@@ -120,30 +117,6 @@ public final class Daemon {
             if shuttingDown && shutdownComplete() { break }
         }
         finishShutdown()
-    }
-
-    // MARK: - Accepting
-
-    /// Accepts what is pending; when accept fails (a full descriptor table), leaves the
-    /// listener out of the poll for a while instead of spinning on it (`AcceptThrottle`).
-    private func acceptConnections() {
-        guard let error = connections.accept(from: listener.fd, maxRequestBody: configuration.maxRequestBody) else { return }
-        let decision = acceptThrottle.failed(at: .now)
-        if decision.stopPolling { epoll.remove(listener.fd) }
-        if let failures = decision.logFailures {
-            Log.warning("event=accept-failed error=\(Log.quote(error.description)) failures=\(failures) " +
-                        "connections=\(connections.count) pause_ms=\(AcceptThrottle.pauseMilliseconds)")
-        }
-    }
-
-    private func listenAgain() {
-        do throws(SystemError) {
-            try epoll.add(listener.fd, events: Epoll.readable)
-        } catch {
-            // Not expected (the listener is open and was registered before); try again later.
-            _ = acceptThrottle.failed(at: .now)
-            Log.warning("event=epoll-failed error=\(Log.quote(error.description))")
-        }
     }
 
     // MARK: - Shutdown
