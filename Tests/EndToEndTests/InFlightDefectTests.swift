@@ -104,6 +104,13 @@ struct InFlightDefectTests {
         // (a send that times out: the daemon stopped reading and every buffer is full)
         var bursts = 0
         while bursts < 2000, (try? socket.write(burst)) != nil { bursts += 1 }
+        // (and until the daemon has answered what it read: slow under the sanitizers)
+        let pid = daemon.process.processIdentifier
+        for _ in 0..<120 {
+            let start = cpuSeconds(pid)
+            usleep(500_000)
+            if cpuSeconds(pid) - start < 0.05 { break }
+        }
         // When it half-closes
         shutdown(socket.fd, Int32(SHUT_WR))
         let before = cpuSeconds(daemon.process.processIdentifier)
