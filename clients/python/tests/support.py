@@ -52,9 +52,8 @@ class Daemon:
             if self.process.poll() is not None:
                 raise RuntimeError(f"viewerd exited with {self.process.returncode}: {self.read_log()}")
             try:
-                probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                probe.connect(self.socket)
-                probe.close()
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                    probe.connect(self.socket)
                 return self
             except OSError:
                 time.sleep(0.05)
