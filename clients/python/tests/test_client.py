@@ -199,6 +199,21 @@ class ClientTests(DaemonTestCase):
         time.sleep(1.5)
         self.assertEqual(raw.until_pong(), [])
 
+    def test_what_malformed_frames_counts(self) -> None:
+        """PROTOCOL.md, STATS: a malformed CANCEL counts in malformed_frames; a malformed PING is
+        answered with its own id and counts only in errors_malformed_frame."""
+        before = self.client.stats()
+        raw = RawConnection(self.daemon.socket)
+        self.addCleanup(raw.close)
+        raw.sock.sendall(p.Frame(p.MessageType.PING, 40, b"\x01").encode())
+        raw.sock.sendall(p.Frame(p.MessageType.CANCEL, 41, b"\x01").encode())
+        frames = raw.until_pong()
+        self.assertEqual(sorted((f.request_id, p.decode(f).code) for f in frames), [(40, 100), (41, 100)])
+        self.assertIn("cut short", p.decode(frames[0]).message)
+        after = self.client.stats()
+        self.assertEqual(after["malformed_frames"], before["malformed_frames"] + 1)
+        self.assertEqual(after["errors_malformed_frame"], before.get("errors_malformed_frame", 0) + 2)
+
     def test_cancel_or_set_priority_naming_nothing_is_ignored(self) -> None:
         raw = RawConnection(self.daemon.socket)
         self.addCleanup(raw.close)
@@ -295,6 +310,38 @@ class RestartTests(unittest.TestCase):
         self.assertTrue(result.from_cache)
 
 
+class HandshakeTests(unittest.TestCase):
+    def test_a_refused_handshake_raises_the_daemons_error(self) -> None:
+        """A server that answers HELLO with ERROR 101 (no common version): connect raises it."""
+        import threading
+        root = tempfile.mkdtemp()
+        path = os.path.join(root, "fake.sock")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        listener.listen()
+        self.addCleanup(os.rmdir, root)
+        self.addCleanup(os.unlink, path)
+        self.addCleanup(listener.close)
+        received = []
+
+        def serve() -> None:
+            conn, _ = listener.accept()
+            with conn:
+                decoder = p.FrameDecoder()
+                while not received:
+                    received.extend(decoder.feed(conn.recv(4096)))
+                conn.sendall(p.encode(p.Error(101, "speaks 1...1"), 0))
+
+        thread = threading.Thread(target=serve)
+        thread.start()
+        with self.assertRaises(viewerd.ViewerError) as caught:
+            viewerd.Client(path, client_name="x" * 100).connect()
+        thread.join()
+        self.assertEqual((caught.exception.code, caught.exception.name), (101, "unsupported-version"))
+        self.assertEqual((received[0].type, received[0].request_id), (p.MessageType.HELLO, 0))
+        self.assertEqual(p.decode(received[0]), p.Hello(1, 1, "x" * 100))
+
+
 class SocketPathTests(unittest.TestCase):
     def test_default_socket(self) -> None:
         from viewerd.socketpath import user_socket, trusted_uids
@@ -303,6 +350,25 @@ class SocketPathTests(unittest.TestCase):
         self.assertEqual(user_socket({"XDG_RUNTIME_DIR": "rel"}, uid=7), "/tmp/viewerd-7/viewerd.sock")
         self.assertEqual(user_socket({"VIEWERD_SOCKET": "", "XDG_RUNTIME_DIR": ""}, uid=7), "/tmp/viewerd-7/viewerd.sock")
         self.assertIn(4242, trusted_uids({"VIEWERD_SERVICE_USER": "4242"}))
+
+    def test_system_socket_is_the_fallback_when_no_per_user_socket_exists(self) -> None:
+        from viewerd import socketpath
+        root = tempfile.mkdtemp()
+        self.addCleanup(os.rmdir, root)
+        system = os.path.join(root, "system.sock")
+        open(system, "w").close()
+        self.addCleanup(os.unlink, system)
+        saved = socketpath.SYSTEM_SOCKET
+        socketpath.SYSTEM_SOCKET = system
+        self.addCleanup(setattr, socketpath, "SYSTEM_SOCKET", saved)
+        env = {"XDG_RUNTIME_DIR": root}
+        self.assertEqual(socketpath.default_socket(env), system)
+        self.assertEqual(socketpath.default_socket({**env, "VIEWERD_SOCKET": ""}), f"{root}/viewerd/viewerd.sock")
+        os.makedirs(f"{root}/viewerd")
+        self.addCleanup(os.rmdir, f"{root}/viewerd")
+        open(f"{root}/viewerd/viewerd.sock", "w").close()
+        self.addCleanup(os.unlink, f"{root}/viewerd/viewerd.sock")
+        self.assertEqual(socketpath.default_socket(env), f"{root}/viewerd/viewerd.sock")
 
 
 if __name__ == "__main__":

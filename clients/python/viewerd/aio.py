@@ -33,8 +33,12 @@ class _AsyncConnection:
         sock = await asyncio.get_running_loop().run_in_executor(None, connect_trusted, path, False)
         connection = cls(sock)
         connection.reader = asyncio.ensure_future(connection._read())
-        await connection.send(p.encode(p.Hello(client_name=client_name[:64]), 0))
-        welcome = expect(await connection.next_answer(0), p.Welcome, 0)
+        try:
+            await connection.send(p.encode(p.Hello(client_name=client_name), 0))
+            welcome = expect(await connection.next_answer(0), p.Welcome, 0)
+        except BaseException:
+            await connection.close()
+            raise
         connection.welcome = welcome
         connection.decoder.max_body = welcome.max_response_body
         return connection

@@ -28,9 +28,13 @@ class _Connection:
         self.reading = False
         self.failure: Optional[BaseException] = None
         self.ids = IdCounter()
-        self.send(p.encode(p.Hello(client_name=client_name[:64]), 0))
         self.inbox[0] = collections.deque()
-        welcome = expect(self.next_answer(0), p.Welcome, 0)
+        try:
+            self.send(p.encode(p.Hello(client_name=client_name), 0))
+            welcome = expect(self.next_answer(0), p.Welcome, 0)
+        except BaseException:
+            self.sock.close()
+            raise
         del self.inbox[0]  # from now on an ERROR with id 0 is about the connection
         self.welcome: p.Welcome = welcome
         self.decoder.max_body = welcome.max_response_body
