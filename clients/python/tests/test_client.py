@@ -273,6 +273,10 @@ class ClientTests(DaemonTestCase):
             if name.startswith("errors_") and name != "errors_":
                 continue  # errors_<code name>, documented as a pattern
             self.assertTrue(f"| `{name}` |" in text, f"counter {name} is not documented in PROTOCOL.md")
+        # ... in the table's order, which PROTOCOL.md states (for display; clients must not rely on it).
+        table = text[text.index("| `uptime_seconds` |"):text.index("| `errors_<name>` |")]
+        documented = [line.split("`")[1] for line in table.splitlines() if line.startswith("| `")]
+        self.assertEqual([n for n in counters if not n.startswith("errors_")], documented)
 
     def test_untrusted_directory_is_refused_before_connecting(self) -> None:
         root = tempfile.mkdtemp()
