@@ -173,6 +173,27 @@ class ClientTests(DaemonTestCase):
         results = [r.result() for r in reversed(requests)]
         self.assertEqual(sorted(r.width for r in results), list(range(20, 120)))
 
+    def test_one_client_shared_by_threads(self) -> None:
+        """Client is safe to share: 8 threads, 10 renders each, every answer to its own caller."""
+        import threading
+        source = self.image("threads.jpg", 600, 450)
+        widths: dict = {}
+        failures: list = []
+
+        def work(n: int) -> None:
+            try:
+                widths[n] = [self.client.render(source, 10 + n * 10 + i).width for i in range(10)]
+            except Exception as error:  # reported below, in the test's thread
+                failures.append(error)
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        self.assertEqual(failures, [])
+        self.assertEqual(widths, {n: [10 + n * 10 + i for i in range(10)] for n in range(8)})
+
     def test_cancel_ends_the_render_with_one_terminal_answer(self) -> None:
         source = self.image("cancel.jpg", 4000, 3000)
         request = self.client.start_render(source, 500, 500)
