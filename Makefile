@@ -36,10 +36,12 @@ debug: deps
 run: build
 	exec .build/release/viewerd $(ARGS)
 
-## test: the whole suite (unit tests and end-to-end tests of the real daemon)
+## test: the whole suite (unit tests and end-to-end tests of the real daemon), then the Python
+## client's tests (clients/python: codec vectors, and its clients against the debug daemon)
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	VIEWERD_BUILD_DIR="$$($(SWIFT) build --show-bin-path)" python3 -m unittest discover -s clients/python/tests -v
 
 ## torture: issue 9. viewerd-torture on a release build (hostile files, hostile clients, load,
 ## faults, and multi-user as another user when run as root: about 10 minutes on 2 cores), then

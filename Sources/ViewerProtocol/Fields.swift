@@ -42,7 +42,7 @@ public struct FieldReader: Sendable {
         self.message = message
         var offset = 0
         while offset < body.count {
-            guard body.count - offset >= 6 else { throw .truncatedField(tag: 0) }
+            guard body.count - offset >= 6 else { throw .truncatedFieldHeader(offset: offset) }
             let tag = UInt16(le: body, at: offset)
             let length = Int(UInt32(le: body, at: offset + 2))
             offset += 6

@@ -84,6 +84,8 @@ public enum ProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
     case unsupportedFraming(UInt8)
     case frameTooLarge(length: UInt32, limit: UInt32)
     case truncatedField(tag: UInt16)
+    /// Fewer than the 6 bytes of a field header left at `offset` of the body.
+    case truncatedFieldHeader(offset: Int)
     case duplicateField(tag: UInt16)
     case badFieldLength(tag: UInt16, length: Int)
     case missingField(tag: UInt16, message: String)
@@ -97,6 +99,7 @@ public enum ProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unsupportedFraming(let v): "unsupported framing version \(v)"
         case .frameTooLarge(let length, let limit): "frame body of \(length) bytes exceeds the limit of \(limit)"
         case .truncatedField(let tag): "field \(tag) runs past the end of the body"
+        case .truncatedFieldHeader(let offset): "a field header at byte \(offset) of the body is cut short"
         case .duplicateField(let tag): "field \(tag) appears twice"
         case .badFieldLength(let tag, let length): "field \(tag) has a bad length \(length)"
         case .missingField(let tag, let message): "\(message) requires field \(tag)"

@@ -75,10 +75,10 @@ struct FieldReaderTests {
         }
     }
 
-    @Test("a field header cut short throws truncatedField", arguments: 1...5)
+    @Test("a field header cut short throws truncatedFieldHeader, naming its offset", arguments: 1...5)
     func truncatedHeader(length: Int) throws {
         let body = field(1, [1, 0]) + field(2, [1, 0])
-        #expect(throws: ProtocolError.truncatedField(tag: 0)) {
+        #expect(throws: ProtocolError.truncatedFieldHeader(offset: 8)) {
             try FieldReader(Array(body.prefix(8 + length)), message: "test")
         }
     }

@@ -196,7 +196,7 @@ struct MessageCodecTests {
         let message = try decode(type) { w in w.put(0x7777, UInt32(1)) }
         #expect(message.type == type)
         #expect(message.body().isEmpty)
-        #expect(throws: ProtocolError.truncatedField(tag: 0)) {
+        #expect(throws: ProtocolError.truncatedFieldHeader(offset: 0)) {
             try Message(frame: Frame(type: type.rawValue, requestID: 1, body: [1, 0, 0]))
         }
     }

@@ -1,0 +1,17 @@
+"""viewerd client: thumbnails and renditions from the viewerd daemon over its Unix socket.
+
+>>> import viewerd
+>>> with viewerd.Client() as client:
+...     thumb = client.render("/home/me/Pictures/a.jpg", 256, 256)
+>>> thumb.width, thumb.height, len(thumb.data)
+"""
+from .aio import AsyncClient, AsyncRenderRequest
+from .client import Cancelled, Client, RenderRequest
+from .errors import ERROR_NAMES, ConnectionLost, UntrustedSocket, ViewerError
+from .protocol import Capability, Crop, Delivery, Fit, Format, Preview, Priority, Result, Welcome
+from .socketpath import default_socket
+
+__all__ = ["AsyncClient", "AsyncRenderRequest", "Cancelled", "Client", "RenderRequest", "ERROR_NAMES",
+           "ConnectionLost", "UntrustedSocket", "ViewerError", "Capability", "Crop", "Delivery", "Fit",
+           "Format", "Preview", "Priority", "Result", "Welcome", "default_socket"]
+__version__ = "0.1.0"

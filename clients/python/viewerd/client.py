@@ -1,0 +1,292 @@
+"""The blocking client."""
+from __future__ import annotations
+
+import collections
+import socket
+import threading
+import time
+from typing import Callable, Deque, Dict, Iterator, List, Optional, Union
+
+from . import protocol as p
+from ._common import IdCounter, expect, make_render, make_spec, raise_if_error, _enum
+from .errors import ConnectionLost, ViewerError
+from .socketpath import connect_trusted, default_socket
+
+
+class _Connection:
+    """One connected socket after its handshake, and the answers that arrived on it, by id.
+
+    State is guarded by ``cond``; one thread at a time reads the socket (``reading``), the
+    others wait on ``cond`` for it to file their answers."""
+
+    def __init__(self, path: str, client_name: str) -> None:
+        self.sock = connect_trusted(path)
+        self.decoder = p.FrameDecoder()
+        self.cond = threading.Condition()
+        self.send_lock = threading.Lock()
+        self.inbox: Dict[int, Deque[p.Message]] = {}
+        self.reading = False
+        self.failure: Optional[BaseException] = None
+        self.ids = IdCounter()
+        self.inbox[0] = collections.deque()
+        try:
+            self.send(p.encode(p.Hello(client_name=client_name), 0))
+            welcome = expect(self.next_answer(0), p.Welcome, 0)
+        except BaseException:
+            self.sock.close()
+            raise
+        del self.inbox[0]  # from now on an ERROR with id 0 is about the connection
+        self.welcome: p.Welcome = welcome
+        self.decoder.max_body = welcome.max_response_body
+
+    def send(self, frame: bytes, fd: Optional[int] = None) -> None:
+        try:
+            with self.send_lock:
+                if fd is None:
+                    self.sock.sendall(frame)
+                else:
+                    # The descriptor rides on the frame's first byte (PROTOCOL.md).
+                    socket.send_fds(self.sock, [frame[:1]], [fd])
+                    self.sock.sendall(frame[1:])
+        except OSError as error:
+            self.fail(ConnectionLost(f"viewerd connection lost: {error}"))
+            raise ConnectionLost(f"viewerd connection lost: {error}") from error
+
+    def register(self) -> int:
+        with self.cond:
+            if self.failure is not None:
+                raise ConnectionLost(str(self.failure))
+            rid = self.ids.take()
+            while rid in self.inbox:
+                rid = self.ids.take()
+            self.inbox[rid] = collections.deque()
+            return rid
+
+    def forget(self, rid: int) -> None:
+        with self.cond:
+            self.inbox.pop(rid, None)
+
+    def fail(self, failure: BaseException) -> None:
+        with self.cond:
+            if self.failure is None:
+                self.failure = failure
+            self.cond.notify_all()
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def next_answer(self, rid: int) -> p.Message:
+        """The next message for ``rid``, reading the socket if no other thread is."""
+        while True:
+            with self.cond:
+                while True:
+                    queue = self.inbox.get(rid)
+                    if queue:
+                        return queue.popleft()
+                    if self.failure is not None:
+                        if isinstance(self.failure, ViewerError):
+                            raise self.failure
+                        raise ConnectionLost(str(self.failure))
+                    if not self.reading:
+                        self.reading = True
+                        break
+                    self.cond.wait()
+            try:
+                data = self.sock.recv(1 << 20)
+                frames = self.decoder.feed(data) if data else None
+            except (OSError, p.MalformedFrame) as error:
+                frames, data = None, b""
+                self.fail(ConnectionLost(f"viewerd connection lost: {error}"))
+            with self.cond:
+                self.reading = False
+                if frames is None:
+                    if self.failure is None:
+                        self.failure = ConnectionLost("viewerd closed the connection")
+                else:
+                    for frame in frames:
+                        self._file(frame)
+                self.cond.notify_all()
+
+    def _file(self, frame: p.Frame) -> None:
+        try:
+            message = p.decode(frame)
+        except ValueError:
+            return  # a newer server's message type: skipped by its length
+        if frame.request_id == 0 and isinstance(message, p.Error) and 0 not in self.inbox:
+            # About the connection, which the daemon closes: every request fails.
+            self.failure = ViewerError.from_code(message.code, message.message)
+            return
+        queue = self.inbox.get(frame.request_id)
+        if queue is not None:
+            queue.append(message)
+
+    def close(self) -> None:
+        self.fail(ConnectionLost("closed by the client"))
+        self.sock.close()
+
+
+class RenderRequest:
+    """A RENDER on its way: its previews, its result, and the means to cancel it or change its
+    priority. Obtained from :meth:`Client.start_render`."""
+
+    def __init__(self, connection: _Connection, request_id: int) -> None:
+        self._connection = connection
+        self.request_id = request_id
+        self._terminal: Optional[p.Message] = None
+
+    def events(self) -> Iterator[Union[p.Preview, p.Result]]:
+        """Yields each PREVIEW, then the RESULT; raises :class:`ViewerError` for an ERROR,
+        :class:`Cancelled` when cancelled."""
+        while self._terminal is None:
+            message = self._connection.next_answer(self.request_id)
+            if isinstance(message, p.Preview):
+                yield message
+            else:
+                self._terminal = message
+                self._connection.forget(self.request_id)
+        if isinstance(self._terminal, p.Cancelled):
+            raise Cancelled(self.request_id)
+        yield expect(self._terminal, p.Result, self.request_id)
+
+    def result(self, on_preview: Optional[Callable[[p.Preview], None]] = None) -> p.Result:
+        """Waits for the RESULT (calling ``on_preview`` for each PREVIEW before it)."""
+        for event in self.events():
+            if isinstance(event, p.Result):
+                return event
+            if on_preview is not None:
+                on_preview(event)
+        raise AssertionError("unreachable")
+
+    def cancel(self) -> None:
+        """Sends CANCEL. The answer (CANCELLED, or a RESULT already on its way) still comes."""
+        self._connection.send(p.encode(p.Cancel(), self.request_id))
+
+    def set_priority(self, priority: Union[p.Priority, int, str]) -> None:
+        """Sends SET_PRIORITY; it is never answered."""
+        self._connection.send(p.encode(p.SetPriority(_enum(p.Priority, priority)), self.request_id))
+
+
+class Cancelled(Exception):
+    """The RENDER was cancelled (its terminal answer was CANCELLED)."""
+
+    def __init__(self, request_id: int) -> None:
+        super().__init__(f"request {request_id} was cancelled")
+        self.request_id = request_id
+
+
+class Client:
+    """A blocking connection to viewerd; safe to share between threads.
+
+    The socket is found as PROTOCOL.md says (``$VIEWERD_SOCKET``, ``$XDG_RUNTIME_DIR/viewerd``,
+    ``/tmp/viewerd-<uid>``, then ``/run/viewerd/viewerd.sock``) and checked before anything is
+    sent. If the daemon goes away, requests outstanding raise :class:`ConnectionLost` and the
+    next request connects again.
+
+    >>> with viewerd.Client() as client:
+    ...     result = client.render("/home/me/a.jpg", 256, 256)
+    ...     open("thumb.jpg", "wb").write(result.data)
+    """
+
+    def __init__(self, socket_path: Optional[str] = None, client_name: str = "viewerd-python") -> None:
+        self.socket_path = socket_path or default_socket()
+        self.client_name = client_name
+        self._lock = threading.Lock()
+        self._connection: Optional[_Connection] = None
+
+    def __enter__(self) -> "Client":
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def connect(self) -> p.Welcome:
+        """Connects (if not connected) and returns the daemon's WELCOME."""
+        return self._current().welcome
+
+    @property
+    def welcome(self) -> p.Welcome:
+        return self._current().welcome
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    def _current(self) -> _Connection:
+        with self._lock:
+            if self._connection is None or self._connection.failure is not None:
+                if self._connection is not None:
+                    self._connection.sock.close()
+                self._connection = _Connection(self.socket_path, self.client_name)
+            return self._connection
+
+    def _request(self, message: p.Message) -> p.Message:
+        connection = self._current()
+        rid = connection.register()
+        try:
+            connection.send(p.encode(message, rid))
+            answer = connection.next_answer(rid)
+        finally:
+            connection.forget(rid)
+        raise_if_error(answer, rid)
+        return answer
+
+    # ------------------------------------------------------------ rendering
+
+    def start_render(self, path: Optional[str] = None, width: int = 0, height: int = 0, *, fd: Optional[int] = None,
+                     fit="fit", crop="centre", format="jpeg", quality: int = 0, background: int = 0xFFFFFF,
+                     page: int = 0, upscale: bool = False, priority="normal", delivery="final",
+                     allow_larger: bool = False) -> RenderRequest:
+        """Sends a RENDER of ``path`` (absolute), or of the open file ``fd`` (passed to the
+        daemon; ``path`` then only names it), and returns at once."""
+        spec = make_spec(width, height, fit, crop, format, quality, background, page, upscale)
+        message = make_render(path, fd, spec, priority, delivery, allow_larger)
+        connection = self._current()
+        rid = connection.register()
+        flags = p.FLAG_DESCRIPTOR if fd is not None else 0
+        connection.send(p.encode(message, rid, flags), fd)
+        return RenderRequest(connection, rid)
+
+    def render(self, path: Optional[str] = None, width: int = 0, height: int = 0, *,
+               on_preview: Optional[Callable[[p.Preview], None]] = None, **options) -> p.Result:  # type: ignore[no-untyped-def]
+        """Renders and waits: the RESULT, or :class:`ViewerError`. With
+        ``delivery="opportunistic"``, ``on_preview`` is called with each PREVIEW first."""
+        return self.start_render(path, width, height, **options).result(on_preview)
+
+    # ------------------------------------------------------------ the rest
+
+    def prefetch(self, paths: List[str], width: int = 0, height: int = 0, *, priority="prefetch",
+                 **spec) -> int:  # type: ignore[no-untyped-def]
+        """Queues renders of ``paths``; returns how many were queued. Nothing says when they
+        finish: poll with ``delivery="cache-only"`` renders."""
+        message = p.Prefetch(list(paths), make_spec(width, height, **spec), _enum(p.Priority, priority))
+        return expect(self._request(message), p.Ack, 0).count
+
+    def stop_prefetch(self, paths: List[str], width: int = 0, height: int = 0, **spec) -> int:  # type: ignore[no-untyped-def]
+        """Withdraws this connection's prefetches of ``paths`` with that spec; returns how many."""
+        message = p.StopPrefetch(list(paths), make_spec(width, height, **spec))
+        return expect(self._request(message), p.Ack, 0).count
+
+    def stop_prefetch_all(self) -> int:
+        return expect(self._request(p.StopPrefetchAll()), p.Ack, 0).count
+
+    def invalidate(self, path: str, recursive: bool = False) -> int:
+        """Forgets the renditions (and failures) of ``path``; returns how many were removed."""
+        return expect(self._request(p.Invalidate(path, recursive)), p.Ack, 0).count
+
+    def trim(self, max_bytes: int) -> int:
+        """Evicts until the cache holds at most ``max_bytes``; returns renditions evicted."""
+        return expect(self._request(p.Trim(max_bytes)), p.Ack, 0).count
+
+    def stats(self) -> Dict[str, int]:
+        """The daemon's counters by name (unknown names included; look up what you need)."""
+        return expect(self._request(p.Stats()), p.StatsReply, 0).counters
+
+    def ping(self) -> float:
+        """Round trip in seconds."""
+        start = time.monotonic()
+        expect(self._request(p.Ping()), p.Pong, 0)
+        return time.monotonic() - start

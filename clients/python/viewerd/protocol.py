@@ -1,0 +1,556 @@
+"""The viewerd wire format, version 1: frames, fields and messages, with no I/O.
+
+Mirrors ``Sources/ViewerProtocol`` (``Frame``, ``FrameDecoder``, ``Fields``, ``Message``,
+``MessageCodec``); PROTOCOL.md is the contract. Encoders write fields in ascending tag order,
+as the Swift encoder does, so that a decoded golden vector re-encodes to its exact bytes.
+
+>>> frame = encode(Ping(), request_id=11)
+>>> decoder = FrameDecoder()
+>>> [decode(f) for f in decoder.feed(frame)]
+[Ping()]
+"""
+from __future__ import annotations
+
+import enum
+import struct
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple, Union
+
+MAGIC = b"VWRD"
+FRAMING_VERSION = 1
+HEADER_SIZE = 16
+PROTOCOL_VERSION = 1
+FLAG_DESCRIPTOR = 0x0001
+
+_HEADER = struct.Struct("<4sBBHII")
+_FIELD = struct.Struct("<HI")
+
+
+class MalformedFrame(ValueError):
+    """Bytes that are not a valid frame or body (the daemon's ``malformed-frame``)."""
+
+
+class MessageType(enum.IntEnum):
+    HELLO = 0x01
+    RENDER = 0x02
+    CANCEL = 0x03
+    SET_PRIORITY = 0x04
+    PREFETCH = 0x05
+    STOP_PREFETCH = 0x06
+    STOP_PREFETCH_ALL = 0x07
+    INVALIDATE = 0x08
+    STATS = 0x09
+    PING = 0x0A
+    TRIM = 0x0B
+    WELCOME = 0x81
+    RESULT = 0x82
+    PREVIEW = 0x83
+    ERROR = 0x84
+    CANCELLED = 0x85
+    STATS_REPLY = 0x86
+    PONG = 0x87
+    ACK = 0x88
+
+
+class Fit(enum.IntEnum):
+    FIT = 0
+    FILL = 1
+
+
+class Crop(enum.IntEnum):
+    CENTRE = 1
+    ATTENTION = 2
+    ENTROPY = 3
+
+
+class Format(enum.IntEnum):
+    JPEG = 1
+    WEBP = 2
+    PNG = 3
+    AVIF = 4
+    RAW = 5
+
+
+class Priority(enum.IntEnum):
+    VISIBLE = 0
+    HIGH = 1
+    NORMAL = 2
+    PREFETCH = 3
+    BACKGROUND = 4
+
+
+class Delivery(enum.IntEnum):
+    FINAL = 0
+    OPPORTUNISTIC = 1
+    CACHE_ONLY = 2
+
+
+class Capability(enum.IntFlag):
+    DESCRIPTOR_PASSING = 0x01
+    PREVIEWS = 0x02
+    PREFETCH = 0x04
+    INVALIDATE = 0x08
+    CANCELLATION = 0x10
+
+
+# ---------------------------------------------------------------- frames
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame: the header's type, flags and request id, and the body's bytes."""
+
+    type: int
+    request_id: int
+    body: bytes = b""
+    flags: int = 0
+
+    def encode(self) -> bytes:
+        return _HEADER.pack(MAGIC, FRAMING_VERSION, self.type, self.flags, self.request_id, len(self.body)) + self.body
+
+    @property
+    def carries_descriptor(self) -> bool:
+        return bool(self.flags & FLAG_DESCRIPTOR)
+
+
+class FrameDecoder:
+    """Cuts a byte stream into frames, whatever the reads' boundaries.
+
+    ``max_body`` bounds a body (the WELCOME's ``max_response_body`` on a client); a header over
+    it, or with bad magic or framing version, raises :class:`MalformedFrame` and the stream is
+    unusable from then on."""
+
+    def __init__(self, max_body: int = 0xFFFFFFFF) -> None:
+        self.max_body = max_body
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> List[Frame]:
+        """Adds ``data`` and returns every frame now complete, in order."""
+        self._buffer += data
+        frames: List[Frame] = []
+        while len(self._buffer) >= HEADER_SIZE:
+            magic, version, mtype, flags, request_id, length = _HEADER.unpack_from(self._buffer)
+            if magic != MAGIC or version != FRAMING_VERSION:
+                raise MalformedFrame("not a viewerd frame (bad magic or framing version)")
+            if length > self.max_body:
+                raise MalformedFrame(f"frame body of {length} bytes is over the limit of {self.max_body}")
+            end = HEADER_SIZE + length
+            if len(self._buffer) < end:
+                break
+            frames.append(Frame(mtype, request_id, bytes(self._buffer[HEADER_SIZE:end]), flags))
+            del self._buffer[:end]
+        return frames
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received that do not yet make a whole frame."""
+        return len(self._buffer)
+
+
+# ---------------------------------------------------------------- fields
+
+
+def parse_fields(body: bytes) -> Dict[int, bytes]:
+    """The body's fields by tag; raises :class:`MalformedFrame` on a cut or repeated field."""
+    fields: Dict[int, bytes] = {}
+    offset = 0
+    while offset < len(body):
+        if len(body) - offset < _FIELD.size:
+            raise MalformedFrame(f"field header at offset {offset} is cut short")
+        tag, length = _FIELD.unpack_from(body, offset)
+        offset += _FIELD.size
+        if length > len(body) - offset:
+            raise MalformedFrame(f"field {tag} runs past the end of the body")
+        if tag in fields:
+            raise MalformedFrame(f"field {tag} appears twice")
+        fields[tag] = bytes(body[offset:offset + length])
+        offset += length
+    return fields
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.parts: List[bytes] = []
+
+    def raw(self, tag: int, value: bytes) -> "_Writer":
+        self.parts.append(_FIELD.pack(tag, len(value)) + value)
+        return self
+
+    def u8(self, tag: int, value: int) -> "_Writer":
+        return self.raw(tag, struct.pack("<B", value))
+
+    def u16(self, tag: int, value: int) -> "_Writer":
+        return self.raw(tag, struct.pack("<H", value))
+
+    def u32(self, tag: int, value: int) -> "_Writer":
+        return self.raw(tag, struct.pack("<I", value))
+
+    def u64(self, tag: int, value: int) -> "_Writer":
+        return self.raw(tag, struct.pack("<Q", value))
+
+    def string(self, tag: int, value: str) -> "_Writer":
+        return self.raw(tag, value.encode("utf-8"))
+
+    def bytes(self) -> bytes:
+        return b"".join(self.parts)
+
+
+class _Reader:
+    def __init__(self, body: bytes) -> None:
+        self.fields = parse_fields(body)
+
+    def _int(self, tag: int, width: int, fmt: str, default: Optional[int]) -> int:
+        value = self.fields.get(tag)
+        if value is None:
+            if default is None:
+                raise MalformedFrame(f"required field {tag} is missing")
+            return default
+        if len(value) != width:
+            raise MalformedFrame(f"field {tag} has {len(value)} bytes, expected {width}")
+        return int(struct.unpack(fmt, value)[0])
+
+    def u8(self, tag: int, default: Optional[int] = None) -> int:
+        return self._int(tag, 1, "<B", default)
+
+    def u16(self, tag: int, default: Optional[int] = None) -> int:
+        return self._int(tag, 2, "<H", default)
+
+    def u32(self, tag: int, default: Optional[int] = None) -> int:
+        return self._int(tag, 4, "<I", default)
+
+    def u64(self, tag: int, default: Optional[int] = None) -> int:
+        return self._int(tag, 8, "<Q", default)
+
+    def bool(self, tag: int, default: bool = False) -> bool:
+        return self.u8(tag, int(default)) != 0
+
+    def enum(self, tag: int, kind, default: Optional[int] = None):  # type: ignore[no-untyped-def]
+        value = self.u8(tag, default)
+        try:
+            return kind(value)
+        except ValueError:
+            raise MalformedFrame(f"field {tag}: {value} is not a valid {kind.__name__}") from None
+
+    def string(self, tag: int, default: Optional[str] = None) -> str:
+        value = self.fields.get(tag)
+        if value is None:
+            if default is None:
+                raise MalformedFrame(f"required field {tag} is missing")
+            return default
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise MalformedFrame(f"field {tag} is not UTF-8") from None
+
+    def raw(self, tag: int, default: Optional[bytes] = None) -> bytes:
+        value = self.fields.get(tag)
+        if value is None:
+            if default is None:
+                raise MalformedFrame(f"required field {tag} is missing")
+            return default
+        return value
+
+
+def encode_paths(paths: List[str]) -> bytes:
+    """A path list: each path as a u32 length and its UTF-8 bytes."""
+    out = []
+    for path in paths:
+        data = path.encode("utf-8")
+        out.append(struct.pack("<I", len(data)) + data)
+    return b"".join(out)
+
+
+def decode_paths(value: bytes) -> List[str]:
+    paths, offset = [], 0
+    while offset < len(value):
+        if len(value) - offset < 4:
+            raise MalformedFrame("path list record cut short")
+        (n,) = struct.unpack_from("<I", value, offset)
+        offset += 4
+        if n > len(value) - offset:
+            raise MalformedFrame("path list record runs past the end")
+        try:
+            paths.append(value[offset:offset + n].decode("utf-8"))
+        except UnicodeDecodeError:
+            raise MalformedFrame("path is not UTF-8") from None
+        offset += n
+    return paths
+
+
+def encode_counters(counters: Dict[str, int]) -> bytes:
+    out = []
+    for name, value in counters.items():
+        data = name.encode("utf-8")[:255]
+        out.append(struct.pack("<B", len(data)) + data + struct.pack("<Q", value))
+    return b"".join(out)
+
+
+def decode_counters(value: bytes) -> Dict[str, int]:
+    counters: Dict[str, int] = {}
+    offset = 0
+    while offset < len(value):
+        n = value[offset]
+        offset += 1
+        if n + 8 > len(value) - offset:
+            raise MalformedFrame("counter record cut short")
+        try:
+            name = value[offset:offset + n].decode("utf-8")
+        except UnicodeDecodeError:
+            raise MalformedFrame("counter name is not UTF-8") from None
+        (counters[name],) = struct.unpack_from("<Q", value, offset + n)
+        offset += n + 8
+    return counters
+
+
+# ---------------------------------------------------------------- messages
+
+
+@dataclass
+class Spec:
+    """What a rendition is: RENDER's fields 2 to 10, shared with PREFETCH and STOP_PREFETCH."""
+
+    width: int = 0
+    height: int = 0
+    fit: Fit = Fit.FIT
+    crop: Crop = Crop.CENTRE
+    format: Format = Format.JPEG
+    quality: int = 0
+    background: int = 0xFFFFFF
+    page: int = 0
+    upscale: bool = False
+
+    def _write(self, w: _Writer) -> None:
+        (w.u32(2, self.width).u32(3, self.height).u8(4, self.fit).u8(5, self.crop).u8(6, self.format)
+         .u8(7, self.quality).u32(8, self.background).u32(9, self.page).u8(10, int(self.upscale)))
+
+    @classmethod
+    def _read(cls, r: _Reader) -> "Spec":
+        quality = r.u8(7, 0)
+        if quality > 100:
+            raise MalformedFrame(f"quality {quality} is over 100")
+        return cls(r.u32(2, 0), r.u32(3, 0), r.enum(4, Fit, 0), r.enum(5, Crop, 1), r.enum(6, Format, 1),
+                   quality, r.u32(8, 0xFFFFFF), r.u32(9, 0), r.bool(10))
+
+
+@dataclass
+class Hello:
+    min_version: int = PROTOCOL_VERSION
+    max_version: int = PROTOCOL_VERSION
+    client_name: str = ""
+
+
+@dataclass
+class Welcome:
+    version: int
+    max_request_body: int
+    max_response_body: int
+    server_version: str = ""
+    capabilities: Capability = Capability(0)
+    max_outstanding: int = 0
+
+
+@dataclass
+class Render:
+    path: str
+    spec: Spec = field(default_factory=Spec)
+    priority: Priority = Priority.NORMAL
+    delivery: Delivery = Delivery.FINAL
+    allow_larger: bool = False
+
+
+@dataclass
+class Rendition:
+    """A RESULT or a PREVIEW: the image bytes in ``format``, ``width`` × ``height``."""
+
+    format: Format
+    width: int
+    height: int
+    data: bytes
+    from_cache: bool = False
+
+
+@dataclass
+class Result(Rendition):
+    pass
+
+
+@dataclass
+class Preview(Rendition):
+    pass
+
+
+@dataclass
+class Error:
+    code: int
+    message: str = ""
+
+
+@dataclass
+class Cancel:
+    pass
+
+
+@dataclass
+class Cancelled:
+    pass
+
+
+@dataclass
+class SetPriority:
+    priority: Priority
+
+
+@dataclass
+class Prefetch:
+    paths: List[str]
+    spec: Spec = field(default_factory=Spec)
+    priority: Priority = Priority.PREFETCH
+
+
+@dataclass
+class StopPrefetch:
+    paths: List[str]
+    spec: Spec = field(default_factory=Spec)
+    priority: Priority = Priority.PREFETCH
+
+
+@dataclass
+class StopPrefetchAll:
+    pass
+
+
+@dataclass
+class Invalidate:
+    path: str
+    recursive: bool = False
+
+
+@dataclass
+class Trim:
+    bytes: int
+
+
+@dataclass
+class Ack:
+    count: int = 0
+
+
+@dataclass
+class Stats:
+    pass
+
+
+@dataclass
+class StatsReply:
+    counters: Dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Ping:
+    pass
+
+
+@dataclass
+class Pong:
+    pass
+
+
+Message = Union[Hello, Welcome, Render, Result, Preview, Error, Cancel, Cancelled, SetPriority, Prefetch,
+                StopPrefetch, StopPrefetchAll, Invalidate, Trim, Ack, Stats, StatsReply, Ping, Pong]
+
+_EMPTY = {Cancel: MessageType.CANCEL, Cancelled: MessageType.CANCELLED, StopPrefetchAll: MessageType.STOP_PREFETCH_ALL,
+          Stats: MessageType.STATS, Ping: MessageType.PING, Pong: MessageType.PONG}
+
+#: The answers that end a request; PREVIEW is the only server → client message that does not.
+TERMINAL = (Result, Error, Cancelled, Ack, StatsReply, Pong, Welcome)
+
+
+def encode_body(message: Message) -> Tuple[MessageType, bytes]:
+    """The message's type and body bytes."""
+    w = _Writer()
+    if isinstance(message, Hello):
+        w.u16(1, message.min_version).u16(2, message.max_version).string(3, message.client_name)
+        return MessageType.HELLO, w.bytes()
+    if isinstance(message, Welcome):
+        (w.u16(1, message.version).string(2, message.server_version).u32(3, message.max_request_body)
+         .u32(4, message.max_response_body).u64(5, int(message.capabilities)).u32(6, message.max_outstanding))
+        return MessageType.WELCOME, w.bytes()
+    if isinstance(message, Render):
+        w.string(1, message.path)
+        message.spec._write(w)
+        w.u8(11, message.priority).u8(12, message.delivery)
+        if message.allow_larger:
+            w.u8(13, 1)
+        return MessageType.RENDER, w.bytes()
+    if isinstance(message, Rendition):
+        (w.u8(1, message.format).u32(2, message.width).u32(3, message.height).u8(4, int(message.from_cache))
+         .raw(5, message.data))
+        return (MessageType.PREVIEW if isinstance(message, Preview) else MessageType.RESULT), w.bytes()
+    if isinstance(message, Error):
+        w.u16(1, message.code).string(2, message.message)
+        return MessageType.ERROR, w.bytes()
+    if isinstance(message, SetPriority):
+        w.u8(1, message.priority)
+        return MessageType.SET_PRIORITY, w.bytes()
+    if isinstance(message, (Prefetch, StopPrefetch)):
+        w.raw(1, encode_paths(message.paths))
+        message.spec._write(w)
+        w.u8(11, message.priority)
+        return (MessageType.PREFETCH if isinstance(message, Prefetch) else MessageType.STOP_PREFETCH), w.bytes()
+    if isinstance(message, Invalidate):
+        w.string(1, message.path).u8(2, int(message.recursive))
+        return MessageType.INVALIDATE, w.bytes()
+    if isinstance(message, Trim):
+        w.u64(1, message.bytes)
+        return MessageType.TRIM, w.bytes()
+    if isinstance(message, Ack):
+        w.u64(1, message.count)
+        return MessageType.ACK, w.bytes()
+    if isinstance(message, StatsReply):
+        w.raw(1, encode_counters(message.counters))
+        return MessageType.STATS_REPLY, w.bytes()
+    for kind, mtype in _EMPTY.items():
+        if isinstance(message, kind):
+            return mtype, b""
+    raise TypeError(f"not a viewerd message: {message!r}")
+
+
+def encode(message: Message, request_id: int, flags: int = 0) -> bytes:
+    """A whole frame carrying ``message``."""
+    mtype, body = encode_body(message)
+    return Frame(mtype, request_id, body, flags).encode()
+
+
+def decode(frame: Frame) -> Message:
+    """The message a frame carries; :class:`MalformedFrame` for a bad body, ``ValueError`` for an
+    unassigned type (a newer server's: skip it)."""
+    t = frame.type
+    if t in _EMPTY.values():
+        parse_fields(frame.body)  # ignored, but must be well formed
+        return next(kind for kind, mtype in _EMPTY.items() if mtype == t)()
+    r = _Reader(frame.body)
+    if t == MessageType.HELLO:
+        return Hello(r.u16(1), r.u16(2), r.string(3, ""))
+    if t == MessageType.WELCOME:
+        return Welcome(r.u16(1), r.u32(3), r.u32(4), r.string(2, ""), Capability(r.u64(5, 0)), r.u32(6, 0))
+    if t == MessageType.RENDER:
+        return Render(r.string(1), Spec._read(r), r.enum(11, Priority, 2), r.enum(12, Delivery, 0), r.bool(13))
+    if t in (MessageType.RESULT, MessageType.PREVIEW):
+        kind = Result if t == MessageType.RESULT else Preview
+        return kind(r.enum(1, Format), r.u32(2), r.u32(3), r.raw(5), r.bool(4))
+    if t == MessageType.ERROR:
+        return Error(r.u16(1), r.string(2, ""))
+    if t == MessageType.SET_PRIORITY:
+        return SetPriority(r.enum(1, Priority))
+    if t in (MessageType.PREFETCH, MessageType.STOP_PREFETCH):
+        kind2 = Prefetch if t == MessageType.PREFETCH else StopPrefetch
+        return kind2(decode_paths(r.raw(1)), Spec._read(r), r.enum(11, Priority, 3))
+    if t == MessageType.INVALIDATE:
+        return Invalidate(r.string(1), r.bool(2))
+    if t == MessageType.TRIM:
+        return Trim(r.u64(1))
+    if t == MessageType.ACK:
+        return Ack(r.u64(1, 0))
+    if t == MessageType.STATS_REPLY:
+        return StatsReply(decode_counters(r.raw(1, b"")))
+    raise ValueError(f"unassigned message type 0x{t:02x}")
