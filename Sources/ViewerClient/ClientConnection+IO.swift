@@ -63,7 +63,7 @@ extension ClientConnection {
             if handshaking {
                 let left = deadline - ContinuousClock.now
                 guard left > .zero else {
-                    return .unavailable(socket: socketPath, reason: "no answer to HELLO within \(handshakeTimeout)")
+                    return .unavailable(socket: socketPath, reason: ViewerClientError.noWelcome(within: handshakeTimeout))
                 }
                 timeout = left
             }

@@ -32,6 +32,8 @@ public final class ViewerClient: Sendable {
     public let clientName: String
     /// Who may be listening: checked on every connection before HELLO (`ServerTrust`).
     public let trust: ServerTrust
+    /// How long each connection waits for WELCOME before failing with `.unavailable`.
+    public let handshakeTimeout: Duration
 
     private let current = Locked<ClientConnection?>(nil)
 
@@ -45,10 +47,11 @@ public final class ViewerClient: Sendable {
     /// let client = ViewerClient(socketPath: "/run/user/1000/viewerd/viewerd.sock", clientName: "gallery")
     /// ```
     public init(socketPath: String = ViewerConnection.defaultSocketPath(), clientName: String = ViewerClient.defaultClientName,
-                trust: ServerTrust = .standard()) {
+                trust: ServerTrust = .standard(), handshakeTimeout: Duration = ViewerConnection.defaultHandshakeTimeout) {
         self.socketPath = socketPath
         self.clientName = clientName
         self.trust = trust
+        self.handshakeTimeout = handshakeTimeout
     }
 
     /// Connects to the daemon and completes the handshake.
@@ -58,7 +61,8 @@ public final class ViewerClient: Sendable {
     ///     default path (see `ViewerConnection.defaultSocketPath()`).
     ///   - clientName: A name for the daemon's logs.
     ///   - trust: Who may be listening (by default: you, root, the service user).
-    /// - Throws: `ViewerClientError.unavailable` when no daemon answers, `.untrustedServer`
+    ///   - handshakeTimeout: How long to wait for the daemon's WELCOME.
+    /// - Throws: `ViewerClientError.unavailable` when no daemon answers (in time), `.untrustedServer`
     ///   when the socket's directory or its server fails `ServerTrust`, `.server` when it
     ///   refuses the handshake, `CancellationError` when the task is cancelled.
     ///
@@ -67,8 +71,9 @@ public final class ViewerClient: Sendable {
     /// ```
     public static func connect(socketPath: String = ViewerConnection.defaultSocketPath(),
                                clientName: String = ViewerClient.defaultClientName,
-                               trust: ServerTrust = .standard()) async throws -> ViewerClient {
-        let client = ViewerClient(socketPath: socketPath, clientName: clientName, trust: trust)
+                               trust: ServerTrust = .standard(),
+                               handshakeTimeout: Duration = ViewerConnection.defaultHandshakeTimeout) async throws -> ViewerClient {
+        let client = ViewerClient(socketPath: socketPath, clientName: clientName, trust: trust, handshakeTimeout: handshakeTimeout)
         _ = try await client.connection().welcome()
         return client
     }
@@ -95,7 +100,8 @@ public final class ViewerClient: Sendable {
     func connection() -> ClientConnection {
         let (connection, isNew) = current.withLock { current -> (ClientConnection, Bool) in
             if let existing = current, !existing.isClosed { return (existing, false) }
-            let fresh = ClientConnection(socketPath: socketPath, clientName: clientName, trust: trust)
+            let fresh = ClientConnection(socketPath: socketPath, clientName: clientName, trust: trust,
+                                         handshakeTimeout: handshakeTimeout)
             current = fresh
             return (fresh, true)
         }

@@ -16,6 +16,8 @@ import Glibc
 public final class ViewerConnection {
     public let socketPath: String
     public private(set) var welcome: Welcome
+    /// How long the handshake may take (see `init`).
+    public let handshakeTimeout: Duration
     private let fd: Int32
     private var decoder: FrameDecoder
     private var nextRequestID: UInt32 = 1
@@ -25,18 +27,29 @@ public final class ViewerConnection {
         DefaultPaths.socket(environment: environment, uid: getuid())
     }
 
+    /// How long a client waits for WELCOME when not told: long enough for a loaded daemon,
+    /// short enough that a socket which accepts but never answers is noticed.
+    public static let defaultHandshakeTimeout: Duration = .seconds(10)
+
     /// Connects and performs the handshake.
     ///
-    /// - Parameter trust: who may be listening; checked before HELLO is sent (`ServerTrust`).
+    /// - Parameters:
+    ///   - trust: who may be listening; checked before HELLO is sent (`ServerTrust`).
+    ///   - handshakeTimeout: how long to wait for WELCOME. A process that accepts the
+    ///     connection but never answers (a hung daemon, something else on the socket) would
+    ///     otherwise block the caller forever.
     /// - Throws: `.untrustedServer` when the socket's directory or its server is not
-    ///   trusted, `.unavailable` when no daemon answers.
-    public init(socketPath: String, clientName: String = "viewerctl", trust: ServerTrust = .standard()) throws(ViewerClientError) {
+    ///   trusted, `.unavailable` when no daemon answers, or none within `handshakeTimeout`.
+    public init(socketPath: String, clientName: String = "viewerctl", trust: ServerTrust = .standard(),
+                handshakeTimeout: Duration = ViewerConnection.defaultHandshakeTimeout) throws(ViewerClientError) {
         self.socketPath = socketPath
+        self.handshakeTimeout = handshakeTimeout
         let fd = try ViewerClientError.connect(socketPath, trust: trust)
         self.fd = fd
         self.decoder = FrameDecoder(maxBodyLength: UInt32.max)
         self.welcome = Welcome(version: 0, serverVersion: "", maxRequestBody: 0, maxResponseBody: 0)
-        let reply = try exchange(.hello(Hello(clientName: clientName)), requestID: 0)
+        let reply = try exchange(.hello(Hello(clientName: clientName)), requestID: 0,
+                                 deadline: ContinuousClock.now + handshakeTimeout)
         switch reply {
         case .welcome(let welcome): self.welcome = welcome
         case .error(let error): throw .server(error)
@@ -99,7 +112,11 @@ public final class ViewerConnection {
 
     /// Reads the next frame, whatever it answers.
     public func readMessage() throws(ViewerClientError) -> (requestID: UInt32, message: Message) {
-        let frame = try readFrame()
+        try readMessage(deadline: nil)
+    }
+
+    private func readMessage(deadline: ContinuousClock.Instant?) throws(ViewerClientError) -> (requestID: UInt32, message: Message) {
+        let frame = try readFrame(deadline: deadline)
         do throws(ProtocolError) {
             return (frame.requestID, try Message(frame: frame))
         } catch {
@@ -113,10 +130,13 @@ public final class ViewerConnection {
         return try exchange(message, requestID: id)
     }
 
-    private func exchange(_ message: Message, requestID: UInt32) throws(ViewerClientError) -> Message {
+    /// Sends `message` and reads until its answer; with `deadline`, gives up then (the
+    /// handshake: a request may legitimately take as long as a render does).
+    private func exchange(_ message: Message, requestID: UInt32,
+                          deadline: ContinuousClock.Instant? = nil) throws(ViewerClientError) -> Message {
         try write(message.frame(requestID: requestID).bytes)
         while true {
-            let (id, reply) = try readMessage()
+            let (id, reply) = try readMessage(deadline: deadline)
             if id == requestID { return reply }
             if id == 0, case .error(let error) = reply { throw .server(error) }
         }
@@ -130,13 +150,20 @@ public final class ViewerConnection {
         }
     }
 
-    private func readFrame() throws(ViewerClientError) -> Frame {
+    private func readFrame(deadline: ContinuousClock.Instant?) throws(ViewerClientError) -> Frame {
         var buffer = [UInt8](repeating: 0, count: 256 * 1024)
         while true {
             do throws(ProtocolError) {
                 if let frame = try decoder.next() { return frame }
             } catch {
                 throw .protocolViolation("\(error)")
+            }
+            if let deadline {
+                let left = deadline - ContinuousClock.now
+                // Only the handshake has a deadline, so running out of it means no WELCOME.
+                guard left > .zero, Posix.wait(fd, for: Int16(POLLIN), timeout: left) != 0 else {
+                    throw .unavailable(socket: socketPath, reason: ViewerClientError.noWelcome(within: handshakeTimeout))
+                }
             }
             let received: Int?
             do throws(SystemError) {

@@ -37,7 +37,7 @@ struct RenderCommand: Subcommand {
     }
 
     func run(_ globals: Globals) throws -> Int32 {
-        let result = try ViewerConnection(socketPath: globals.socketPath).render(request)
+        let result = try globals.connect().render(request)
         let data = Data(result.bytes)
         if output == "-" {
             FileHandle.standardOutput.write(data)

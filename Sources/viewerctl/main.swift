@@ -22,7 +22,12 @@ let topUsage = """
       --version       print the version
       --help          this help; `viewerctl COMMAND --help` for a command's options
 
-    exit codes: 0 success, 1 failure, 64 usage error, 69 daemon unavailable
+    environment:
+      VIEWERD_SOCKET             the daemon's socket, when --socket is not given
+      VIEWERD_HANDSHAKE_TIMEOUT  seconds to wait for the daemon to answer the handshake (default 10);
+                                 then viewerctl gives up with exit 69
+
+    exit codes: 0 success, 1 failure, 64 usage error, 69 daemon unavailable (or not answering)
 
     """
 
@@ -40,8 +45,10 @@ func defaultSocket() -> String {
 @MainActor func main() -> Int32 {
     var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
     let socketOption: String?
+    let handshakeTimeout: Duration
     do throws(UsageError) {
         socketOption = try arguments.option("--socket")
+        handshakeTimeout = try Globals.handshakeTimeout(environment: ProcessInfo.processInfo.environment)
     } catch {
         printError(error.message)
         return ExitCode.usage
@@ -76,7 +83,7 @@ func defaultSocket() -> String {
         printError("\(error.message)\nusage: \(command.usage)")
         return ExitCode.usage
     }
-    let globals = Globals(socketPath: socketOption ?? defaultSocket())
+    let globals = Globals(socketPath: socketOption ?? defaultSocket(), handshakeTimeout: handshakeTimeout)
     do {
         return try parsed.run(globals)
     } catch let error as ViewerClientError {
