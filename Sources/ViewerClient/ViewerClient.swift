@@ -57,8 +57,9 @@ public final class ViewerClient: Sendable {
     /// Connects to the daemon and completes the handshake.
     ///
     /// - Parameters:
-    ///   - socketPath: The daemon's socket; by default `$VIEWERD_SOCKET`, else the daemon's
-    ///     default path (see `ViewerConnection.defaultSocketPath()`).
+    ///   - socketPath: The daemon's socket; by default the one `viewerctl` finds too:
+    ///     `$VIEWERD_SOCKET`, else the per-user daemon's, else the system service's
+    ///     (see `ViewerConnection.defaultSocketPath()`).
     ///   - clientName: A name for the daemon's logs.
     ///   - trust: Who may be listening (by default: you, root, the service user).
     ///   - handshakeTimeout: How long to wait for the daemon's WELCOME.

@@ -22,9 +22,12 @@ public final class ViewerConnection {
     private var decoder: FrameDecoder
     private var nextRequestID: UInt32 = 1
 
-    /// The socket a client uses when not told: `VIEWERD_SOCKET`, else the daemon's default.
+    /// The socket a client uses when not told, the same rule as `viewerctl`'s
+    /// (`DefaultPaths.clientSocket`): `$VIEWERD_SOCKET`; else the per-user daemon's socket if
+    /// it exists; else the system service's `/run/viewerd/viewerd.sock` if that exists; else
+    /// the per-user path.
     public static func defaultSocketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        DefaultPaths.socket(environment: environment, uid: getuid())
+        DefaultPaths.clientSocket(environment: environment, uid: getuid()) { access($0, F_OK) == 0 }
     }
 
     /// How long a client waits for WELCOME when not told: long enough for a loaded daemon,
