@@ -28,9 +28,11 @@ extension ClientConnection {
             return
         }
         Posix.setNonBlocking(fd)
+        let serverUID = try? Posix.peerCredentials(fd).uid
         let adopted = state.withLock { state -> Bool in
             guard !state.closeRequested else { return false }
             state.fd = fd
+            state.serverUID = serverUID
             return true
         }
         guard adopted else {

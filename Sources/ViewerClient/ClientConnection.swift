@@ -74,6 +74,8 @@ final class ClientConnection: Sendable {
         var ioThreadPollsForWrite = false
         var welcomeWaiters: [UInt64: CheckedContinuation<Welcome, any Error>] = [:]
         var nextWaiter: UInt64 = 0
+        /// The daemon's user (SO_PEERCRED), once connected.
+        var serverUID: uid_t?
 
         var isClosed: Bool {
             if closeRequested { return true }

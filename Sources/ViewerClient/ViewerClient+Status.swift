@@ -1,4 +1,7 @@
 import ViewerProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension ViewerClient {
     /// The daemon's counters (requests, hits, store size, budgets, …).
@@ -25,6 +28,22 @@ extension ViewerClient {
         switch try await call(.ping) {
         case .pong: return ContinuousClock.now - start
         case let other: throw ViewerClientError.protocolViolation("expected PONG, got \(other.type)")
+        }
+    }
+
+    /// Whether the daemon runs as another user (`SO_PEERCRED` of the connection), connecting
+    /// first if needed. Such a daemon serves our paths only under its shared roots, so a
+    /// caller should pass descriptors (`render(descriptor:path:spec:…)`) for its own files.
+    ///
+    /// ```swift
+    /// if try await client.daemonIsAnotherUser { /* open the file, pass the descriptor */ }
+    /// ```
+    public var daemonIsAnotherUser: Bool {
+        get async throws {
+            let connection = connection()
+            _ = try await connection.welcome()
+            // Set before WELCOME can arrive: the I/O thread records it when it adopts the socket.
+            return connection.state.withLock { $0.serverUID }.map { $0 != getuid() } ?? false
         }
     }
 }

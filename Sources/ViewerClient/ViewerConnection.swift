@@ -18,6 +18,8 @@ public final class ViewerConnection {
     public private(set) var welcome: Welcome
     /// How long the handshake may take (see `init`).
     public let handshakeTimeout: Duration
+    /// The user the daemon runs as: `SO_PEERCRED` of the connection, the uid `ServerTrust` checked.
+    public let serverUID: uid_t
     private let fd: Int32
     private var decoder: FrameDecoder
     private var nextRequestID: UInt32 = 1
@@ -49,6 +51,8 @@ public final class ViewerConnection {
         self.handshakeTimeout = handshakeTimeout
         let fd = try ViewerClientError.connect(socketPath, trust: trust)
         self.fd = fd
+        // connect() has just read the same credentials; it cannot fail on a connected socket.
+        self.serverUID = (try? Posix.peerCredentials(fd).uid) ?? getuid()
         self.decoder = FrameDecoder(maxBodyLength: UInt32.max)
         self.welcome = Welcome(version: 0, serverVersion: "", maxRequestBody: 0, maxResponseBody: 0)
         let reply = try exchange(.hello(Hello(clientName: clientName)), requestID: 0,
@@ -62,9 +66,36 @@ public final class ViewerConnection {
 
     deinit { Posix.close(fd) }
 
+    /// Whether the daemon runs as another user. Such a daemon serves our paths only under its
+    /// shared roots (and refuses the rest with `permission-denied`), so path-taking calls
+    /// open the file here and pass the descriptor, which proves our access.
+    public var daemonIsAnotherUser: Bool { serverUID != getuid() }
+
     /// Renders (or fetches from the cache) one rendition.
+    ///
+    /// When the daemon runs as another user (`daemonIsAnotherUser`), the file is opened here
+    /// and its descriptor passed; if it cannot be opened here, the path is sent as it is and
+    /// the daemon's answer (`not-found`, `permission-denied`) stands.
     public func render(_ request: RenderRequest) throws(ViewerClientError) -> RenderResult {
-        switch try call(.render(request)) {
+        if daemonIsAnotherUser, welcome.capabilities.contains(.descriptorPassing),
+           let descriptor = try? Posix.openForReading(request.path) {
+            defer { Posix.close(descriptor) }
+            return try render(request, descriptor: descriptor)
+        }
+        return try Self.result(of: call(.render(request)))
+    }
+
+    /// Renders one rendition of the file open at `descriptor` (still the caller's to close);
+    /// `request.path` only names it (logs, invalidation).
+    ///
+    /// - Throws: `.unsupported` when the daemon does not announce descriptor passing.
+    public func render(_ request: RenderRequest, descriptor: Int32) throws(ViewerClientError) -> RenderResult {
+        guard welcome.capabilities.contains(.descriptorPassing) else { throw .unsupported(Capabilities.descriptorPassing.names) }
+        return try Self.result(of: call(.render(request), descriptor: descriptor))
+    }
+
+    private static func result(of reply: Message) throws(ViewerClientError) -> RenderResult {
+        switch reply {
         case .result(let result): return result
         case .error(let error): throw .server(error)
         case let other: throw .protocolViolation("expected RESULT, got \(other.type)")
@@ -127,17 +158,19 @@ public final class ViewerConnection {
         }
     }
 
-    private func call(_ message: Message) throws(ViewerClientError) -> Message {
+    private func call(_ message: Message, descriptor: Int32? = nil) throws(ViewerClientError) -> Message {
         let id = nextRequestID
         nextRequestID = nextRequestID == UInt32.max ? 1 : nextRequestID + 1
-        return try exchange(message, requestID: id)
+        return try exchange(message, requestID: id, descriptor: descriptor)
     }
 
     /// Sends `message` and reads until its answer; with `deadline`, gives up then (the
     /// handshake: a request may legitimately take as long as a render does).
-    private func exchange(_ message: Message, requestID: UInt32,
+    private func exchange(_ message: Message, requestID: UInt32, descriptor: Int32? = nil,
                           deadline: ContinuousClock.Instant? = nil) throws(ViewerClientError) -> Message {
-        try write(message.frame(requestID: requestID).bytes)
+        var frame = message.frame(requestID: requestID)
+        if descriptor != nil { frame.flags |= FrameFlags.descriptor }
+        try write(frame.bytes, descriptor: descriptor)
         while true {
             let (id, reply) = try readMessage(deadline: deadline)
             if id == requestID { return reply }
@@ -145,9 +178,9 @@ public final class ViewerConnection {
         }
     }
 
-    private func write(_ bytes: [UInt8]) throws(ViewerClientError) {
+    private func write(_ bytes: [UInt8], descriptor: Int32? = nil) throws(ViewerClientError) {
         do throws(SystemError) {
-            try Posix.sendAll(fd, bytes)
+            try Posix.sendAll(fd, bytes, descriptor: descriptor)
         } catch {
             throw .connectionClosed
         }
