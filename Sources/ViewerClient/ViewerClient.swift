@@ -28,7 +28,7 @@ import ViewerProtocol
 public final class ViewerClient: Sendable {
     /// The Unix socket this client connects to.
     public let socketPath: String
-    /// The name sent in HELLO (shown in the daemon's logs).
+    /// The name sent in HELLO (on each request's line of the daemon's debug log, `--log-level debug`).
     public let clientName: String
     /// Who may be listening: checked on every connection before HELLO (`ServerTrust`).
     public let trust: ServerTrust
@@ -60,7 +60,7 @@ public final class ViewerClient: Sendable {
     ///   - socketPath: The daemon's socket; by default the one `viewerctl` finds too:
     ///     `$VIEWERD_SOCKET`, else the per-user daemon's, else the system service's
     ///     (see `ViewerConnection.defaultSocketPath()`).
-    ///   - clientName: A name for the daemon's logs.
+    ///   - clientName: A name for the daemon's debug log (`--log-level debug`).
     ///   - trust: Who may be listening (by default: you, root, the service user).
     ///   - handshakeTimeout: How long to wait for the daemon's WELCOME.
     /// - Throws: `ViewerClientError.unavailable` when no daemon answers (in time), `.untrustedServer`
