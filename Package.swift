@@ -40,7 +40,7 @@ let package = Package(
         .target(name: "ViewerClient", dependencies: ["ViewerProtocol", "SystemCalls", "Locking"]),
 
         .executableTarget(name: "viewerd", dependencies: ["ViewerDaemon"]),
-        .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
+        .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "Locking"]),
         .executableTarget(name: "viewerd-bench", dependencies: ["ViewerProtocol", "RenditionStore", "Rendering", "SystemCalls", "Locking",
                                                          "ViewerTestSupport"]),
         // make torture: hostile files, clients, load and faults against the real daemon (issue 9).

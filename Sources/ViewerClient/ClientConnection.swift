@@ -177,6 +177,14 @@ final class ClientConnection: Sendable {
     /// Whether this connection has ended (or is ending); a client then opens a new one.
     var isClosed: Bool { state.withLock { $0.isClosed } }
 
+    /// Whether the daemon runs as another user; nil until the handshake is done.
+    var servesAnotherUser: Bool? {
+        state.withLock { state in
+            guard case .open = state.phase, let uid = state.serverUID else { return nil }
+            return uid != getuid()
+        }
+    }
+
     /// The daemon's WELCOME, once the handshake is done. Throws the connection's error if it
     /// failed, and `CancellationError` as soon as the calling task is cancelled.
     func welcome() async throws -> Welcome {

@@ -1,7 +1,4 @@
 import ViewerProtocol
-#if canImport(Glibc)
-import Glibc
-#endif
 
 extension ViewerClient {
     /// The daemon's counters (requests, hits, store size, budgets, …).
@@ -32,18 +29,18 @@ extension ViewerClient {
     }
 
     /// Whether the daemon runs as another user (`SO_PEERCRED` of the connection), connecting
-    /// first if needed. Such a daemon serves our paths only under its shared roots, so a
-    /// caller should pass descriptors (`render(descriptor:path:spec:…)`) for its own files.
+    /// first if needed. Such a daemon serves our paths only under its shared roots; the
+    /// path-taking calls therefore pass a descriptor of the file for you (see `request(_:spec:…)`).
     ///
     /// ```swift
-    /// if try await client.daemonIsAnotherUser { /* open the file, pass the descriptor */ }
+    /// if try await client.daemonIsAnotherUser { print("talking to the system service") }
     /// ```
     public var daemonIsAnotherUser: Bool {
         get async throws {
             let connection = connection()
             _ = try await connection.welcome()
-            // Set before WELCOME can arrive: the I/O thread records it when it adopts the socket.
-            return connection.state.withLock { $0.serverUID }.map { $0 != getuid() } ?? false
+            // Known once open: the I/O thread records the uid before it reads WELCOME.
+            return connection.servesAnotherUser ?? false
         }
     }
 }

@@ -1,7 +1,6 @@
 import Foundation
 import Locking
 import Synchronization
-import SystemCalls
 import ViewerClient
 import ViewerProtocol
 
@@ -56,16 +55,14 @@ struct WarmCommand: Subcommand {
         let spec = self.spec, priority = self.priority
         let outcome = blockingAwait { () async throws -> Void in
             _ = try await client.server  // fail fast, with exit 69, when no daemon answers
-            // A daemon of another user cannot open our files by path: pass descriptors.
-            let passDescriptors = try await client.daemonIsAnotherUser
             try await withThrowingTaskGroup(of: (String, Error?).self) { group in
                 var next = files.makeIterator()
                 func start() -> Bool {
                     guard !interrupted.load(ordering: .relaxed), let path = next.next() else { return false }
                     group.addTask {
                         do {
-                            _ = try await Self.render(path, spec: spec, priority: priority, on: client,
-                                                      passingDescriptor: passDescriptors)
+                            // To another user's daemon this passes a descriptor (ViewerClient.request).
+                            _ = try await client.render(path, spec: spec, priority: priority)
                             return (path, nil)
                         } catch {
                             return (path, error)
@@ -86,19 +83,6 @@ struct WarmCommand: Subcommand {
         if interrupted.load(ordering: .relaxed) { return 130 }
         if case .failure(let error) = outcome { throw error }
         return progress.errors == 0 ? ExitCode.success : ExitCode.failure
-    }
-
-    /// Renders `path`, by descriptor when the daemon is another user's (see
-    /// `ViewerConnection.render(_:)` for the same rule); a file we cannot open goes by path,
-    /// so the daemon's error names it.
-    static func render(_ path: String, spec: RenditionSpec, priority: Priority, on client: ViewerClient,
-                       passingDescriptor: Bool) async throws {
-        if passingDescriptor, let descriptor = try? Posix.openForReading(path) {
-            defer { Posix.close(descriptor) }
-            _ = try await client.render(descriptor: descriptor, path: path, spec: spec, priority: priority)
-        } else {
-            _ = try await client.render(path, spec: spec, priority: priority)
-        }
     }
 
     func collectFiles() -> [String] {
