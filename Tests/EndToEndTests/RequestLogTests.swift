@@ -52,4 +52,31 @@ struct RequestLogTests {
         daemon.stop()
         #expect(Self.requestLines(daemon).contains { $0.contains("client=env-client") }, "\(daemon.logTail())")
     }
+
+    @Test("at debug: a smaller rendition from a stored one is derived, a twin request coalesced, a CANCEL logged")
+    func derivedCoalescedCancelled() throws {
+        // Given a daemon at debug with one worker, so a slow render keeps later ones queued
+        let daemon = try DaemonProcess(extraArguments: ["--log-level", "debug", "--workers", "1"])
+        let photo = try Fixtures.write(daemon.directory + "/photo.jpg", width: 2400, height: 1600)
+        let big = try Fixtures.write(daemon.directory + "/big.jpg", width: 4000, height: 3000, seed: 1)
+        let client = try daemon.connect(clientName: "grid")
+        // When a 1024 PNG is stored and then a 256 PNG asked for, the 256 is derived
+        _ = try client.render(RenderRequest(path: photo, spec: RenditionSpec(width: 1024, height: 1024, format: .png)))
+        _ = try client.render(RenderRequest(path: photo, spec: RenditionSpec(width: 256, height: 256, format: .png)))
+        // And two pipelined requests for one rendition share a job; then one is cancelled
+        let raw = try daemon.rawConnection(name: "pipelined")
+        let request = RenderRequest(path: big, spec: RenditionSpec(width: 300, height: 300))
+        try raw.send(.render(request), id: 1)
+        try raw.send(.render(request), id: 2)
+        try raw.send(.cancel, id: 2)
+        var answered = Set<UInt32>()
+        while answered.count < 2, let (id, _) = try raw.read(timeout: .seconds(30)) { answered.insert(id) }
+        raw.close()
+        daemon.stop()
+        // Then the log says so, each with its client's name
+        let lines = Self.requestLines(daemon)
+        #expect(lines.contains { $0.contains("client=grid") && $0.contains("decision=derived class=normal") }, "\(lines)")
+        #expect(lines.contains { $0.contains("client=pipelined") && $0.contains("id=2") && $0.contains("decision=coalesced") }, "\(lines)")
+        #expect(lines.contains { $0.contains("client=pipelined") && $0.contains("id=2") && $0.contains("decision=cancelled") }, "\(lines)")
+    }
 }
