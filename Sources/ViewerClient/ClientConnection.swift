@@ -154,7 +154,8 @@ final class ClientConnection: Sendable {
     let wakeup: Wakeup
     let state = Locked(State())
 
-    init(socketPath: String, clientName: String, trust: ServerTrust = .standard(), handshakeTimeout: Duration = .seconds(10)) {
+    init(socketPath: String, clientName: String, trust: ServerTrust = .standard(),
+         handshakeTimeout: Duration = ViewerConnection.defaultHandshakeTimeout) {
         self.socketPath = socketPath
         self.clientName = clientName
         self.trust = trust
