@@ -15,6 +15,12 @@ extension Posix {
         try check("open \(path)") { open(path, openPathFlag | O_CLOEXEC | (directory ? O_DIRECTORY : 0)) }
     }
 
+    /// Opens `path` for reading, to hand the descriptor to another process: close-on-exec,
+    /// and non-blocking so that a FIFO with a source's name never hangs the opener.
+    public static func openForReading(_ path: String) throws(SystemError) -> Int32 {
+        try check("open \(path)") { open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) }
+    }
+
     /// Opens `relative` beneath the directory `root` with `flags`: resolution may not leave
     /// `root` (by `..`, an absolute name or symlink, or a `/proc` magic link), whatever
     /// renames happen meanwhile (openat2 with RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS).

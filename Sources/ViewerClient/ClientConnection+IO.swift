@@ -28,9 +28,11 @@ extension ClientConnection {
             return
         }
         Posix.setNonBlocking(fd)
+        let serverUID = try? Posix.peerCredentials(fd).uid
         let adopted = state.withLock { state -> Bool in
             guard !state.closeRequested else { return false }
             state.fd = fd
+            state.serverUID = serverUID
             return true
         }
         guard adopted else {
@@ -63,7 +65,7 @@ extension ClientConnection {
             if handshaking {
                 let left = deadline - ContinuousClock.now
                 guard left > .zero else {
-                    return .unavailable(socket: socketPath, reason: "no answer to HELLO within \(handshakeTimeout)")
+                    return .unavailable(socket: socketPath, reason: ViewerClientError.noWelcome(within: handshakeTimeout))
                 }
                 timeout = left
             }

@@ -74,6 +74,8 @@ final class ClientConnection: Sendable {
         var ioThreadPollsForWrite = false
         var welcomeWaiters: [UInt64: CheckedContinuation<Welcome, any Error>] = [:]
         var nextWaiter: UInt64 = 0
+        /// The daemon's user (SO_PEERCRED), once connected.
+        var serverUID: uid_t?
 
         var isClosed: Bool {
             if closeRequested { return true }
@@ -152,7 +154,8 @@ final class ClientConnection: Sendable {
     let wakeup: Wakeup
     let state = Locked(State())
 
-    init(socketPath: String, clientName: String, trust: ServerTrust = .standard(), handshakeTimeout: Duration = .seconds(10)) {
+    init(socketPath: String, clientName: String, trust: ServerTrust = .standard(),
+         handshakeTimeout: Duration = ViewerConnection.defaultHandshakeTimeout) {
         self.socketPath = socketPath
         self.clientName = clientName
         self.trust = trust
@@ -174,6 +177,14 @@ final class ClientConnection: Sendable {
 
     /// Whether this connection has ended (or is ending); a client then opens a new one.
     var isClosed: Bool { state.withLock { $0.isClosed } }
+
+    /// Whether the daemon runs as another user; nil until the handshake is done.
+    var servesAnotherUser: Bool? {
+        state.withLock { state in
+            guard case .open = state.phase, let uid = state.serverUID else { return nil }
+            return uid != getuid()
+        }
+    }
 
     /// The daemon's WELCOME, once the handshake is done. Throws the connection's error if it
     /// failed, and `CancellationError` as soon as the calling task is cancelled.

@@ -22,10 +22,19 @@ extension ViewerClient {
     /// request.setPriority(.visible)          // the cell scrolled into view
     /// let thumbnail = try await request.result
     /// ```
+    ///
+    /// When the daemon runs as another user (the system service), which serves our paths only
+    /// under its shared roots, the file is opened here and its descriptor passed instead, once
+    /// the handshake has said whose daemon it is (`render(_:spec:…)` waits for that; a request
+    /// made during the very first handshake goes by path). A file this process cannot open
+    /// goes by path, so that the daemon's error names it.
     public func request(_ path: String, spec: RenditionSpec, priority: Priority = .normal,
                         delivery: DeliveryMode = .final, allowLarger: Bool = false) -> RenderRequestHandle {
-        start(RenderRequest(path: path, spec: spec, priority: priority, delivery: delivery, allowLarger: allowLarger),
-              descriptor: nil)
+        let request = RenderRequest(path: path, spec: spec, priority: priority, delivery: delivery, allowLarger: allowLarger)
+        if connection().servesAnotherUser == true, let descriptor = try? Posix.openForReading(path) {
+            return start(request, descriptor: descriptor)  // the connection owns it from here
+        }
+        return start(request, descriptor: nil)
     }
 
     /// Sends a render request for a box of `size` and returns its handle at once.
@@ -103,6 +112,10 @@ extension ViewerClient {
     public func render(_ path: String, spec: RenditionSpec, priority: Priority = .normal,
                        delivery: DeliveryMode = .final, allowLarger: Bool = false) async throws -> RenderResult {
         try Task.checkCancellation()
+        // On a new connection, learn whose daemon it is first, so that `request` can pass a
+        // descriptor to another user's daemon. A failed handshake fails the request below.
+        let connection = connection()
+        if connection.servesAnotherUser == nil { _ = try? await connection.welcome() }
         return try await request(path, spec: spec, priority: priority, delivery: delivery, allowLarger: allowLarger).result
     }
 

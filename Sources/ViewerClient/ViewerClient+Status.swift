@@ -27,4 +27,20 @@ extension ViewerClient {
         case let other: throw ViewerClientError.protocolViolation("expected PONG, got \(other.type)")
         }
     }
+
+    /// Whether the daemon runs as another user (`SO_PEERCRED` of the connection), connecting
+    /// first if needed. Such a daemon serves our paths only under its shared roots; the
+    /// path-taking calls therefore pass a descriptor of the file for you (see `request(_:spec:…)`).
+    ///
+    /// ```swift
+    /// if try await client.daemonIsAnotherUser { print("talking to the system service") }
+    /// ```
+    public var daemonIsAnotherUser: Bool {
+        get async throws {
+            let connection = connection()
+            _ = try await connection.welcome()
+            // Known once open: the I/O thread records the uid before it reads WELCOME.
+            return connection.servesAnotherUser ?? false
+        }
+    }
 }

@@ -28,10 +28,12 @@ import ViewerProtocol
 public final class ViewerClient: Sendable {
     /// The Unix socket this client connects to.
     public let socketPath: String
-    /// The name sent in HELLO (shown in the daemon's logs).
+    /// The name sent in HELLO (on each request's line of the daemon's debug log, `--log-level debug`).
     public let clientName: String
     /// Who may be listening: checked on every connection before HELLO (`ServerTrust`).
     public let trust: ServerTrust
+    /// How long each connection waits for WELCOME before failing with `.unavailable`.
+    public let handshakeTimeout: Duration
 
     private let current = Locked<ClientConnection?>(nil)
 
@@ -45,20 +47,23 @@ public final class ViewerClient: Sendable {
     /// let client = ViewerClient(socketPath: "/run/user/1000/viewerd/viewerd.sock", clientName: "gallery")
     /// ```
     public init(socketPath: String = ViewerConnection.defaultSocketPath(), clientName: String = ViewerClient.defaultClientName,
-                trust: ServerTrust = .standard()) {
+                trust: ServerTrust = .standard(), handshakeTimeout: Duration = ViewerConnection.defaultHandshakeTimeout) {
         self.socketPath = socketPath
         self.clientName = clientName
         self.trust = trust
+        self.handshakeTimeout = handshakeTimeout
     }
 
     /// Connects to the daemon and completes the handshake.
     ///
     /// - Parameters:
-    ///   - socketPath: The daemon's socket; by default `$VIEWERD_SOCKET`, else the daemon's
-    ///     default path (see `ViewerConnection.defaultSocketPath()`).
-    ///   - clientName: A name for the daemon's logs.
+    ///   - socketPath: The daemon's socket; by default the one `viewerctl` finds too:
+    ///     `$VIEWERD_SOCKET`, else the per-user daemon's, else the system service's
+    ///     (see `ViewerConnection.defaultSocketPath()`).
+    ///   - clientName: A name for the daemon's debug log (`--log-level debug`).
     ///   - trust: Who may be listening (by default: you, root, the service user).
-    /// - Throws: `ViewerClientError.unavailable` when no daemon answers, `.untrustedServer`
+    ///   - handshakeTimeout: How long to wait for the daemon's WELCOME.
+    /// - Throws: `ViewerClientError.unavailable` when no daemon answers (in time), `.untrustedServer`
     ///   when the socket's directory or its server fails `ServerTrust`, `.server` when it
     ///   refuses the handshake, `CancellationError` when the task is cancelled.
     ///
@@ -67,8 +72,9 @@ public final class ViewerClient: Sendable {
     /// ```
     public static func connect(socketPath: String = ViewerConnection.defaultSocketPath(),
                                clientName: String = ViewerClient.defaultClientName,
-                               trust: ServerTrust = .standard()) async throws -> ViewerClient {
-        let client = ViewerClient(socketPath: socketPath, clientName: clientName, trust: trust)
+                               trust: ServerTrust = .standard(),
+                               handshakeTimeout: Duration = ViewerConnection.defaultHandshakeTimeout) async throws -> ViewerClient {
+        let client = ViewerClient(socketPath: socketPath, clientName: clientName, trust: trust, handshakeTimeout: handshakeTimeout)
         _ = try await client.connection().welcome()
         return client
     }
@@ -95,7 +101,8 @@ public final class ViewerClient: Sendable {
     func connection() -> ClientConnection {
         let (connection, isNew) = current.withLock { current -> (ClientConnection, Bool) in
             if let existing = current, !existing.isClosed { return (existing, false) }
-            let fresh = ClientConnection(socketPath: socketPath, clientName: clientName, trust: trust)
+            let fresh = ClientConnection(socketPath: socketPath, clientName: clientName, trust: trust,
+                                         handshakeTimeout: handshakeTimeout)
             current = fresh
             return (fresh, true)
         }

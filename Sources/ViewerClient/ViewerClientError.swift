@@ -44,6 +44,12 @@ extension ViewerClientError {
         .unavailable(socket: socket, reason: error.code == .nameTooLong ? "socket path too long" : error.code.description)
     }
 
+    /// Why a handshake timed out, worded for the person who has to find out which process
+    /// holds the socket.
+    static func noWelcome(within timeout: Duration) -> String {
+        "no answer to HELLO within \(timeout) (is the daemon hung, or is another program listening there?)"
+    }
+
     /// Connects to the daemon's socket (blocking, close-on-exec), after checking its
     /// directory and before returning checking who listens (`ServerTrust`): nothing is sent
     /// on a socket that fails either.

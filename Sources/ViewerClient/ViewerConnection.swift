@@ -16,27 +16,47 @@ import Glibc
 public final class ViewerConnection {
     public let socketPath: String
     public private(set) var welcome: Welcome
+    /// How long the handshake may take (see `init`).
+    public let handshakeTimeout: Duration
+    /// The user the daemon runs as: `SO_PEERCRED` of the connection, the uid `ServerTrust` checked.
+    public let serverUID: uid_t
     private let fd: Int32
     private var decoder: FrameDecoder
     private var nextRequestID: UInt32 = 1
 
-    /// The socket a client uses when not told: `VIEWERD_SOCKET`, else the daemon's default.
+    /// The socket a client uses when not told, the same rule as `viewerctl`'s
+    /// (`DefaultPaths.clientSocket`): `$VIEWERD_SOCKET`; else the per-user daemon's socket if
+    /// it exists; else the system service's `/run/viewerd/viewerd.sock` if that exists; else
+    /// the per-user path.
     public static func defaultSocketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        DefaultPaths.socket(environment: environment, uid: getuid())
+        DefaultPaths.clientSocket(environment: environment, uid: getuid()) { access($0, F_OK) == 0 }
     }
+
+    /// How long a client waits for WELCOME when not told: long enough for a loaded daemon,
+    /// short enough that a socket which accepts but never answers is noticed.
+    public static let defaultHandshakeTimeout: Duration = .seconds(10)
 
     /// Connects and performs the handshake.
     ///
-    /// - Parameter trust: who may be listening; checked before HELLO is sent (`ServerTrust`).
+    /// - Parameters:
+    ///   - trust: who may be listening; checked before HELLO is sent (`ServerTrust`).
+    ///   - handshakeTimeout: how long to wait for WELCOME. A process that accepts the
+    ///     connection but never answers (a hung daemon, something else on the socket) would
+    ///     otherwise block the caller forever.
     /// - Throws: `.untrustedServer` when the socket's directory or its server is not
-    ///   trusted, `.unavailable` when no daemon answers.
-    public init(socketPath: String, clientName: String = "viewerctl", trust: ServerTrust = .standard()) throws(ViewerClientError) {
+    ///   trusted, `.unavailable` when no daemon answers, or none within `handshakeTimeout`.
+    public init(socketPath: String, clientName: String = "viewerctl", trust: ServerTrust = .standard(),
+                handshakeTimeout: Duration = ViewerConnection.defaultHandshakeTimeout) throws(ViewerClientError) {
         self.socketPath = socketPath
+        self.handshakeTimeout = handshakeTimeout
         let fd = try ViewerClientError.connect(socketPath, trust: trust)
         self.fd = fd
+        // connect() has just read the same credentials; it cannot fail on a connected socket.
+        self.serverUID = (try? Posix.peerCredentials(fd).uid) ?? getuid()
         self.decoder = FrameDecoder(maxBodyLength: UInt32.max)
         self.welcome = Welcome(version: 0, serverVersion: "", maxRequestBody: 0, maxResponseBody: 0)
-        let reply = try exchange(.hello(Hello(clientName: clientName)), requestID: 0)
+        let reply = try exchange(.hello(Hello(clientName: clientName)), requestID: 0,
+                                 deadline: ContinuousClock.now + handshakeTimeout)
         switch reply {
         case .welcome(let welcome): self.welcome = welcome
         case .error(let error): throw .server(error)
@@ -46,9 +66,36 @@ public final class ViewerConnection {
 
     deinit { Posix.close(fd) }
 
+    /// Whether the daemon runs as another user. Such a daemon serves our paths only under its
+    /// shared roots (and refuses the rest with `permission-denied`), so path-taking calls
+    /// open the file here and pass the descriptor, which proves our access.
+    public var daemonIsAnotherUser: Bool { serverUID != getuid() }
+
     /// Renders (or fetches from the cache) one rendition.
+    ///
+    /// When the daemon runs as another user (`daemonIsAnotherUser`), the file is opened here
+    /// and its descriptor passed; if it cannot be opened here, the path is sent as it is and
+    /// the daemon's answer (`not-found`, `permission-denied`) stands.
     public func render(_ request: RenderRequest) throws(ViewerClientError) -> RenderResult {
-        switch try call(.render(request)) {
+        if daemonIsAnotherUser, welcome.capabilities.contains(.descriptorPassing),
+           let descriptor = try? Posix.openForReading(request.path) {
+            defer { Posix.close(descriptor) }
+            return try render(request, descriptor: descriptor)
+        }
+        return try Self.result(of: call(.render(request)))
+    }
+
+    /// Renders one rendition of the file open at `descriptor` (still the caller's to close);
+    /// `request.path` only names it (logs, invalidation).
+    ///
+    /// - Throws: `.unsupported` when the daemon does not announce descriptor passing.
+    public func render(_ request: RenderRequest, descriptor: Int32) throws(ViewerClientError) -> RenderResult {
+        guard welcome.capabilities.contains(.descriptorPassing) else { throw .unsupported(Capabilities.descriptorPassing.names) }
+        return try Self.result(of: call(.render(request), descriptor: descriptor))
+    }
+
+    private static func result(of reply: Message) throws(ViewerClientError) -> RenderResult {
+        switch reply {
         case .result(let result): return result
         case .error(let error): throw .server(error)
         case let other: throw .protocolViolation("expected RESULT, got \(other.type)")
@@ -99,7 +146,11 @@ public final class ViewerConnection {
 
     /// Reads the next frame, whatever it answers.
     public func readMessage() throws(ViewerClientError) -> (requestID: UInt32, message: Message) {
-        let frame = try readFrame()
+        try readMessage(deadline: nil)
+    }
+
+    private func readMessage(deadline: ContinuousClock.Instant?) throws(ViewerClientError) -> (requestID: UInt32, message: Message) {
+        let frame = try readFrame(deadline: deadline)
         do throws(ProtocolError) {
             return (frame.requestID, try Message(frame: frame))
         } catch {
@@ -107,36 +158,48 @@ public final class ViewerConnection {
         }
     }
 
-    private func call(_ message: Message) throws(ViewerClientError) -> Message {
+    private func call(_ message: Message, descriptor: Int32? = nil) throws(ViewerClientError) -> Message {
         let id = nextRequestID
         nextRequestID = nextRequestID == UInt32.max ? 1 : nextRequestID + 1
-        return try exchange(message, requestID: id)
+        return try exchange(message, requestID: id, descriptor: descriptor)
     }
 
-    private func exchange(_ message: Message, requestID: UInt32) throws(ViewerClientError) -> Message {
-        try write(message.frame(requestID: requestID).bytes)
+    /// Sends `message` and reads until its answer; with `deadline`, gives up then (the
+    /// handshake: a request may legitimately take as long as a render does).
+    private func exchange(_ message: Message, requestID: UInt32, descriptor: Int32? = nil,
+                          deadline: ContinuousClock.Instant? = nil) throws(ViewerClientError) -> Message {
+        var frame = message.frame(requestID: requestID)
+        if descriptor != nil { frame.flags |= FrameFlags.descriptor }
+        try write(frame.bytes, descriptor: descriptor)
         while true {
-            let (id, reply) = try readMessage()
+            let (id, reply) = try readMessage(deadline: deadline)
             if id == requestID { return reply }
             if id == 0, case .error(let error) = reply { throw .server(error) }
         }
     }
 
-    private func write(_ bytes: [UInt8]) throws(ViewerClientError) {
+    private func write(_ bytes: [UInt8], descriptor: Int32? = nil) throws(ViewerClientError) {
         do throws(SystemError) {
-            try Posix.sendAll(fd, bytes)
+            try Posix.sendAll(fd, bytes, descriptor: descriptor)
         } catch {
             throw .connectionClosed
         }
     }
 
-    private func readFrame() throws(ViewerClientError) -> Frame {
+    private func readFrame(deadline: ContinuousClock.Instant?) throws(ViewerClientError) -> Frame {
         var buffer = [UInt8](repeating: 0, count: 256 * 1024)
         while true {
             do throws(ProtocolError) {
                 if let frame = try decoder.next() { return frame }
             } catch {
                 throw .protocolViolation("\(error)")
+            }
+            if let deadline {
+                let left = deadline - ContinuousClock.now
+                // Only the handshake has a deadline, so running out of it means no WELCOME.
+                guard left > .zero, Posix.wait(fd, for: Int16(POLLIN), timeout: left) != 0 else {
+                    throw .unavailable(socket: socketPath, reason: ViewerClientError.noWelcome(within: handshakeTimeout))
+                }
             }
             let received: Int?
             do throws(SystemError) {

@@ -37,6 +37,7 @@ public enum DaemonCommand {
     }
 
     private static func serve(_ settings: Settings) -> Int32 {
+        Log.setThreshold(settings.configuration.logLevel)
         let daemon: Daemon
         do throws(StartupError) {
             daemon = try Daemon(configuration: settings.configuration)

@@ -1,10 +1,17 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Runs a program to completion and returns its exit status and output.
 ///
-/// - Parameter environment: the whole environment of the program; nil for ours.
-public func runTool(_ path: String, _ arguments: [String], environment: [String: String]? = nil) throws
--> (status: Int32, stdout: String, stderr: String) {
+/// - Parameters:
+///   - environment: the whole environment of the program; nil for ours.
+///   - timeout: SIGKILL the program after this long (its status is then 9, the signal), so a
+///     test of "never waits forever" fails instead of hanging when the program does wait;
+///     nil: no limit.
+public func runTool(_ path: String, _ arguments: [String], environment: [String: String]? = nil,
+                    timeout: Duration? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
@@ -13,6 +20,14 @@ public func runTool(_ path: String, _ arguments: [String], environment: [String:
     process.standardOutput = out
     process.standardError = err
     try process.run()
+    if let timeout {
+        let pid = process.processIdentifier
+        let (seconds, attoseconds) = timeout.components
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))) {
+            // Still ours: the process is only reaped by waitUntilExit below, after the pipes close.
+            if process.isRunning { kill(pid, SIGKILL) }
+        }
+    }
     let stdout = out.fileHandleForReading.readDataToEndOfFile()
     let stderr = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()

@@ -1,4 +1,5 @@
 import Foundation
+import ViewerClient
 
 /// Exit codes (sysexits where they fit).
 enum ExitCode {
@@ -59,6 +60,25 @@ struct Arguments {
 /// What every subcommand gets.
 struct Globals {
     var socketPath: String
+    /// How long to wait for the daemon's WELCOME (`VIEWERD_HANDSHAKE_TIMEOUT`, in seconds).
+    var handshakeTimeout: Duration = ViewerConnection.defaultHandshakeTimeout
+
+    /// A blocking connection to the daemon, handshake done.
+    func connect() throws(ViewerClientError) -> ViewerConnection {
+        try ViewerConnection(socketPath: socketPath, handshakeTimeout: handshakeTimeout)
+    }
+
+    /// The handshake timeout `VIEWERD_HANDSHAKE_TIMEOUT` asks for (seconds, e.g. 2.5), or the
+    /// library's default when it is unset.
+    static func handshakeTimeout(environment: [String: String]) throws(UsageError) -> Duration {
+        guard let text = environment["VIEWERD_HANDSHAKE_TIMEOUT"], !text.isEmpty else {
+            return ViewerConnection.defaultHandshakeTimeout
+        }
+        guard let seconds = Double(text), seconds > 0, seconds < 86_400 else {
+            throw UsageError("VIEWERD_HANDSHAKE_TIMEOUT takes seconds, e.g. 2.5 (got \(text))")
+        }
+        return .milliseconds(Int64((seconds * 1000).rounded(.up)))
+    }
 }
 
 /// One `viewerctl` subcommand.

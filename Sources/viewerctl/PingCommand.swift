@@ -10,7 +10,7 @@ struct PingCommand: Subcommand {
     }
 
     func run(_ globals: Globals) throws -> Int32 {
-        let connection = try ViewerConnection(socketPath: globals.socketPath)
+        let connection = try globals.connect()
         let elapsed = try connection.ping()
         let micros = Double(elapsed.components.attoseconds) / 1e12 + Double(elapsed.components.seconds) * 1e6
         print("viewerd \(connection.welcome.serverVersion) (protocol \(connection.welcome.version)) " +

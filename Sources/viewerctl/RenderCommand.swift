@@ -11,20 +11,23 @@ struct RenderCommand: Subcommand {
                          [--priority visible|high|normal|prefetch|background] [--cache-only]
                          -o OUT|-
           WxH: either side may be 0 (unconstrained), e.g. 256x0. OUT "-" is standard output.
+          Without --format, OUT's suffix picks the format (.jpg/.jpeg, .webp, .png, .avif; JPEG
+          otherwise and for "-"); a --format that contradicts the suffix is refused.
         """
 
     let request: RenderRequest
     let output: String
 
     init(_ arguments: inout Arguments) throws(UsageError) {
-        let spec = try SpecOptions.parse(&arguments, required: true)
+        // -o first: its suffix decides the format when --format is absent.
+        guard let output = try arguments.option("--output", "-o") else { throw UsageError("render needs -o OUT (or -o - for standard output)") }
+        let spec = try SpecOptions.parse(&arguments, required: true, output: OutputFile(path: output))
         var priority = Priority.visible
         if let name = try arguments.option("--priority") {
             guard let parsed = Priority(name: name) else { throw UsageError("unknown priority \(name)") }
             priority = parsed
         }
         let cacheOnly = arguments.flag("--cache-only")
-        guard let output = try arguments.option("--output", "-o") else { throw UsageError("render needs -o OUT (or -o - for standard output)") }
         let paths = try arguments.positionals()
         guard paths.count == 1 else { throw UsageError("render takes one PATH") }
         // The daemon wants absolute paths; resolve relative ones against our directory.
@@ -34,7 +37,7 @@ struct RenderCommand: Subcommand {
     }
 
     func run(_ globals: Globals) throws -> Int32 {
-        let result = try ViewerConnection(socketPath: globals.socketPath).render(request)
+        let result = try globals.connect().render(request)
         let data = Data(result.bytes)
         if output == "-" {
             FileHandle.standardOutput.write(data)

@@ -2,7 +2,11 @@ import ViewerProtocol
 
 /// The rendition options shared by `render` and `warm`.
 enum SpecOptions {
-    static func parse(_ arguments: inout Arguments, required: Bool) throws(UsageError) -> RenditionSpec {
+    /// Parses `--size`, `--mode`, `--crop`, `--format` and `--quality`.
+    ///
+    /// - Parameter output: where `render` writes; its suffix decides the format when
+    ///   `--format` is absent (see `OutputFile`). Nil for `warm`, which writes nothing.
+    static func parse(_ arguments: inout Arguments, required: Bool, output: OutputFile? = nil) throws(UsageError) -> RenditionSpec {
         guard let size = try arguments.option("--size", "-s") else { throw UsageError("needs --size WxH") }
         let parts = size.lowercased().split(separator: "x", omittingEmptySubsequences: false)
         guard parts.count == 2, let width = UInt32(parts[0].isEmpty ? "0" : parts[0]),
@@ -25,10 +29,12 @@ enum SpecOptions {
             default: throw UsageError("--crop takes centre, attention or entropy (got \(crop))")
             }
         }
+        var requested: OutputFormat?
         if let format = try arguments.option("--format", "-f") {
             guard let parsed = OutputFormat(name: format) else { throw UsageError("unknown format \(format)") }
-            spec.format = parsed
+            requested = parsed
         }
+        spec.format = try output?.format(requested: requested) ?? requested ?? .jpeg
         if let quality = try arguments.option("--quality", "-q") {
             guard let q = UInt8(quality), (1...100).contains(q) else { throw UsageError("--quality takes 1-100") }
             spec.quality = q

@@ -15,7 +15,7 @@ struct StatsCommand: Subcommand {
     }
 
     func run(_ globals: Globals) throws -> Int32 {
-        let stats = try ViewerConnection(socketPath: globals.socketPath).stats()
+        let stats = try globals.connect().stats()
         if json {
             let fields = stats.counters.map { "  \"\($0.name)\": \($0.value)" }
             print("{\n" + fields.joined(separator: ",\n") + "\n}")

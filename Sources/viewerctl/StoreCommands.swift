@@ -18,7 +18,7 @@ struct InvalidateCommand: Subcommand {
     }
 
     func run(_ globals: Globals) throws -> Int32 {
-        let removed = try ViewerConnection(socketPath: globals.socketPath).invalidate(path, recursive: recursive)
+        let removed = try globals.connect().invalidate(path, recursive: recursive)
         print("removed \(removed) entries for \(path)\(recursive ? " and below" : "")")
         return ExitCode.success
     }
@@ -39,7 +39,7 @@ struct TrimCommand: Subcommand {
     }
 
     func run(_ globals: Globals) throws -> Int32 {
-        let connection = try ViewerConnection(socketPath: globals.socketPath)
+        let connection = try globals.connect()
         let evicted = try connection.trim(to: bytes)
         let left = try connection.stats()["store_bytes"] ?? 0
         print("evicted \(evicted) renditions; the store holds \(ByteCount.format(left))")
@@ -57,7 +57,7 @@ struct ClearCommand: Subcommand {
     }
 
     func run(_ globals: Globals) throws -> Int32 {
-        let evicted = try ViewerConnection(socketPath: globals.socketPath).trim(to: 0)
+        let evicted = try globals.connect().trim(to: 0)
         print("removed \(evicted) renditions")
         return ExitCode.success
     }
@@ -76,7 +76,7 @@ struct StatusCommand: Subcommand {
     }
 
     func run(_ globals: Globals) throws -> Int32 {
-        let connection = try ViewerConnection(socketPath: globals.socketPath)
+        let connection = try globals.connect()
         let s = try connection.stats()
         let value = { (name: String) in s[name] ?? 0 }
         let failures = s.counters.filter { $0.name.hasPrefix("errors_") }

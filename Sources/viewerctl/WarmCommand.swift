@@ -42,7 +42,8 @@ struct WarmCommand: Subcommand {
         }
         let progress = Progress(total: files.count, live: isatty(STDERR_FILENO) != 0)
         let interrupted = Atomic<Bool>(false)
-        let client = ViewerClient(socketPath: globals.socketPath, clientName: "viewerctl-warm")
+        let client = ViewerClient(socketPath: globals.socketPath, clientName: "viewerctl-warm",
+                                  handshakeTimeout: globals.handshakeTimeout)
         // Ctrl-C: stop sending, close the connection (the daemon drops what we asked for).
         signal(SIGINT, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
@@ -60,6 +61,7 @@ struct WarmCommand: Subcommand {
                     guard !interrupted.load(ordering: .relaxed), let path = next.next() else { return false }
                     group.addTask {
                         do {
+                            // To another user's daemon this passes a descriptor (ViewerClient.request).
                             _ = try await client.render(path, spec: spec, priority: priority)
                             return (path, nil)
                         } catch {

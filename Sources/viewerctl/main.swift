@@ -17,31 +17,29 @@ let topUsage = """
     \(commands.map { "  " + $0.name.padding(toLength: 10, withPad: " ", startingAt: 0) + $0.abstract }.joined(separator: "\n"))
 
     global options:
-      --socket PATH   the daemon's socket (default: $VIEWERD_SOCKET, else the per-user daemon's,
-                      else the system service's /run/viewerd/viewerd.sock)
+      --socket PATH   the daemon's socket (default: $VIEWERD_SOCKET; else the per-user daemon's,
+                      $XDG_RUNTIME_DIR/viewerd/viewerd.sock or /tmp/viewerd-$UID/viewerd.sock,
+                      if it exists; else the system service's /run/viewerd/viewerd.sock if that
+                      exists; else the per-user one)
       --version       print the version
       --help          this help; `viewerctl COMMAND --help` for a command's options
 
-    exit codes: 0 success, 1 failure, 64 usage error, 69 daemon unavailable
+    environment:
+      VIEWERD_SOCKET             the daemon's socket, when --socket is not given
+      VIEWERD_HANDSHAKE_TIMEOUT  seconds to wait for the daemon to answer the handshake (default 10);
+                                 then viewerctl gives up with exit 69
+
+    exit codes: 0 success, 1 failure, 64 usage error, 69 daemon unavailable (or not answering)
 
     """
-
-/// The per-user daemon's socket, or the system service's when only that one is there.
-func defaultSocket() -> String {
-    let user = ViewerConnection.defaultSocketPath()
-    let system = "/run/viewerd/viewerd.sock"
-    if ProcessInfo.processInfo.environment["VIEWERD_SOCKET"] == nil,
-       !FileManager.default.fileExists(atPath: user), FileManager.default.fileExists(atPath: system) {
-        return system
-    }
-    return user
-}
 
 @MainActor func main() -> Int32 {
     var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
     let socketOption: String?
+    let handshakeTimeout: Duration
     do throws(UsageError) {
         socketOption = try arguments.option("--socket")
+        handshakeTimeout = try Globals.handshakeTimeout(environment: ProcessInfo.processInfo.environment)
     } catch {
         printError(error.message)
         return ExitCode.usage
@@ -76,7 +74,7 @@ func defaultSocket() -> String {
         printError("\(error.message)\nusage: \(command.usage)")
         return ExitCode.usage
     }
-    let globals = Globals(socketPath: socketOption ?? defaultSocket())
+    let globals = Globals(socketPath: socketOption ?? ViewerConnection.defaultSocketPath(), handshakeTimeout: handshakeTimeout)
     do {
         return try parsed.run(globals)
     } catch let error as ViewerClientError {

@@ -45,6 +45,57 @@ struct ViewerctlTests {
     }
 }
 
+@Suite("viewerctl render: the output's suffix names its format")
+struct ViewerctlOutputFormatTests {
+    let viewerctl = DaemonProcess.executable("viewerctl")
+
+    /// The format the bytes are in, by their signature.
+    static func sniff(_ bytes: [UInt8]) -> String {
+        if bytes.starts(with: [0xFF, 0xD8, 0xFF]) { return "jpeg" }
+        if bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) { return "png" }
+        if bytes.count > 12, bytes[0..<4] == [0x52, 0x49, 0x46, 0x46], bytes[8..<12] == [0x57, 0x45, 0x42, 0x50] { return "webp" }
+        if bytes.count > 12, bytes[4..<8] == [0x66, 0x74, 0x79, 0x70] { return "avif" }
+        return "unknown"
+    }
+
+    @Test("-o out.webp without --format writes WebP; .PNG and .avif likewise; -o - and unknown suffixes stay JPEG")
+    func suffixPicksFormat() throws {
+        // Given a daemon and a photo
+        let daemon = try DaemonProcess()
+        let source = try Fixtures.write(daemon.directory + "/photo.jpg", width: 640, height: 480)
+        let socket = ["--socket", daemon.socketPath]
+        // When each output name is rendered without --format, then the bytes are in its format
+        for (name, expected) in [("out.webp", "webp"), ("out.PNG", "png"), ("out.avif", "avif"), ("out.bin", "jpeg")] {
+            let out = daemon.directory + "/" + name
+            let result = try runTool(viewerctl, socket + ["render", source, "--size", "64x64", "-o", out])
+            #expect(result.status == 0, "\(name): \(result.stderr)")
+            #expect(Self.sniff(Array(try Data(contentsOf: URL(fileURLWithPath: out)))) == expected, "\(name)")
+        }
+        // runTool decodes stdout as text, so the shell keeps the bytes in a file.
+        let piped = daemon.directory + "/piped"
+        let shell = try runTool("/bin/sh", ["-c", "exec \"$0\" --socket \"$1\" render \"$2\" --size 64x64 -o - > \"$3\"",
+                                            viewerctl, daemon.socketPath, source, piped])
+        #expect(shell.status == 0, "\(shell.stderr)")
+        #expect(Self.sniff(Array(try Data(contentsOf: URL(fileURLWithPath: piped)))) == "jpeg")
+        daemon.stop()
+    }
+
+    @Test("--format that contradicts the suffix is a usage error (64); one that agrees is fine")
+    func contradictionRefused() throws {
+        let daemon = try DaemonProcess()
+        let source = try Fixtures.write(daemon.directory + "/photo.jpg", width: 640, height: 480)
+        let socket = ["--socket", daemon.socketPath]
+        let out = daemon.directory + "/out.webp"
+        let clash = try runTool(viewerctl, socket + ["render", source, "--size", "64x64", "--format", "png", "-o", out])
+        #expect(clash.status == 64, "\(clash.stderr)")
+        #expect(clash.stderr.contains("contradicts"))
+        #expect(!FileManager.default.fileExists(atPath: out))
+        let agree = try runTool(viewerctl, socket + ["render", source, "--size", "64x64", "--format", "webp", "-o", out])
+        #expect(agree.status == 0, "\(agree.stderr)")
+        daemon.stop()
+    }
+}
+
 @Suite("viewerctl subcommands")
 struct ViewerctlSubcommandTests {
     let viewerctl = DaemonProcess.executable("viewerctl")

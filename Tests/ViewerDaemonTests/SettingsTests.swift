@@ -68,7 +68,8 @@ struct SettingsTests {
         #expect(SettingKey.cacheBudget.environmentName == "VIEWERD_CACHE_BUDGET")
         #expect(SettingKey.workerMemoryLimit.environmentName == "VIEWERD_WORKER_MEMORY_LIMIT")
         #expect(SettingKey.idleExit.flag == "--idle-exit")
-        #expect(SettingKey.allCases.count == 11)
+        #expect(SettingKey.allCases.count == 12)
+        #expect(SettingKey.logLevel.environmentName == "VIEWERD_LOG_LEVEL")
     }
 
     // MARK: Values
@@ -77,6 +78,7 @@ struct SettingsTests {
         (SettingKey.socket, "/run/v/v.sock"), (.cacheDir, "/var/cache/viewerd"), (.cacheBudget, "256K"),
         (.memoryBudget, "1536M"), (.workers, "7"), (.jobTimeout, "2.5"), (.maxPixels, "1000000"),
         (.workerMemoryLimit, "0"), (.sharedRoots, "/a:/b c"), (.socketGroup, "root"), (.idleExit, "600"),
+        (.logLevel, "debug"),
     ])
     func roundTrip(key: SettingKey, text: String) throws {
         let result = try settings(file: "\(key.rawValue) = \(text)")
@@ -98,6 +100,7 @@ struct SettingsTests {
         ("cache-budget = lots", "cache-budget: expected a size like 512M or 2G, not \"lots\""),
         ("memory-budget = 0", "memory-budget: expected a size above 0, not \"0\""),
         ("workers = 0", "workers: expected a whole number from 1 to 256, not \"0\""),
+        ("log-level = verbose", "log-level: expected debug, info, warning or error, not \"verbose\""),
         ("workers = 2.5", "workers: expected a whole number from 1 to 256, not \"2.5\""),
         ("job-timeout = 0", "job-timeout: expected a number of seconds above 0, like 30, not \"0\""),
         ("job-timeout = 30s", "job-timeout: expected a number of seconds, like 30, not \"30s\""),

@@ -40,4 +40,21 @@ struct DefaultPathsTests {
     func cacheInHome(_ env: [String: String]) {
         #expect(DefaultPaths.cacheDirectory(environment: env, home: "/home/me") == "/home/me/.cache/viewerd")
     }
+
+    @Test("a client takes the per-user socket when it exists, else the system service's, else the per-user path")
+    func clientSocketFallback() {
+        let env = ["XDG_RUNTIME_DIR": "/run/user/1000"]
+        let user = "/run/user/1000/viewerd/viewerd.sock"
+        #expect(DefaultPaths.clientSocket(environment: env, uid: 1000) { [user, DefaultPaths.systemSocket].contains($0) } == user)
+        #expect(DefaultPaths.clientSocket(environment: env, uid: 1000) { $0 == DefaultPaths.systemSocket } == "/run/viewerd/viewerd.sock")
+        #expect(DefaultPaths.clientSocket(environment: env, uid: 1000) { _ in false } == user)
+    }
+
+    @Test("VIEWERD_SOCKET wins over both, even when it does not exist and the system socket does")
+    func clientSocketOverride() {
+        let env = ["XDG_RUNTIME_DIR": "/run/user/1000", "VIEWERD_SOCKET": "/srv/thumbs.sock"]
+        #expect(DefaultPaths.clientSocket(environment: env, uid: 1000) { $0 == DefaultPaths.systemSocket } == "/srv/thumbs.sock")
+        let empty = ["XDG_RUNTIME_DIR": "/run/user/1000", "VIEWERD_SOCKET": ""]
+        #expect(DefaultPaths.clientSocket(environment: empty, uid: 1000) { $0 == DefaultPaths.systemSocket } == "/run/viewerd/viewerd.sock")
+    }
 }

@@ -36,6 +36,8 @@ public struct Configuration: Sendable {
     /// zero: never. Meant for socket activation, which starts the daemon again on the next
     /// connection.
     public var idleExit: Duration = .zero
+    /// The lowest level logged; `debug` logs every request with its client and decision.
+    public var logLevel: LogLevel = .info
 
     public init(socketPath: String, cacheDirectory: String) {
         self.socketPath = socketPath

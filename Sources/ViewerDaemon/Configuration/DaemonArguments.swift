@@ -105,6 +105,8 @@ public struct DaemonArguments: Sendable {
           --socket-group GROUP      let GROUP's members connect (socket mode 0660; default: none, 0600)
           --idle-exit SECONDS       exit after this long without clients and work, 0 for never; for
                                     socket activation (default: 0)
+          --log-level LEVEL         debug, info, warning or error (default: info); debug logs each
+                                    request with the client's name and the decision taken
 
         options:
           --config PATH             config file (default: /etc/viewerd/viewerd.conf as root, else

@@ -17,6 +17,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
     case sharedRoots = "shared-roots"
     case socketGroup = "socket-group"
     case idleExit = "idle-exit"
+    case logLevel = "log-level"
 
     /// `VIEWERD_` and the key in capitals, `-` as `_`. `VIEWERD_SOCKET` is also where
     /// viewerctl looks for the daemon, so a shell that sets it points both at one socket.
@@ -74,6 +75,9 @@ public enum SettingKey: String, CaseIterable, Sendable {
             }
         case .idleExit:
             configuration.idleExit = .milliseconds(Int64((try Self.seconds(text) * 1000).rounded()))
+        case .logLevel:
+            guard let level = LogLevel(name: text) else { throw Invalid("expected debug, info, warning or error") }
+            configuration.logLevel = level
         }
     }
 
@@ -91,6 +95,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
         case .sharedRoots: configuration.sharedRoots.joined(separator: ":")
         case .socketGroup: configuration.socketGroup ?? ""
         case .idleExit: Self.formatSeconds(configuration.idleExit)
+        case .logLevel: configuration.logLevel.name
         }
     }
 

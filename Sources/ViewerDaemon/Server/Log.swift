@@ -1,16 +1,35 @@
 import Foundation
 import Locking
+import Synchronization
 
 /// One line per event, `key=value` fields, to standard error.
 ///
 /// When standard error is the journal's stream (systemd sets `JOURNAL_STREAM` to its device
-/// and inode), each line starts with its syslog priority, `<6>` info, `<4>` warning, `<3>`
-/// error, so that journald files it at that level (`journalctl -p warning` finds it).
+/// and inode), each line starts with its syslog priority, `<7>` debug, `<6>` info, `<4>`
+/// warning, `<3>` error, so that journald files it at that level (`journalctl -p warning` finds it).
+///
+/// Lines below the threshold (`LogLevel`, `--log-level`) are dropped. A caller on a hot path
+/// checks `isDebug` before building a debug line, so that at the default level a request
+/// costs one atomic load and no string.
 public enum Log {
     private static let lock = Locked<Void>(())
+    /// The lowest level written (a `LogLevel` raw value); set once at startup, read anywhere.
+    private static let threshold = Atomic<Int>(LogLevel.info.rawValue)
 
-    public static func info(_ line: String) { emit(.info, "level=info " + line) }
-    public static func warning(_ line: String) { emit(.warning, "level=warning " + line) }
+    /// Sets the lowest level written.
+    public static func setThreshold(_ level: LogLevel) { threshold.store(level.rawValue, ordering: .relaxed) }
+
+    /// Whether debug lines are written: check it before building one.
+    @inline(__always) public static var isDebug: Bool { threshold.load(ordering: .relaxed) <= LogLevel.debug.rawValue }
+
+    private static func enabled(_ level: LogLevel) -> Bool { threshold.load(ordering: .relaxed) <= level.rawValue }
+
+    /// A debug line; the autoclosure builds it only when debug lines are written.
+    public static func debug(_ line: @autoclosure () -> String) {
+        if isDebug { emit(.debug, "level=debug " + line()) }
+    }
+    public static func info(_ line: String) { if enabled(.info) { emit(.info, "level=info " + line) } }
+    public static func warning(_ line: String) { if enabled(.warning) { emit(.warning, "level=warning " + line) } }
     public static func error(_ line: String) { emit(.error, "level=error " + line) }
 
     /// `viewerd: message`, for a start that fails before there is anything to log about.
@@ -21,6 +40,7 @@ public enum Log {
         case error = 3
         case warning = 4
         case info = 6
+        case debug = 7
     }
 
     private static func emit(_ priority: Priority, _ line: String) {

@@ -1,0 +1,44 @@
+import ViewerProtocol
+
+/// Where `render` writes, and the format that choice implies.
+///
+/// A file's suffix names its format, as `vipsthumbnail -o x.webp` reads it: `-o out.webp`
+/// without `--format` writes WebP, never JPEG bytes under a `.webp` name. Standard output
+/// (`-o -`) and a name without a known suffix keep `--format`'s default (JPEG).
+///
+/// ```swift
+/// let format = try OutputFile(path: "out.webp").format(requested: nil)   // .webp
+/// ```
+struct OutputFile {
+    /// The path given to `-o`, or "-" for standard output.
+    let path: String
+
+    /// Suffixes (lowercased, without the dot) that name a format.
+    static let suffixes: [String: OutputFormat] = [
+        "jpg": .jpeg, "jpeg": .jpeg, "jpe": .jpeg, "webp": .webp, "png": .png, "avif": .avif,
+    ]
+
+    var isStandardOutput: Bool { path == "-" }
+
+    /// The format the file's suffix names, if it names one.
+    var suffixFormat: OutputFormat? {
+        guard !isStandardOutput else { return nil }
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return nil }
+        return Self.suffixes[name[name.index(after: dot)...].lowercased()]
+    }
+
+    /// The format to ask for: `requested` (`--format`) if given, else the suffix's, else JPEG.
+    ///
+    /// - Throws: `UsageError` when `--format` and the suffix disagree: writing PNG bytes into
+    ///   `x.webp` is surely a mistake, and guessing which one was meant would hide it.
+    func format(requested: OutputFormat?) throws(UsageError) -> OutputFormat {
+        switch (requested, suffixFormat) {
+        case let (requested?, suffix?) where requested != suffix:
+            throw UsageError("--format \(requested.name) contradicts the name \(path), which says \(suffix.name)")
+        case let (requested?, _): return requested
+        case let (nil, suffix?): return suffix
+        case (nil, nil): return .jpeg
+        }
+    }
+}
