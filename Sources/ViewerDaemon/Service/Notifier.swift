@@ -27,12 +27,7 @@ final class Notifier {
     /// Reads the variables and unsets them (worker processes must not talk to the manager:
     /// it would ignore them, or worse, take their word). Call before any thread starts.
     static func environment() -> [String: String] {
-        var found: [String: String] = [:]
-        for name in variables {
-            if let value = getenv(name) { found[name] = String(cString: value) }
-            unsetenv(name)
-        }
-        return found
+        ServiceEnvironment.take(variables)
     }
 
     /// nil when `NOTIFY_SOCKET` is unset (not started by systemd, or `Type=simple`), or

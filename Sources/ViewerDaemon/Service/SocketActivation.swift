@@ -39,12 +39,7 @@ enum SocketActivation {
     /// Reads the variables and unsets them, so that worker processes never think the
     /// descriptors are theirs. Call before any thread starts (setenv is not thread-safe).
     static func environment() -> [String: String] {
-        var found: [String: String] = [:]
-        for name in variables {
-            if let value = getenv(name) { found[name] = String(cString: value) }
-            unsetenv(name)
-        }
-        return found
+        ServiceEnvironment.take(variables)
     }
 
     /// The socket to serve when this process was socket-activated, else nil.
