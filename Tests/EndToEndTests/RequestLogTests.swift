@@ -31,6 +31,21 @@ struct RequestLogTests {
         #expect(lines.last?.contains("level=debug") == true, "\(lines)")
     }
 
+    @Test("the client's name is kept to its first 64 characters, a combining accent counted with its letter")
+    func clientNameIsCut() throws {
+        // Given a name of 70 characters whose first is "é" written as e + U+0301 (2 code points)
+        let name = "e\u{301}" + String(repeating: "x", count: 62) + "ABCDEF"
+        let daemon = try DaemonProcess(extraArguments: ["--log-level", "debug"])
+        let photo = try Fixtures.write(daemon.directory + "/photo.jpg", width: 300, height: 200)
+        let client = try daemon.connect(clientName: name)
+        _ = try client.render(RenderRequest(path: photo, spec: RenditionSpec(width: 64, height: 64)))
+        daemon.stop()
+        // Then the log names it by its first 64 characters: up to the "A", not beyond
+        let line = Self.requestLines(daemon).first ?? ""
+        #expect(line.contains("client=" + String(name.prefix(64)) + " "), "\(line)")
+        #expect(!line.contains("xxB"), "\(line)")
+    }
+
     @Test("at info, requests are not logged")
     func infoIsQuiet() throws {
         let daemon = try DaemonProcess(environment: ["VIEWERD_LOG_LEVEL": "info"])
