@@ -25,15 +25,18 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-## build: release build of viewerd and viewerctl
+## build: release build of viewerd and viewerctl (only those two products: not the bench,
+## torture and test helpers)
 build: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build -c release --product viewerd
+	$(SWIFT) build -c release --product viewerctl
 
 debug: deps
 	$(SWIFT) build
 
 ## run: start viewerd in the foreground with zero-config defaults (ARGS="--help" for options)
-run: build
+run: deps
+	$(SWIFT) build -c release --product viewerd
 	exec .build/release/viewerd $(ARGS)
 
 ## test: the whole suite (unit tests and end-to-end tests of the real daemon), then the Python
@@ -88,7 +91,10 @@ sanitize: deps
 	torture/sanitize.sh thread $(SANITIZE_BUILD_PATH)-thread
 	torture/sanitize.sh address $(SANITIZE_BUILD_PATH)-address
 
-## install: binaries, units, man pages, bash completion, a commented default config
+## install: binaries, units, man pages, bash completion, a commented default config.
+## Copies what `make build` made and builds nothing (no deps, no swift): `make && sudo make
+## install`. Under sudo, Debian's secure_path has no swift, and a build as root would leave
+## root-owned files in .build.
 PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR = $(DESTDIR)$(PREFIX)/bin
@@ -98,9 +104,13 @@ USERUNITDIR = $(DESTDIR)$(PREFIX)/lib/systemd/user
 COMPLETIONDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 DOCDIR = $(DESTDIR)$(PREFIX)/share/doc/viewerd
 
-install: build
+INSTALL_BINARIES = .build/release/viewerd .build/release/viewerctl
+
+install:
+	@for bin in $(INSTALL_BINARIES); do [ -x "$$bin" ] || { \
+	  echo "make install: $$bin is missing: run make first (as yourself, not root), then sudo make install" >&2; exit 1; }; done
 	install -d $(BINDIR) $(MANDIR)/man1 $(MANDIR)/man8 $(UNITDIR) $(USERUNITDIR) $(COMPLETIONDIR) $(DOCDIR)
-	install -m 0755 .build/release/viewerd .build/release/viewerctl $(BINDIR)/
+	install -m 0755 $(INSTALL_BINARIES) $(BINDIR)/
 	install -m 0644 docs/man/viewerctl.1 $(MANDIR)/man1/
 	install -m 0644 docs/man/viewerd.8 $(MANDIR)/man8/
 	install -m 0644 completion/viewerctl.bash $(COMPLETIONDIR)/viewerctl

@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+
+/// Issue 20, Must 4: `sudo make install` copies what `make` built and builds nothing. Under
+/// Debian's sudo `secure_path` there is no `swift`, and a build as root would leave root-owned
+/// files in `.build`; so install must not run `swift` or `deps` (apt-get).
+@Suite("make install")
+struct MakeInstallTests {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().path
+    /// Debian's sudo `secure_path`: no /opt/swift, no ~/.local.
+    static let securePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+    func make(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        try runTool("/usr/bin/make", ["-C", Self.packageRoot, "--no-print-directory"] + arguments,
+                    environment: ["PATH": Self.securePath, "HOME": NSTemporaryDirectory()], timeout: .seconds(60))
+    }
+
+    @Test("make -n install runs neither swift nor deps")
+    func dryRunBuildsNothing() throws {
+        let out = try make(["-n", "install", "DESTDIR=/nonexistent-stage"])
+        #expect(out.status == 0, "\(out.stderr)")
+        let commands = out.stdout.split(separator: "\n")
+        #expect(!commands.isEmpty)
+        for line in commands {
+            #expect(!line.contains("swift build") && !line.hasPrefix("swift ") && !line.contains("$(SWIFT)"),
+                    "make install builds: \(line)")
+            #expect(!line.contains("apt-get") && !line.contains("dpkg-query"), "make install runs deps: \(line)")
+        }
+    }
+
+    @Test("make install without built binaries says to run make first")
+    func missingBinaries() throws {
+        let stage = try DaemonProcess.makeTemporaryDirectory(prefix: "viewerd-install")
+        defer { try? FileManager.default.removeItem(atPath: stage) }
+        let out = try make(["install", "DESTDIR=\(stage)",
+                            "INSTALL_BINARIES=\(stage)/missing/viewerd \(stage)/missing/viewerctl"])
+        #expect(out.status != 0)
+        #expect(out.stderr.contains("run make first"), "\(out.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: stage + "/usr/local/bin"), "installed something before failing")
+    }
+
+    @Test("make install copies the binaries with Debian's sudo PATH (no swift on it)")
+    func installsWithoutSwift() throws {
+        let stage = try DaemonProcess.makeTemporaryDirectory(prefix: "viewerd-install")
+        defer { try? FileManager.default.removeItem(atPath: stage) }
+        // Stand-ins for what `make build` makes: install must copy them, not build anything.
+        let built = stage + "/built"
+        try FileManager.default.createDirectory(atPath: built, withIntermediateDirectories: true)
+        for name in ["viewerd", "viewerctl"] {
+            try "#!/bin/sh\necho \(name)\n".write(toFile: built + "/" + name, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: built + "/" + name)
+        }
+        let out = try make(["install", "DESTDIR=\(stage)/root", "INSTALL_BINARIES=\(built)/viewerd \(built)/viewerctl"])
+        #expect(out.status == 0, "\(out.stdout)\n\(out.stderr)")
+        for file in ["usr/local/bin/viewerd", "usr/local/bin/viewerctl", "usr/local/share/man/man1/viewerctl.1",
+                     "usr/local/lib/systemd/system/viewerd.service", "usr/local/share/bash-completion/completions/viewerctl"] {
+            #expect(FileManager.default.fileExists(atPath: stage + "/root/" + file), "\(file) not installed")
+        }
+    }
+}
