@@ -34,9 +34,9 @@ build: deps
 debug: deps
 	$(SWIFT) build
 
-## run: start viewerd in the foreground with zero-config defaults (ARGS="--help" for options)
-run: deps
-	$(SWIFT) build -c release --product viewerd
+## run: start viewerd in the foreground with zero-config defaults (ARGS="--help" for options);
+## builds viewerctl too, which the README's tour uses from a second shell
+run: build
 	exec .build/release/viewerd $(ARGS)
 
 ## test: the whole suite (unit tests and end-to-end tests of the real daemon), then the Python
