@@ -14,7 +14,7 @@ extension Daemon {
         let ref = RequestRef(connection: connection.id, id: requestID)
         let fail = { (code: ErrorCode, message: String) in
             if let descriptor { Posix.close(descriptor) }
-            self.logDecision(.refused(code), request, requestID: requestID, on: connection)
+            RequestDecision.refused(code).log(request, requestID: requestID, client: connection.clientName)
             self.send(connection, .error(ErrorReply(code, message)), requestID: requestID)
         }
         guard !shuttingDown else { return fail(.shuttingDown, "viewerd is shutting down") }
@@ -27,12 +27,12 @@ extension Daemon {
         do throws(RenderError) {
             source = try openSource(path: request.path, descriptor: descriptor, for: connection)
         } catch {
-            logDecision(.refused(error.code), request, requestID: requestID, on: connection)
+            RequestDecision.refused(error.code).log(request, requestID: requestID, client: connection.clientName)
             return send(connection, .error(ErrorReply(error.code, error.description)), requestID: requestID)
         }
         let key = RenditionKey(source: source.identity.bytes, spec: spec.keyBytes, rendererVersion: Renderer.version)
         if serveFromStore(key, requestID: requestID, on: connection) {
-            return logDecision(.hit, request, requestID: requestID, on: connection)
+            return RequestDecision.hit.log(request, requestID: requestID, client: connection.clientName)
         }
         // PhotoKit's fast resize mode: a stored rendition a little larger will do.
         // The header is read once, here or for the job.
@@ -41,45 +41,28 @@ extension Daemon {
                than: spec, of: source, original: sniffed.header),
            serveFromStore(larger, requestID: requestID, on: connection) {
             stats.largerServed += 1
-            return logDecision(.hitLarger, request, requestID: requestID, on: connection)
+            return RequestDecision.hitLarger.log(request, requestID: requestID, client: connection.clientName)
         }
         // A file that failed before fails again without a render, until it changes.
         if let failure = store.failure(source: source.identity.bytes) {
             stats.negativeHits += 1
-            logDecision(.failedBefore, request, requestID: requestID, on: connection)
+            RequestDecision.failedBefore.log(request, requestID: requestID, client: connection.clientName)
             return send(connection, .error(ErrorReply(rawCode: failure.code, message: failure.message)), requestID: requestID)
         }
         guard request.delivery != .cacheOnly else {
-            logDecision(.notCached, request, requestID: requestID, on: connection)
+            RequestDecision.notCached.log(request, requestID: requestID, client: connection.clientName)
             return send(connection, .error(ErrorReply(.notCached, "not in the cache: \(request.path)")), requestID: requestID)
         }
         guard inFlight.pendingCount(of: connection.id) < configuration.maxOutstandingPerClient else {
-            logDecision(.refused(.busy), request, requestID: requestID, on: connection)
+            RequestDecision.refused(.busy).log(request, requestID: requestID, client: connection.clientName)
             let message = "more than \(configuration.maxOutstandingPerClient) requests outstanding on this connection"
             return send(connection, .error(ErrorReply(.busy, message)), requestID: requestID)
         }
         let actions = inFlight.request(ref, key: key, priority: request.priority, delivery: request.delivery) { id in
             makeJob(id, key: key, source: source, spec: spec, sniffed: sniffed)
         }
-        if Log.isDebug { logDecision(Self.decision(of: actions), request, requestID: requestID, on: connection) }
+        if Log.isDebug { RequestDecision(actions).log(request, requestID: requestID, client: connection.clientName) }
         perform(actions)
-    }
-
-    /// Whether a request made a new job (from the original or derived, and in which class)
-    /// or joined one in flight.
-    static func decision(of actions: [Action]) -> RequestDecision {
-        for case .submit(_, let job, let priority, _, _) in actions {
-            return job.derivedFrom == nil ? .queued(priority) : .derived(priority)
-        }
-        return .coalesced
-    }
-
-    /// The debug line of one request: who asked (HELLO's name), for what, and what was decided.
-    /// Returns at once below debug, before any text is built: this is on the hit path.
-    func logDecision(_ decision: RequestDecision, _ request: RenderRequest?, requestID: UInt32, on connection: Connection) {
-        guard Log.isDebug else { return }
-        Log.debug("event=request client=\(Log.quote(connection.clientName)) id=\(requestID) " +
-                  (request.map { "path=\(Log.quote($0.path)) " } ?? "") + decision.fields)
     }
 
     /// Answers from the store if the rendition is there (the hit path: one copy, from the

@@ -1,3 +1,5 @@
+import Rendering
+import RenditionStore
 import ViewerProtocol
 
 /// What the daemon did with one request, as the debug log reports it (`decision=…`).
@@ -37,5 +39,25 @@ enum RequestDecision: Equatable {
         case .refused(let code): "decision=refused code=\(code.name)"
         case .cancelled: "decision=cancelled"
         }
+    }
+}
+
+extension RequestDecision {
+    /// Whether a request made a new job (from the original or derived, and in which class)
+    /// or joined one in flight, from the in-flight table's actions for it.
+    init(_ actions: [InFlight<RenditionKey, RenderJob, Rendition>.Action]) {
+        for case .submit(_, let job, let priority, _, _) in actions {
+            self = job.derivedFrom == nil ? .queued(priority) : .derived(priority)
+            return
+        }
+        self = .coalesced
+    }
+
+    /// The debug line of one request: who asked (HELLO's name), for what, and what was decided.
+    /// Returns at once below debug, before any text is built: this is on the hit path.
+    func log(_ request: RenderRequest?, requestID: UInt32, client: String) {
+        guard Log.isDebug else { return }
+        Log.debug("event=request client=\(Log.quote(client)) id=\(requestID) " +
+                  (request.map { "path=\(Log.quote($0.path)) " } ?? "") + fields)
     }
 }

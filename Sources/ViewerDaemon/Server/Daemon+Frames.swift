@@ -60,7 +60,7 @@ extension Daemon {
         case .render(let request):
             handleRender(request, descriptor: descriptor, requestID: id, on: connection)
         case .cancel:
-            logDecision(.cancelled, nil, requestID: id, on: connection)
+            RequestDecision.cancelled.log(nil, requestID: id, client: connection.clientName)
             perform(inFlight.cancel(RequestRef(connection: connection.id, id: id)))
         case .setPriority(let priority):
             perform(inFlight.setPriority(RequestRef(connection: connection.id, id: id), priority))
