@@ -144,6 +144,42 @@ struct InFlightDefectTests {
         #expect(settled, "jobs_in_flight \(String(describing: try? daemon.connect().stats()["jobs_in_flight"]))")
     }
 
+    @Test("a forged header over the pixel limit is refused at once, without a worker (review #20)")
+    func forgedHeaderRefused() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "1"])
+        defer { daemon.stop() }
+        // Given a few hundred bytes of PNG that declare 60000x60000, interlaced
+        let path = daemon.directory + "/forged.png"
+        var ihdr: [UInt8] = Array("IHDR".utf8)
+        for side in [UInt32(60_000), 60_000] { ihdr += withUnsafeBytes(of: side.bigEndian, Array.init) }
+        ihdr += [8, 6, 0, 0, 1]
+        var png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13] + ihdr
+        png += withUnsafeBytes(of: Self.crc32(ihdr).bigEndian, Array.init)
+        png += [UInt8](repeating: 0, count: 200)
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(png)))
+        // When a client asks for a thumbnail of it
+        let client = try daemon.connect()
+        let started = ContinuousClock.now
+        #expect(throws: (any Error).self) {
+            _ = try client.render(RenderRequest(path: path, spec: RenditionSpec(width: 128, height: 128)))
+        }
+        // Then it is refused by the daemon itself, fast, and no worker was started for it
+        #expect(ContinuousClock.now - started < .seconds(2))
+        let stats = try client.stats()
+        #expect(stats["errors_too_large"] == 1, "\(stats)")
+        #expect(stats["workers_spawned"] == 0, "\(stats)")
+    }
+
+    /// CRC-32 (PNG's), for a chunk that a strict reader would check.
+    static func crc32(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+        }
+        return ~crc
+    }
+
     /// User and system CPU seconds of a process, from /proc.
     func cpuSeconds(_ pid: Int32) -> Double {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),

@@ -34,10 +34,10 @@ extension Daemon {
         if serveFromStore(key, requestID: requestID, on: connection) {
             return RequestDecision.hit.log(request, requestID: requestID, client: connection.clientName)
         }
+        // The header, read once: for allow_larger, the pixel limit and the job's cost.
+        let sniffed = HeaderSniffer.sniff(descriptor: source.descriptor)
         // PhotoKit's fast resize mode: a stored rendition a little larger will do.
-        // The header is read once, here or for the job.
-        let sniffed = request.allowLarger ? HeaderSniffer.sniff(descriptor: source.descriptor) : nil
-        if let sniffed, let larger = StoredRenditions(store: store, reader: reader).slightlyLarger(
+        if request.allowLarger, let larger = StoredRenditions(store: store, reader: reader).slightlyLarger(
                than: spec, of: source, original: sniffed.header),
            serveFromStore(larger, requestID: requestID, on: connection) {
             stats.largerServed += 1
@@ -52,6 +52,15 @@ extension Daemon {
         guard request.delivery != .cacheOnly else {
             RequestDecision.notCached.log(request, requestID: requestID, client: connection.clientName)
             return send(connection, .error(ErrorReply(.notCached, "not in the cache: \(request.path)")), requestID: requestID)
+        }
+        // What the worker would refuse from the real header is refused from the sniffed one, at
+        // once: a few hundred bytes that declare 60000x60000 must not queue as a job that runs
+        // alone and holds back every other (review #20).
+        if let header = sniffed.header, header.totalPixels > configuration.limits.maxSourcePixels {
+            RequestDecision.refused(.tooLarge).log(request, requestID: requestID, client: connection.clientName)
+            let message = "too large: \(header.width)x\(header.height) is \(header.totalPixels) pixels, " +
+                          "over the limit of \(configuration.limits.maxSourcePixels) (\(request.path))"
+            return send(connection, .error(ErrorReply(.tooLarge, message)), requestID: requestID)
         }
         guard inFlight.pendingCount(of: connection.id) < configuration.maxOutstandingPerClient else {
             RequestDecision.refused(.busy).log(request, requestID: requestID, client: connection.clientName)
@@ -86,8 +95,7 @@ extension Daemon {
     /// The job for `key`: from a larger stored rendition when there is one to derive from,
     /// else from the original, with the cost the scheduler admits it by.
     func makeJob(_ id: JobID, key: RenditionKey, source: SourceFile, spec: RenditionSpec,
-                 sniffed: HeaderSniffer.Sniffed? = nil) -> RenderJob {
-        let sniffed = sniffed ?? HeaderSniffer.sniff(descriptor: source.descriptor)
+                 sniffed: HeaderSniffer.Sniffed) -> RenderJob {
         let base = StoredRenditions(store: store, reader: reader).derivationBase(for: source, spec: spec, original: sniffed.header)
         if base != nil { stats.derivations += 1 }
         let cost = base.map { Renderer.estimateCost(SourceHeader(width: $0.width, height: $0.height, bands: 4, loader: "derived"), spec: spec) }

@@ -17,8 +17,11 @@ extension Daemon {
             let key = RenditionKey(source: source.identity.bytes, spec: spec.keyBytes, rendererVersion: Renderer.version)
             guard !inFlight.isPrefetching(key, by: connection.id), reader.withRendition(key, { _, _ in true }) == nil,
                   store.failure(source: source.identity.bytes) == nil else { continue }
+            // Over the pixel limit by its own header: a render would only be refused.
+            let sniffed = HeaderSniffer.sniff(descriptor: source.descriptor)
+            if let header = sniffed.header, header.totalPixels > configuration.limits.maxSourcePixels { continue }
             let (added, actions) = inFlight.prefetch(key, by: connection.id, priority: request.priority) { id in
-                makeJob(id, key: key, source: source, spec: spec)
+                makeJob(id, key: key, source: source, spec: spec, sniffed: sniffed)
             }
             perform(actions)
             if added { queued += 1 }
