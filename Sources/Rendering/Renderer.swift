@@ -13,6 +13,15 @@ public struct RenderLimits: Sendable, Equatable {
         self.maxSourcePixels = maxSourcePixels
         self.maxOutputSide = maxOutputSide
     }
+
+    /// `too-large` when `header` declares more pixels than allowed: the one rule, for the
+    /// worker (the real header) and the daemon (a sniffed one, before any decoder runs).
+    public func refusal(of header: SourceHeader, path: String) -> RenderError? {
+        guard header.totalPixels > maxSourcePixels else { return nil }
+        return .tooLarge("too large: \(header.width)x\(header.height)" +
+                         (header.pages > 1 ? "x\(header.pages) pages" : "") +
+                         " is \(header.totalPixels) pixels, over the limit of \(maxSourcePixels) (\(path))")
+    }
 }
 
 /// What a source's header says, read without decoding pixels.
@@ -164,11 +173,7 @@ public struct Renderer: Sendable {
     func admitUngated(_ source: SourceFile, spec: RenditionSpec) throws(RenderError) -> SourceHeader {
         if let problem = spec.validate(maxSide: limits.maxOutputSide) { throw .invalidSpec(problem) }
         let header = try headerUngated(source)
-        guard header.totalPixels <= limits.maxSourcePixels else {
-            throw .tooLarge("too large: \(header.width)x\(header.height)" +
-                            (header.pages > 1 ? "x\(header.pages) pages" : "") +
-                            " is \(header.totalPixels) pixels, over the limit of \(limits.maxSourcePixels) (\(source.path))")
-        }
+        if let refusal = limits.refusal(of: header, path: source.path) { throw refusal }
         guard spec.page < header.pages || spec.page == 0 else {
             throw .invalidSpec("page \(spec.page) does not exist: \(source.path) has \(header.pages)")
         }

@@ -34,11 +34,12 @@ extension Daemon {
         if serveFromStore(key, requestID: requestID, on: connection) {
             return RequestDecision.hit.log(request, requestID: requestID, client: connection.clientName)
         }
-        // The header, read once: for allow_larger, the pixel limit and the job's cost.
-        let sniffed = HeaderSniffer.sniff(descriptor: source.descriptor)
+        // The header is read at most once per miss (allow_larger, the pixel limit, the job's
+        // cost), and not at all for an answer from the negative cache or a cache-only miss.
+        let sniffedEarly = request.allowLarger ? HeaderSniffer.sniff(descriptor: source.descriptor) : nil
         // PhotoKit's fast resize mode: a stored rendition a little larger will do.
-        if request.allowLarger, let larger = StoredRenditions(store: store, reader: reader).slightlyLarger(
-               than: spec, of: source, original: sniffed.header),
+        if let sniffedEarly, let larger = StoredRenditions(store: store, reader: reader).slightlyLarger(
+               than: spec, of: source, original: sniffedEarly.header),
            serveFromStore(larger, requestID: requestID, on: connection) {
             stats.largerServed += 1
             return RequestDecision.hitLarger.log(request, requestID: requestID, client: connection.clientName)
@@ -56,11 +57,10 @@ extension Daemon {
         // What the worker would refuse from the real header is refused from the sniffed one, at
         // once: a few hundred bytes that declare 60000x60000 must not queue as a job that runs
         // alone and holds back every other (review #20).
-        if let header = sniffed.header, header.totalPixels > configuration.limits.maxSourcePixels {
+        let sniffed = sniffedEarly ?? HeaderSniffer.sniff(descriptor: source.descriptor)
+        if let header = sniffed.header, let refusal = configuration.limits.refusal(of: header, path: source.path) {
             RequestDecision.refused(.tooLarge).log(request, requestID: requestID, client: connection.clientName)
-            let message = "too large: \(header.width)x\(header.height) is \(header.totalPixels) pixels, " +
-                          "over the limit of \(configuration.limits.maxSourcePixels) (\(request.path))"
-            return send(connection, .error(ErrorReply(.tooLarge, message)), requestID: requestID)
+            return send(connection, .error(ErrorReply(refusal.code, refusal.description)), requestID: requestID)
         }
         guard inFlight.pendingCount(of: connection.id) < configuration.maxOutstandingPerClient else {
             RequestDecision.refused(.busy).log(request, requestID: requestID, client: connection.clientName)

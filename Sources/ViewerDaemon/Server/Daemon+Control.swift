@@ -19,7 +19,7 @@ extension Daemon {
                   store.failure(source: source.identity.bytes) == nil else { continue }
             // Over the pixel limit by its own header: a render would only be refused.
             let sniffed = HeaderSniffer.sniff(descriptor: source.descriptor)
-            if let header = sniffed.header, header.totalPixels > configuration.limits.maxSourcePixels { continue }
+            if let header = sniffed.header, configuration.limits.refusal(of: header, path: path) != nil { continue }
             let (added, actions) = inFlight.prefetch(key, by: connection.id, priority: request.priority) { id in
                 makeJob(id, key: key, source: source, spec: spec, sniffed: sniffed)
             }
