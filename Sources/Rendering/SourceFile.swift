@@ -47,7 +47,8 @@ public struct AssetIdentity: Hashable, Sendable {
 
 /// A source image opened for reading, owning its descriptor.
 ///
-/// Opening never blocks (a FIFO opens and is then refused as not a regular file), and the
+/// Opening never blocks on a FIFO (it opens and is then refused as not a regular file); it
+/// may wait for a file system or a lease, so the daemon opens off its event loop. The
 /// identity comes from `fstat` of the very descriptor that is rendered, so the key and the
 /// pixels describe the same file.
 public final class SourceFile: Sendable {
@@ -60,6 +61,14 @@ public final class SourceFile: Sendable {
         guard path.hasPrefix("/") else { throw .invalidPath("path must be absolute: \(path)") }
         var fd: Int32
         repeat { fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) } while fd < 0 && errno == EINTR
+        if fd < 0 && errno == EWOULDBLOCK {
+            // Under a lease another process holds: wait for it, through a handle that cannot
+            // block (a FIFO swapped in meanwhile is never opened for reading).
+            var handle: Int32
+            repeat { handle = open(path, Self.openPathFlag | O_CLOEXEC) } while handle < 0 && errno == EINTR
+            guard handle >= 0 else { throw RenderError.fromErrno(errno, path: path) }
+            fd = try Self.reopenWaitingForLease(handle, name: path)
+        }
         guard fd >= 0 else { throw RenderError.fromErrno(errno, path: path) }
         self.path = path
         self.descriptor = fd
@@ -82,14 +91,31 @@ public final class SourceFile: Sendable {
             close(fd)
             throw .unreadable(path: name, errno: e)
         }
-        let openPath: Int32 = 0o10000000  // O_PATH: a handle that cannot read
-        guard (mode & O_ACCMODE) != O_WRONLY, (mode & openPath) == 0 else {
+        guard (mode & O_ACCMODE) != O_WRONLY, (mode & Self.openPathFlag) == 0 else {
             close(fd)
             throw .permissionDenied("\(name) (the descriptor is not open for reading)")
         }
         self.path = name
         self.descriptor = fd
         self.identity = try Self.regularFileIdentity(fd, name: name)
+    }
+
+    /// O_PATH: a handle that names a file and cannot read it (Glibc does not export it).
+    public static let openPathFlag: Int32 = 0o10000000
+
+    /// Opens for reading the regular file that the `O_PATH` `handle` names, waiting as long
+    /// as another process's lease holds it (Samba, a download that is still being written):
+    /// an open with O_NONBLOCK answers EWOULDBLOCK then, for a file that is fine to read a
+    /// moment later. Closes `handle`. Blocks: the daemon calls it off its event loop only.
+    public static func reopenWaitingForLease(_ handle: Int32, name: String) throws(RenderError) -> Int32 {
+        defer { close(handle) }
+        var st = stat()
+        guard fstat(handle, &st) == 0 else { throw RenderError.fromErrno(errno, path: name) }
+        guard (st.st_mode & S_IFMT) == S_IFREG else { throw .notRegularFile(name) }
+        var fd: Int32
+        repeat { fd = open("/proc/self/fd/\(handle)", O_RDONLY | O_CLOEXEC) } while fd < 0 && errno == EINTR
+        guard fd >= 0 else { throw RenderError.fromErrno(errno, path: name) }
+        return fd
     }
 
     /// The absolute path of the file open on `fd`, from `/proc/self/fd`; nil when there is

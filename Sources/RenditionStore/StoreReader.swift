@@ -47,6 +47,23 @@ public final class StoreReader {
         return hit(key, body(meta, payload))
     }
 
+    /// Whether the store has a value under `key` (committed or still with the writer),
+    /// without reading or checking it: for an answer that is sent later, and checked then.
+    public func contains(_ key: RenditionKey) -> Bool {
+        let env = store.environment
+        env.gate.enter()
+        defer { env.gate.exit() }
+        if let txn {
+            guard mdb_txn_renew(txn) == 0 else { return false }
+        } else {
+            guard mdb_txn_begin(env.env, nil, UInt32(MDB_RDONLY), &txn) == 0 else { return false }
+        }
+        defer { mdb_txn_reset(txn) }
+        var value = MDB_val()
+        let rc = key.bytes.withVal { k in mdb_get(txn, env.renditions, &k, &value) }
+        return rc == 0 || store.pendingValue(for: key) != nil
+    }
+
     private func hit<R>(_ key: RenditionKey, _ result: R) -> R {
         store.counters.hits.add(1, ordering: .relaxed)
         store.writer.recordHit(key.bytes)

@@ -68,7 +68,7 @@ struct SettingsTests {
         #expect(SettingKey.cacheBudget.environmentName == "VIEWERD_CACHE_BUDGET")
         #expect(SettingKey.workerMemoryLimit.environmentName == "VIEWERD_WORKER_MEMORY_LIMIT")
         #expect(SettingKey.idleExit.flag == "--idle-exit")
-        #expect(SettingKey.allCases.count == 12)
+        #expect(SettingKey.allCases.count == 13)
         #expect(SettingKey.logLevel.environmentName == "VIEWERD_LOG_LEVEL")
     }
 

@@ -24,6 +24,9 @@ public struct Configuration: Sendable {
     public var maxRequestBody: UInt32
     /// Bytes queued to one client before the daemon stops reading its requests.
     public var clientOutboundLimit: Int
+    /// A connection with answers queued that takes none of them for this long is closed: a
+    /// client that never reads must not hold its answers (and their memory) for ever.
+    public var clientWriteTimeout: Duration = .seconds(30)
     /// Requests one client may have unanswered at once; past it, `busy`.
     public var maxOutstandingPerClient: Int
     /// Directories whose files any connected user may have rendered by path. Other users'

@@ -107,6 +107,7 @@ public struct DaemonArguments: Sendable {
                                     socket activation (default: 0)
           --log-level LEVEL         debug, info, warning or error (default: info); debug logs each
                                     request with the client's name and the decision taken
+          --client-write-timeout SECONDS  close a connection whose answers go unread this long (default: 30)
 
         options:
           --config PATH             config file (default: /etc/viewerd/viewerd.conf as root, else

@@ -18,6 +18,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
     case socketGroup = "socket-group"
     case idleExit = "idle-exit"
     case logLevel = "log-level"
+    case clientWriteTimeout = "client-write-timeout"
 
     /// `VIEWERD_` and the key in capitals, `-` as `_`. `VIEWERD_SOCKET` is also where
     /// viewerctl looks for the daemon, so a shell that sets it points both at one socket.
@@ -78,6 +79,10 @@ public enum SettingKey: String, CaseIterable, Sendable {
         case .logLevel:
             guard let level = LogLevel(name: text) else { throw Invalid("expected debug, info, warning or error") }
             configuration.logLevel = level
+        case .clientWriteTimeout:
+            let seconds = try Self.seconds(text)
+            guard seconds > 0 else { throw Invalid("expected a number of seconds above 0, like 30") }
+            configuration.clientWriteTimeout = .milliseconds(Int64((seconds * 1000).rounded()))
         }
     }
 
@@ -96,6 +101,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
         case .socketGroup: configuration.socketGroup ?? ""
         case .idleExit: Self.formatSeconds(configuration.idleExit)
         case .logLevel: configuration.logLevel.name
+        case .clientWriteTimeout: Self.formatSeconds(configuration.clientWriteTimeout)
         }
     }
 

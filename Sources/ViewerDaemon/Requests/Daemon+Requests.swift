@@ -7,8 +7,10 @@ import ViewerProtocol
 /// RENDER: from the store when it can be, else a job in the in-flight table; and the
 /// carrying out of the table's actions.
 extension Daemon {
-    typealias Action = InFlight<RenditionKey, RenderJob, Rendition>.Action
+    typealias Action = InFlight<RenditionKey, RenderJob, JobRendition>.Action
 
+    /// Takes a RENDER: checked here, then its source is opened off the loop (`SourceIO`);
+    /// `sourceOpened` and `headerRead` carry on from there.
     func handleRender(_ request: RenderRequest, descriptor: Int32?, requestID: UInt32, on connection: Connection) {
         stats.requests += 1
         let ref = RequestRef(connection: connection.id, id: requestID)
@@ -18,78 +20,145 @@ extension Daemon {
             self.send(connection, .error(ErrorReply(code, message)), requestID: requestID)
         }
         guard !shuttingDown else { return fail(.shuttingDown, "viewerd is shutting down") }
-        guard !inFlight.isPending(ref) else {
+        guard !inFlight.isPending(ref), !opening.contains(ref) else {
             return fail(.invalidArgument, "request id \(requestID) is already in use on this connection")
         }
         let spec = request.spec.normalized()
         if let problem = spec.validate(maxSide: configuration.limits.maxOutputSide) { return fail(.invalidArgument, problem) }
-        let source: SourceFile
-        do throws(RenderError) {
-            source = try openSource(path: request.path, descriptor: descriptor, for: connection)
-        } catch {
-            RequestDecision.refused(error.code).log(request, requestID: requestID, client: connection.clientName)
-            return send(connection, .error(ErrorReply(error.code, error.description)), requestID: requestID)
+        opening[ref] = OpeningRenders.Entry(request: request, spec: spec, priority: request.priority)
+        let access = sourceAccess, peer = connection.peerUID, path = request.path
+        offLoop {
+            .opened(ref, Result { () throws(RenderError) in try access.open(path: path, descriptor: descriptor, peerUID: peer) })
         }
-        let key = RenditionKey(source: source.identity.bytes, spec: spec.keyBytes, rendererVersion: Renderer.version)
-        if serveFromStore(key, requestID: requestID, on: connection) {
-            return RequestDecision.hit.log(request, requestID: requestID, client: connection.clientName)
+    }
+
+    /// The source of an opening RENDER is open (or is not): answered from the store when it
+    /// can be, else its header is read next.
+    func sourceOpened(_ ref: RequestRef, _ result: Result<SourceFile, RenderError>) {
+        guard var entry = opening[ref] else { return }  // answered meanwhile (cancelled, closed)
+        guard let connection = connections.byID[ref.connection] else { return opening[ref] = nil }
+        let request = entry.request
+        let source: SourceFile
+        switch result {
+        case .failure(let error):
+            opening[ref] = nil
+            RequestDecision.refused(error.code).log(request, requestID: ref.id, client: connection.clientName)
+            return send(connection, .error(ErrorReply(error.code, error.description)), requestID: ref.id)
+        case .success(let opened):
+            source = opened
+        }
+        let key = RenditionKey(source: source.identity.bytes, spec: entry.spec.keyBytes, rendererVersion: Renderer.version)
+        if serveFromStore(key, requestID: ref.id, on: connection) {
+            opening[ref] = nil
+            return RequestDecision.hit.log(request, requestID: ref.id, client: connection.clientName)
         }
         // The header is read at most once per miss (allow_larger, the pixel limit, the job's
         // cost), and not at all for an answer from the negative cache or a cache-only miss.
-        let sniffedEarly = request.allowLarger ? HeaderSniffer.sniff(descriptor: source.descriptor) : nil
-        // PhotoKit's fast resize mode: a stored rendition a little larger will do.
-        if let sniffedEarly, let larger = StoredRenditions(store: store, reader: reader).slightlyLarger(
-               than: spec, of: source, original: sniffedEarly.header),
-           serveFromStore(larger, requestID: requestID, on: connection) {
-            stats.largerServed += 1
-            return RequestDecision.hitLarger.log(request, requestID: requestID, client: connection.clientName)
+        if !request.allowLarger && answeredWithoutRender(request, ref, source: source, on: connection) {
+            opening[ref] = nil
+            return
         }
-        // A file that failed before fails again without a render, until it changes.
-        if let failure = store.failure(source: source.identity.bytes) {
-            stats.negativeHits += 1
-            RequestDecision.failedBefore.log(request, requestID: requestID, client: connection.clientName)
-            return send(connection, .error(ErrorReply(rawCode: failure.code, message: failure.message)), requestID: requestID)
-        }
-        guard request.delivery != .cacheOnly else {
-            RequestDecision.notCached.log(request, requestID: requestID, client: connection.clientName)
-            return send(connection, .error(ErrorReply(.notCached, "not in the cache: \(request.path)")), requestID: requestID)
+        (entry.source, entry.key) = (source, key)
+        opening[ref] = entry
+        offLoop { .headerRead(ref, HeaderSniffer.sniff(descriptor: source.descriptor)) }
+    }
+
+    /// The header of an opening RENDER's source is read: a stored larger rendition, a
+    /// refusal by the pixel limit, or a job in the in-flight table.
+    func headerRead(_ ref: RequestRef, _ sniffed: HeaderSniffer.Sniffed) {
+        guard let entry = opening.take(ref), let source = entry.source, let key = entry.key,
+              let connection = connections.byID[ref.connection] else { return }
+        let request = entry.request
+        if request.allowLarger {
+            // PhotoKit's fast resize mode: a stored rendition a little larger will do.
+            if let larger = StoredRenditions(store: store, reader: reader).slightlyLarger(
+                   than: entry.spec, of: source, original: sniffed.header),
+               serveFromStore(larger, requestID: ref.id, on: connection) {
+                stats.largerServed += 1
+                return RequestDecision.hitLarger.log(request, requestID: ref.id, client: connection.clientName)
+            }
+            if answeredWithoutRender(request, ref, source: source, on: connection) { return }
         }
         // What the worker would refuse from the real header is refused from the sniffed one, at
         // once: a few hundred bytes that declare 60000x60000 must not queue as a job that runs
         // alone and holds back every other (review #20).
-        let sniffed = sniffedEarly ?? HeaderSniffer.sniff(descriptor: source.descriptor)
         if let header = sniffed.header, let refusal = configuration.limits.refusal(of: header, path: source.path) {
-            RequestDecision.refused(.tooLarge).log(request, requestID: requestID, client: connection.clientName)
-            return send(connection, .error(ErrorReply(refusal.code, refusal.description)), requestID: requestID)
+            RequestDecision.refused(.tooLarge).log(request, requestID: ref.id, client: connection.clientName)
+            return send(connection, .error(ErrorReply(refusal.code, refusal.description)), requestID: ref.id)
         }
+        // Only requests that wait for a render count against the limit (PROTOCOL.md).
         guard inFlight.pendingCount(of: connection.id) < configuration.maxOutstandingPerClient else {
-            RequestDecision.refused(.busy).log(request, requestID: requestID, client: connection.clientName)
+            RequestDecision.refused(.busy).log(request, requestID: ref.id, client: connection.clientName)
             let message = "more than \(configuration.maxOutstandingPerClient) requests outstanding on this connection"
-            return send(connection, .error(ErrorReply(.busy, message)), requestID: requestID)
+            return send(connection, .error(ErrorReply(.busy, message)), requestID: ref.id)
         }
-        let actions = inFlight.request(ref, key: key, priority: request.priority, delivery: request.delivery) { id in
-            makeJob(id, key: key, source: source, spec: spec, sniffed: sniffed)
+        // A render of the same key may have finished while this one opened: then it is stored.
+        if serveFromStore(key, requestID: ref.id, on: connection, countingMiss: false) {
+            stats.misses -= 1  // counted when it opened; it is a hit after all
+            return RequestDecision.hit.log(request, requestID: ref.id, client: connection.clientName)
         }
-        if Log.isDebug { RequestDecision(actions).log(request, requestID: requestID, client: connection.clientName) }
+        let actions = inFlight.request(ref, key: key, priority: entry.priority, delivery: request.delivery) { id in
+            makeJob(id, key: key, source: source, spec: entry.spec, sniffed: sniffed)
+        }
+        if Log.isDebug { RequestDecision(actions).log(request, requestID: ref.id, client: connection.clientName) }
         perform(actions)
     }
 
+    /// The answers a miss gets without a render: the failure recorded for the file (it fails
+    /// again without a decode, until it changes), or cache-only's not-cached.
+    private func answeredWithoutRender(_ request: RenderRequest, _ ref: RequestRef, source: SourceFile,
+                                       on connection: Connection) -> Bool {
+        if let failure = store.failure(source: source.identity.bytes) {
+            stats.negativeHits += 1
+            RequestDecision.failedBefore.log(request, requestID: ref.id, client: connection.clientName)
+            send(connection, .error(ErrorReply(rawCode: failure.code, message: failure.message)), requestID: ref.id)
+            return true
+        }
+        guard request.delivery != .cacheOnly else {
+            RequestDecision.notCached.log(request, requestID: ref.id, client: connection.clientName)
+            send(connection, .error(ErrorReply(.notCached, "not in the cache: \(request.path)")), requestID: ref.id)
+            return true
+        }
+        return false
+    }
+
+    /// Runs file system work on an I/O thread; what it finds comes back to the loop.
+    func offLoop(_ work: @escaping @Sendable () -> SourceEvent) {
+        let completions = self.completions, wakeup = self.wakeup
+        io.run {
+            completions.append(.io(work()))
+            wakeup.signal()
+        }
+    }
+
     /// Answers from the store if the rendition is there (the hit path: one copy, from the
-    /// mapped page into the connection's buffer).
-    func serveFromStore(_ key: RenditionKey, requestID: UInt32, on connection: Connection) -> Bool {
-        let hit: Bool? = reader.withRendition(key) { meta, payload in
+    /// mapped page into the connection's buffer). To a client that is not reading, the
+    /// answer is held back as a key (`Connection.deferred`).
+    func serveFromStore(_ key: RenditionKey, requestID: UInt32, on connection: Connection, countingMiss: Bool = true) -> Bool {
+        let hit: Bool
+        if connection.mustDefer(limit: configuration.clientOutboundLimit) {
+            hit = reader.contains(key)
+            if hit { connection.deferAnswer(DeferredAnswer(requestID: requestID, key: key, unstored: nil)) }
+        } else {
+            hit = enqueueStored(key, requestID: requestID, on: connection)
+        }
+        guard hit else {
+            if countingMiss { stats.misses += 1 }
+            return false
+        }
+        stats.hits += 1
+        connections.touch(connection)
+        return true
+    }
+
+    /// Queues the stored rendition of `key` as a RESULT; false when the store lacks it.
+    func enqueueStored(_ key: RenditionKey, requestID: UInt32, on connection: Connection) -> Bool {
+        reader.withRendition(key) { meta, payload in
             guard let format = OutputFormat(rawValue: meta.format) else { return false }
             connection.enqueueRendition(.result, requestID: requestID, format: format, width: meta.width,
                                         height: meta.height, fromCache: true, payload: payload)
             return true
-        }
-        if hit == true {
-            stats.hits += 1
-            connections.touch(connection)
-            return true
-        }
-        stats.misses += 1
-        return false
+        } == true
     }
 
     /// The job for `key`: from a larger stored rendition when there is one to derive from,
@@ -126,13 +195,23 @@ extension Daemon {
     }
 
     /// Queues one answer of the in-flight table on its connection, if it is still open.
-    private func deliver(_ answer: InFlight<RenditionKey, RenderJob, Rendition>.Answer, to request: RequestRef) {
+    private func deliver(_ answer: InFlight<RenditionKey, RenderJob, JobRendition>.Answer, to request: RequestRef) {
         guard let connection = connections.byID[request.connection] else { return }
         switch answer {
-        case .result(let rendition):
+        case .result(let output) where connection.mustDefer(limit: configuration.clientOutboundLimit):
+            // The client is not reading: what it is owed waits as a key when the store has it.
+            let stored = reader.contains(output.key)
+            connection.deferAnswer(DeferredAnswer(requestID: request.id, key: output.key,
+                                                  unstored: stored ? nil : output.rendition))
+            stats.answersHeldBack += 1
+        case .result(let output):
+            let rendition = output.rendition
             connection.enqueueRendition(.result, requestID: request.id, format: rendition.format, width: rendition.width,
                                         height: rendition.height, sharing: rendition.bytes)
-        case .preview(let rendition):
+        case .preview where connection.mustDefer(limit: configuration.clientOutboundLimit):
+            stats.previewsDropped += 1  // the final answer will do
+        case .preview(let output):
+            let rendition = output.rendition
             stats.previews += 1
             connection.enqueueRendition(.preview, requestID: request.id, format: rendition.format, width: rendition.width,
                                         height: rendition.height, sharing: rendition.bytes)
@@ -145,17 +224,17 @@ extension Daemon {
         connections.touch(connection)
     }
 
-    /// What the pool and the store's writer reported since the last look.
+    /// What the pool, the store's writer and the I/O threads reported since the last look.
     func deliverCompletions() {
         for event in completions.takeAll() {
             switch event {
             case .preview(let job, let rendition):
-                perform(inFlight.preview(job.sequence, rendition))
+                perform(inFlight.preview(job.sequence, JobRendition(key: job.key, rendition: rendition)))
             case .finished(let job, let outcome):
                 switch outcome {
                 case .rendered(let rendition):
                     stats.renders += 1
-                    perform(inFlight.finished(job.sequence, .rendered(rendition)))
+                    perform(inFlight.finished(job.sequence, .rendered(JobRendition(key: job.key, rendition: rendition))))
                 case .failed(let error, let cause):
                     Log.info("event=render-failed code=\(error.code.name) path=\(Log.quote(job.source.path)) " +
                              "detail=\(Log.quote(error.description))")
@@ -167,6 +246,8 @@ extension Daemon {
             case .ack(let connectionID, let requestID, let count):
                 guard let connection = connections.byID[connectionID] else { continue }
                 send(connection, .ack(count: UInt64(count)), requestID: requestID)
+            case .io(let event):
+                handle(event)
             }
         }
     }

@@ -12,7 +12,7 @@ enum HeaderSniffer {
     static let prefixSize = 64 * 1024
 
     /// What the first bytes of a source say.
-    struct Sniffed {
+    struct Sniffed: Sendable {
         /// The header, for JPEG, PNG, GIF and WebP; nil for other formats (a default cost).
         var header: SourceHeader?
         /// The format the bytes begin, of those viewerd reads (`ImageSignature`); nil: none.

@@ -44,6 +44,13 @@ final class RenderJob: Sendable {
     }
 }
 
+/// A job's rendition as the in-flight table hands it out, with the key it renders: an
+/// answer held back for a client that is not reading is read back from the store by it.
+struct JobRendition {
+    let key: RenditionKey
+    let rendition: Rendition
+}
+
 /// How a job the pool took ended. Every job a worker slot takes from the scheduler ends in
 /// exactly one `LoopEvent.finished` with one of these.
 enum JobOutcome: Sendable {
@@ -64,4 +71,20 @@ enum LoopEvent: Sendable {
     case finished(RenderJob, JobOutcome)
     /// A control request finished elsewhere (the store's writer thread).
     case ack(connection: UInt64, requestID: UInt32, count: Int)
+    /// File system work done off the loop (`SourceIO`).
+    case io(SourceEvent)
+}
+
+/// What the I/O threads (`SourceIO`) found, for the event loop to act on.
+enum SourceEvent: Sendable {
+    /// A RENDER's source, opened, or why it could not be.
+    case opened(RequestRef, Result<SourceFile, RenderError>)
+    /// The header of a RENDER's source (a miss that may render).
+    case headerRead(RequestRef, HeaderSniffer.Sniffed)
+    /// The files of a connection's PREFETCH that could be opened (the others are skipped).
+    case prefetchOpened(connection: UInt64, [SourceFile])
+    /// The headers of the prefetched files that may render.
+    case prefetchHeadersRead(connection: UInt64, [(SourceFile, HeaderSniffer.Sniffed)])
+    /// The identities of the files of a connection's STOP_PREFETCH that exist.
+    case stopPrefetchIdentified(connection: UInt64, [AssetIdentity])
 }

@@ -45,7 +45,7 @@ enum RequestDecision: Equatable {
 extension RequestDecision {
     /// Whether a request made a new job (from the original or derived, and in which class)
     /// or joined one in flight, from the in-flight table's actions for it.
-    init(_ actions: [InFlight<RenditionKey, RenderJob, Rendition>.Action]) {
+    init(_ actions: [InFlight<RenditionKey, RenderJob, JobRendition>.Action]) {
         for case .submit(_, let job, let priority, _, _) in actions {
             self = job.derivedFrom == nil ? .queued(priority) : .derived(priority)
             return

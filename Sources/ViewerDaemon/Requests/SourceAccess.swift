@@ -14,8 +14,9 @@ import SystemCalls
 ///    no symlink or rename race can make the open leave the root: what is opened is what
 ///    was checked. Symlinks that stay inside the root work; ones that leave are refused.
 ///
-/// Confined to the event loop thread (it only reads its roots).
-struct SourceAccess {
+/// Opening may block (a file system, a lease): the daemon calls it on its I/O threads
+/// (`SourceIO`). It only reads its roots, so any thread may.
+struct SourceAccess: Sendable {
     /// The shared roots, opened at startup.
     let roots: [SharedRoot]
 
@@ -46,6 +47,13 @@ struct SourceAccess {
     private static func openBeneath(_ root: SharedRoot, _ relative: String, path: String) throws(RenderError) -> Int32 {
         do throws(SystemError) {
             return try Posix.openBeneath(root.handle, relative, flags: readFlags)
+        } catch where error.errno == EWOULDBLOCK {
+            // Under another process's lease: wait for it through a handle opened beneath the
+            // root the same way (it cannot block, and names the very file that was checked).
+            guard let handle = try? Posix.openBeneath(root.handle, relative, flags: SourceFile.openPathFlag | O_CLOEXEC) else {
+                throw RenderError.fromErrno(error.errno, path: path)
+            }
+            return try SourceFile.reopenWaitingForLease(handle, name: path)
         } catch where error.errno == EXDEV || error.errno == ENOSYS || error.errno == E2BIG || error.errno == EINVAL {
             // EXDEV: the walk met `..` above the root or an absolute symlink (one that may
             // still point inside). ENOSYS and friends: a kernel without openat2. Either way,

@@ -1,5 +1,6 @@
 import SystemCalls
 import CPosix
+import Rendering
 import RenditionStore
 import ViewerProtocol
 #if canImport(Glibc)
@@ -33,6 +34,13 @@ final class Connection {
     var awaitsFlush = false
     /// The epoll mask currently registered; nil before the first registration.
     var registeredEvents: UInt32?
+    /// Rendition answers held back while the client is not reading (its queue over the
+    /// outbound limit), sent when it catches up: what a finished render or a hit owes it
+    /// counts against the limit like everything else (review #4).
+    var deferred: [DeferredAnswer] = []
+    /// The last time the socket took bytes, or the queue went from empty to not: a queue
+    /// that takes nothing for the write timeout closes the connection.
+    var lastProgress = ContinuousClock.now
 
     init(id: UInt64, fd: Int32, maxRequestBody: UInt32) {
         self.id = id
@@ -44,6 +52,7 @@ final class Connection {
 
     /// Appends a whole frame.
     func enqueue(_ message: Message, requestID: UInt32) {
+        if pendingOutbound == 0 { lastProgress = .now }
         let body = message.body()
         outbound.appendFrame(FrameHeader(type: message.type.rawValue, requestID: requestID, bodyLength: UInt32(body.count))) {
             $0.append(contentsOf: body)
@@ -54,6 +63,7 @@ final class Connection {
     /// a hit, the store's mapped page: the one copy on the hit path, straight into the queue).
     func enqueueRendition(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
                           fromCache: Bool, payload: UnsafeRawBufferPointer) {
+        if pendingOutbound == 0 { lastProgress = .now }
         let prefix = RenderResult.bodyPrefix(format: format, width: width, height: height,
                                              fromCache: fromCache, byteCount: payload.count)
         let header = FrameHeader(type: type.rawValue, requestID: requestID, bodyLength: UInt32(prefix.count + payload.count))
@@ -67,6 +77,7 @@ final class Connection {
     /// same render: only the header and the field prefix are this connection's own bytes.
     func enqueueRendition(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
                           sharing payload: [UInt8]) {
+        if pendingOutbound == 0 { lastProgress = .now }
         let prefix = RenderResult.bodyPrefix(format: format, width: width, height: height,
                                              fromCache: false, byteCount: payload.count)
         let header = FrameHeader(type: type.rawValue, requestID: requestID, bodyLength: UInt32(prefix.count + payload.count))
@@ -76,7 +87,20 @@ final class Connection {
 
     /// Sends what the socket takes now. Returns false if the connection is broken.
     func flush() -> Bool {
-        outbound.send(to: fd)
+        let before = outbound.byteCount
+        guard outbound.send(to: fd) else { return false }
+        if outbound.byteCount < before { lastProgress = .now }
+        return true
+    }
+
+    /// Whether a rendition answer must wait in `deferred`: the client has more unread than
+    /// `limit`, or answers wait already (they keep their order).
+    func mustDefer(limit: Int) -> Bool { pendingOutbound >= limit || !deferred.isEmpty }
+
+    /// Holds back a rendition answer (`mustDefer`).
+    func deferAnswer(_ answer: DeferredAnswer) {
+        if deferred.isEmpty && pendingOutbound == 0 { lastProgress = .now }
+        deferred.append(answer)
     }
 
     /// What happened when the connection was read.
@@ -111,6 +135,15 @@ final class Connection {
         if pendingOutbound > 0 { events |= Epoll.writable }
         return events
     }
+}
+
+/// A RESULT held back for a client that is not reading (`Connection.deferred`): its
+/// rendition is read from the store when it is sent, so what waits costs a key, not the
+/// bytes; a rendition the store did not have when it was deferred is kept.
+struct DeferredAnswer {
+    let requestID: UInt32
+    let key: RenditionKey
+    let unstored: Rendition?
 }
 
 /// Bytes queued for a socket, as a list of chunks: a rendition shared by many waiters is

@@ -17,6 +17,8 @@ final class ConnectionSet {
     private var nextID: UInt64 = 1
     /// Connections ever accepted.
     private(set) var accepted: UInt64 = 0
+    /// When `closeStalled` looks next.
+    private var nextStallCheck = ContinuousClock.now
     /// When to poll the listener again after accept failed (EMFILE).
     private var acceptThrottle = AcceptThrottle()
     /// Called once for each connection closed, after its socket is.
@@ -46,8 +48,10 @@ final class ConnectionSet {
 
     /// The event loop's poll timeout, shortened to when the listener is to be polled again.
     func pollTimeout(_ timeout: Int32) -> Int32 {
-        guard let left = acceptThrottle.millisecondsLeft(at: .now) else { return timeout }
-        return timeout < 0 ? left : min(timeout, left)
+        // With clients connected, wake at least once a second for the write timeout.
+        let limited = isEmpty ? timeout : (timeout < 0 ? 1000 : min(timeout, 1000))
+        guard let left = acceptThrottle.millisecondsLeft(at: .now) else { return limited }
+        return limited < 0 ? left : min(limited, left)
     }
 
     /// Polls the listener again once its pause after a failed accept is over.
@@ -93,10 +97,10 @@ final class ConnectionSet {
         dirty.append(connection)
     }
 
-    /// Writes what each touched connection has queued and updates epoll. `resumed` is called
-    /// for a connection whose client caught up on its answers (reading resumes): it may
-    /// touch more connections, which are flushed in turn.
-    func flush(outboundLimit: Int, resumed: (Connection) -> Void) {
+    /// Writes what each touched connection has queued and updates epoll. `caughtUp` is called
+    /// for a connection whose client caught up on its answers while it had reading paused or
+    /// answers held back: it may queue more and touch more connections, flushed in turn.
+    func flush(outboundLimit: Int, caughtUp: (Connection) -> Void) {
         while !dirty.isEmpty {
             var batch = spare
             swap(&batch, &dirty)
@@ -111,9 +115,9 @@ final class ConnectionSet {
                     close(connection)
                     continue
                 }
-                if connection.readPaused && connection.pendingOutbound < outboundLimit / 2 {
-                    connection.readPaused = false
-                    resumed(connection)  // frames that arrived while paused
+                if (connection.readPaused || !connection.deferred.isEmpty) && connection.pendingOutbound < outboundLimit / 2 {
+                    caughtUp(connection)  // what it queues goes out when the socket is writable
+                    guard isOpen(connection) else { continue }
                 }
                 updateInterest(connection)
             }
@@ -141,6 +145,23 @@ final class ConnectionSet {
         }
     }
 
+    /// Closes the connections whose queued answers went untaken for `timeout`; checked at
+    /// most once a second. Returns how many were closed.
+    func closeStalled(timeout: Duration) -> Int {
+        let now = ContinuousClock.now
+        guard now >= nextStallCheck else { return 0 }
+        nextStallCheck = now + .seconds(1)
+        var closed = 0
+        for connection in byFD.values where connection.pendingOutbound > 0 && now - connection.lastProgress > timeout {
+            Log.warning("event=write-timeout client=\(Log.quote(connection.clientName)) pid=\(connection.peerPID) " +
+                        "uid=\(connection.peerUID) unread_bytes=\(connection.pendingOutbound) " +
+                        "held_answers=\(connection.deferred.count)")
+            close(connection)
+            closed += 1
+        }
+        return closed
+    }
+
     func close(_ connection: Connection) {
         guard isOpen(connection) else { return }
         epoll.remove(connection.fd)
@@ -149,6 +170,7 @@ final class ConnectionSet {
         byID[connection.id] = nil
         for fd in connection.descriptors { Posix.close(fd) }
         connection.descriptors.removeAll()
+        connection.deferred.removeAll()
         onClose(connection)
     }
 }

@@ -40,7 +40,7 @@ extension Daemon {
     /// outbound limit (reading pauses until the client reads them).
     func processFrames(_ connection: Connection) {
         while !connection.closing && connections.isOpen(connection) {
-            if connection.pendingOutbound > configuration.clientOutboundLimit {
+            if mustPauseReading(connection) {
                 connection.readPaused = true  // resumes when the client reads its answers
                 connections.touch(connection)
                 return
@@ -76,9 +76,50 @@ extension Daemon {
         stats.errorsByCode[error.rawCode, default: 0] += 1
     }
 
-    /// Writes every answer queued since the last flush; a client that caught up has its
-    /// buffered frames handled (which may queue more).
+    /// Requests opening off the loop that pause a connection's reading: enough to keep the
+    /// I/O threads busy; more would only queue there, and a client that never reads its
+    /// hits would have them all answered into its queue (review #4).
+    static let maxOpeningPerConnection = 64
+
+    /// Reading stops while the client has more unread than its outbound limit, answers held
+    /// back, or many requests still opening.
+    private func mustPauseReading(_ connection: Connection) -> Bool {
+        connection.pendingOutbound > configuration.clientOutboundLimit || !connection.deferred.isEmpty
+            || opening.count(of: connection.id) >= Self.maxOpeningPerConnection
+    }
+
+    /// Writes every answer queued since the last flush. A client that caught up gets its
+    /// held-back answers, then its buffered frames are handled (which may queue more).
     func flush() {
-        connections.flush(outboundLimit: configuration.clientOutboundLimit) { processFrames($0) }
+        connections.flush(outboundLimit: configuration.clientOutboundLimit) { connection in
+            sendDeferred(to: connection)
+            if connection.readPaused && !mustPauseReading(connection) {
+                connection.readPaused = false
+                processFrames(connection)  // frames that arrived while paused
+            }
+        }
+    }
+
+    /// Queues held-back answers, in order, until the client's queue is full again. A
+    /// rendition the store evicted meanwhile is answered `busy` (ask again).
+    private func sendDeferred(to connection: Connection) {
+        var sent = 0
+        for answer in connection.deferred {
+            guard connection.pendingOutbound < configuration.clientOutboundLimit else { break }
+            sent += 1
+            if let rendition = answer.unstored {
+                connection.enqueueRendition(.result, requestID: answer.requestID, format: rendition.format,
+                                            width: rendition.width, height: rendition.height, sharing: rendition.bytes)
+            } else if !enqueueStored(answer.key, requestID: answer.requestID, on: connection) {
+                send(connection, .error(ErrorReply(.busy, "the rendition was evicted while this connection did not read " +
+                                                   "its answers; ask again")), requestID: answer.requestID)
+            }
+        }
+        connection.deferred.removeFirst(sent)
+    }
+
+    /// A connection resumed by an opening request that finished: its reading may go on.
+    func openingFinished(on connection: Connection) {
+        if connection.readPaused { connections.touch(connection) }
     }
 }

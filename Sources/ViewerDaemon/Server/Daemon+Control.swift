@@ -5,23 +5,121 @@ import ViewerProtocol
 
 /// Prefetching (PhotoKit's start/stop caching), invalidation and statistics.
 extension Daemon {
-    /// Queues renders of the files not yet in the store; returns how many were queued.
-    func startPrefetch(_ request: PrefetchRequest, on connection: Connection) -> Int {
-        guard !shuttingDown else { return 0 }
+    /// PREFETCH, STOP_PREFETCH and STOP_PREFETCH_ALL of one connection take effect in the
+    /// order they came, though the first two open or stat files off the loop: each waits
+    /// for the one before it to be acknowledged.
+    enum ControlStep {
+        case prefetch(UInt32, PrefetchRequest)
+        case stopPrefetch(UInt32, PrefetchRequest)
+        case stopAll(UInt32)
+
+        var requestID: UInt32 {
+            switch self {
+            case .prefetch(let id, _), .stopPrefetch(let id, _), .stopAll(let id): id
+            }
+        }
+    }
+
+    /// Steps a connection may have waiting; more are answered busy.
+    static let maxControlSteps = 256
+
+    /// Queues a prefetch step behind the connection's others, and starts it if it is first.
+    func enqueue(_ step: ControlStep, on connection: Connection) {
+        let waiting = controlSteps[connection.id]?.count ?? 0
+        guard waiting < Self.maxControlSteps else {
+            let error = ErrorReply(.busy, "more than \(Self.maxControlSteps) prefetch requests waiting on this connection")
+            return send(connection, .error(error), requestID: step.requestID)
+        }
+        controlSteps[connection.id, default: []].append(step)
+        if waiting == 0 { startControlSteps(of: connection.id) }
+    }
+
+    /// Starts the connection's first step; steps that need no file are done at once, in a
+    /// loop (a long run of them must not recurse).
+    private func startControlSteps(of id: UInt64) {
+        while let step = controlSteps[id]?.first, let connection = connections.byID[id] {
+            switch step {
+            case .prefetch(_, let request):
+                let spec = request.spec.normalized()
+                guard !shuttingDown, spec.validate(maxSide: configuration.limits.maxOutputSide) == nil else {
+                    finishControlStep(of: id, count: 0)
+                    continue
+                }
+                let access = sourceAccess, peer = connection.peerUID, paths = request.paths
+                return offLoop {
+                    .prefetchOpened(connection: id, paths.compactMap { try? access.open(path: $0, descriptor: nil, peerUID: peer) })
+                }
+            case .stopPrefetch(_, let request):
+                let paths = request.paths
+                return offLoop { .stopPrefetchIdentified(connection: id, paths.compactMap(AssetIdentity.of(path:))) }
+            case .stopAll:
+                finishControlStep(of: id, count: stopAllPrefetches(of: connection))
+            }
+        }
+    }
+
+    /// Acknowledges the connection's first step with `count` and drops it.
+    private func finishControlStep(of id: UInt64, count: Int) {
+        guard var steps = controlSteps[id], !steps.isEmpty else { return }
+        let step = steps.removeFirst()
+        controlSteps[id] = steps.isEmpty ? nil : steps
+        if let connection = connections.byID[id] { send(connection, .ack(count: UInt64(count)), requestID: step.requestID) }
+    }
+
+    /// Acts on what an I/O thread found for a RENDER or a prefetch step.
+    func handle(_ event: SourceEvent) {
+        switch event {
+        case .opened(let ref, let result):
+            sourceOpened(ref, result)
+            if let connection = connections.byID[ref.connection] { openingFinished(on: connection) }
+        case .headerRead(let ref, let sniffed):
+            headerRead(ref, sniffed)
+            if let connection = connections.byID[ref.connection] { openingFinished(on: connection) }
+        case .prefetchOpened(let id, let sources):
+            guard case .prefetch(_, let request)? = controlSteps[id]?.first else { return }
+            prefetchOpened(sources, request: request, connection: id)
+        case .prefetchHeadersRead(let id, let headers):
+            guard case .prefetch(_, let request)? = controlSteps[id]?.first else { return }
+            finishControlStep(of: id, count: startPrefetch(headers, request: request, connection: id))
+            startControlSteps(of: id)
+        case .stopPrefetchIdentified(let id, let identities):
+            guard case .stopPrefetch(_, let request)? = controlSteps[id]?.first else { return }
+            finishControlStep(of: id, count: stopPrefetch(identities, spec: request.spec.normalized(), connection: id))
+            startControlSteps(of: id)
+        }
+    }
+
+    /// Of a PREFETCH's open files, those neither stored, nor failed before, nor prefetched
+    /// already by this connection have their headers read next.
+    private func prefetchOpened(_ sources: [SourceFile], request: PrefetchRequest, connection id: UInt64) {
         let spec = request.spec.normalized()
-        guard spec.validate(maxSide: configuration.limits.maxOutputSide) == nil else { return 0 }
-        var queued = 0
-        for path in request.paths {
-            guard inFlight.prefetchCount(of: connection.id) < configuration.maxOutstandingPerClient else { break }
-            guard let source = try? openSource(path: path, descriptor: nil, for: connection) else { continue }
+        let candidates = sources.filter { source in
             let key = RenditionKey(source: source.identity.bytes, spec: spec.keyBytes, rendererVersion: Renderer.version)
-            guard !inFlight.isPrefetching(key, by: connection.id), reader.withRendition(key, { _, _ in true }) == nil,
-                  store.failure(source: source.identity.bytes) == nil else { continue }
+            return !inFlight.isPrefetching(key, by: id) && !reader.contains(key)
+                && store.failure(source: source.identity.bytes) == nil
+        }
+        guard !candidates.isEmpty else {
+            finishControlStep(of: id, count: 0)
+            return startControlSteps(of: id)
+        }
+        offLoop { .prefetchHeadersRead(connection: id, candidates.map { ($0, HeaderSniffer.sniff(descriptor: $0.descriptor)) }) }
+    }
+
+    /// Queues renders of the prefetched files; returns how many were queued.
+    private func startPrefetch(_ headers: [(SourceFile, HeaderSniffer.Sniffed)], request: PrefetchRequest,
+                               connection id: UInt64) -> Int {
+        guard !shuttingDown, connections.byID[id] != nil else { return 0 }
+        let spec = request.spec.normalized()
+        var queued = 0
+        for (source, sniffed) in headers {
+            guard inFlight.prefetchCount(of: id) < configuration.maxOutstandingPerClient else { break }
             // Over the pixel limit by its own header: a render would only be refused.
-            let sniffed = HeaderSniffer.sniff(descriptor: source.descriptor)
-            if let header = sniffed.header, configuration.limits.refusal(of: header, path: path) != nil { continue }
-            let (added, actions) = inFlight.prefetch(key, by: connection.id, priority: request.priority) { id in
-                makeJob(id, key: key, source: source, spec: spec, sniffed: sniffed)
+            if let header = sniffed.header, configuration.limits.refusal(of: header, path: source.path) != nil { continue }
+            let key = RenditionKey(source: source.identity.bytes, spec: spec.keyBytes, rendererVersion: Renderer.version)
+            // Rendered and stored while its header was read (a RENDER's job finished).
+            guard !reader.contains(key) else { continue }
+            let (added, actions) = inFlight.prefetch(key, by: id, priority: request.priority) { job in
+                makeJob(job, key: key, source: source, spec: spec, sniffed: sniffed)
             }
             perform(actions)
             if added { queued += 1 }
@@ -31,13 +129,11 @@ extension Daemon {
     }
 
     /// Withdraws this connection's interest in prefetches of these files; returns how many.
-    func stopPrefetch(_ request: PrefetchRequest, on connection: Connection) -> Int {
-        let spec = request.spec.normalized()
+    private func stopPrefetch(_ identities: [AssetIdentity], spec: RenditionSpec, connection id: UInt64) -> Int {
         var stopped = 0
-        for path in request.paths {
-            guard let identity = AssetIdentity.of(path: path) else { continue }
+        for identity in identities {
             let key = RenditionKey(source: identity.bytes, spec: spec.keyBytes, rendererVersion: Renderer.version)
-            let (done, actions) = inFlight.stopPrefetch(key, by: connection.id)
+            let (done, actions) = inFlight.stopPrefetch(key, by: id)
             perform(actions)
             if done { stopped += 1 }
         }

@@ -27,8 +27,7 @@ extension Daemon {
                 // A CANCEL or SET_PRIORITY carries the id of the RENDER it names: the ERROR
                 // about it ends that RENDER too (one terminal answer per id).
                 stats.malformedFrames += 1
-                perform(inFlight.fail(RequestRef(connection: connection.id, id: frame.requestID),
-                                      ErrorReply(.malformedFrame, "\(error)")))
+                fail(RequestRef(connection: connection.id, id: frame.requestID), ErrorReply(.malformedFrame, "\(error)"))
             } else if case .unexpectedMessage = error {
                 send(connection, .error(ErrorReply(.unknownMessage, "\(error)")), requestID: frame.requestID)
             } else {
@@ -49,7 +48,7 @@ extension Daemon {
             Posix.close(descriptor)
             let error = ErrorReply(.invalidArgument, "only RENDER takes a descriptor")
             if isControl {
-                perform(inFlight.fail(RequestRef(connection: connection.id, id: frame.requestID), error))
+                fail(RequestRef(connection: connection.id, id: frame.requestID), error)
             } else {
                 send(connection, .error(error), requestID: frame.requestID)
             }
@@ -61,15 +60,15 @@ extension Daemon {
             handleRender(request, descriptor: descriptor, requestID: id, on: connection)
         case .cancel:
             RequestDecision.cancelled.log(nil, requestID: id, client: connection.clientName)
-            perform(inFlight.cancel(RequestRef(connection: connection.id, id: id)))
+            cancel(RequestRef(connection: connection.id, id: id))
         case .setPriority(let priority):
-            perform(inFlight.setPriority(RequestRef(connection: connection.id, id: id), priority))
+            setPriority(RequestRef(connection: connection.id, id: id), priority)
         case .prefetch(let request):
-            send(connection, .ack(count: UInt64(startPrefetch(request, on: connection))), requestID: id)
+            enqueue(.prefetch(id, request), on: connection)
         case .stopPrefetch(let request):
-            send(connection, .ack(count: UInt64(stopPrefetch(request, on: connection))), requestID: id)
+            enqueue(.stopPrefetch(id, request), on: connection)
         case .stopPrefetchAll:
-            send(connection, .ack(count: UInt64(stopAllPrefetches(of: connection))), requestID: id)
+            enqueue(.stopAll(id), on: connection)
         case .invalidate(let request):
             invalidate(request, requestID: id, on: connection)
         case .trim(let bytes):
@@ -104,8 +103,26 @@ extension Daemon {
                                           maxOutstanding: UInt32(configuration.maxOutstandingPerClient))), requestID: 0)
     }
 
-    /// Opens the source a request names, if the peer may read it (`SourceAccess`).
-    func openSource(path: String, descriptor: Int32?, for connection: Connection) throws(RenderError) -> SourceFile {
-        try sourceAccess.open(path: path, descriptor: descriptor, peerUID: connection.peerUID)
+    /// CANCEL: a RENDER still opening is answered at once; else the in-flight table decides.
+    private func cancel(_ ref: RequestRef) {
+        guard opening.take(ref) != nil, let connection = connections.byID[ref.connection] else {
+            return perform(inFlight.cancel(ref))
+        }
+        stats.cancelledQueued += 1  // it never reached the queue
+        send(connection, .cancelled, requestID: ref.id)
+    }
+
+    /// SET_PRIORITY: a RENDER still opening keeps the priority for when it is queued.
+    private func setPriority(_ ref: RequestRef, _ priority: Priority) {
+        guard opening.contains(ref) else { return perform(inFlight.setPriority(ref, priority)) }
+        opening[ref]?.priority = priority
+    }
+
+    /// A bad control frame about `ref`: its ERROR ends that RENDER (one terminal answer per id).
+    private func fail(_ ref: RequestRef, _ error: ErrorReply) {
+        guard opening.take(ref) != nil, let connection = connections.byID[ref.connection] else {
+            return perform(inFlight.fail(ref, error))
+        }
+        send(connection, .error(error), requestID: ref.id)
     }
 }

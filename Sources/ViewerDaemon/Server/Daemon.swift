@@ -35,7 +35,13 @@ public final class Daemon {
     let started = ContinuousClock.now
 
     let connections: ConnectionSet
-    var inFlight = InFlight<RenditionKey, RenderJob, Rendition>()
+    var inFlight = InFlight<RenditionKey, RenderJob, JobRendition>()
+    /// Opens sources and reads headers off the loop.
+    let io = SourceIO()
+    /// RENDERs whose source is being opened (before the in-flight table has them).
+    var opening = OpeningRenders()
+    /// Each connection's prefetch steps, first one in progress (`ControlStep`).
+    var controlSteps: [UInt64: [ControlStep]] = [:]
     var stats = DaemonStats()
     var shuttingDown = false
     var shutdownDeadline: ContinuousClock.Instant?
@@ -83,7 +89,11 @@ public final class Daemon {
         maintenance = StoreMaintenance(store: store)
         // A closed connection leaves every job it waited for (the daemon lives as long as
         // the process: unowned is safe).
-        connections.onClose = { [unowned self] connection in perform(inFlight.connectionClosed(connection.id)) }
+        connections.onClose = { [unowned self] connection in
+            opening.removeAll(of: connection.id)
+            controlSteps[connection.id] = nil
+            perform(inFlight.connectionClosed(connection.id))
+        }
     }
 
     /// Serves until SIGTERM or SIGINT, then answers what is in flight, flushes the store and
@@ -109,6 +119,7 @@ public final class Daemon {
                 }
             }
             flush()
+            stats.writeTimeouts += UInt64(connections.closeStalled(timeout: configuration.clientWriteTimeout))
             if !shuttingDown { connections.listenAgainIfDue(listener.fd) }
             if service.tick(status: statusLine, busy: !connections.isEmpty || inFlight.jobCount > 0,
                             accepted: connections.accepted, stopping: shuttingDown) {
@@ -131,6 +142,10 @@ public final class Daemon {
         service.stopping(status: "Stopping: \(inFlight.jobCount) renders in flight")
         epoll.remove(listener.fd)
         listener.close()
+        for (ref, _) in opening.takeAll() {
+            guard let connection = connections.byID[ref.connection] else { continue }
+            send(connection, .error(ErrorReply(.shuttingDown, "viewerd is shutting down")), requestID: ref.id)
+        }
         for job in pool.cancelQueued() {
             perform(inFlight.withdrawn(job.sequence, ErrorReply(.shuttingDown, "viewerd is shutting down")))
         }
@@ -152,6 +167,7 @@ public final class Daemon {
     /// `shutting-down` (one last flush, without waiting for slow readers).
     private func finishShutdown() {
         pool.stop()
+        io.stop()
         for id in inFlight.jobIDs {
             perform(inFlight.withdrawn(id, ErrorReply(.shuttingDown, "viewerd stopped before this render finished")))
         }

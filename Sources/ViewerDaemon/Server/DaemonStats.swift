@@ -18,6 +18,12 @@ struct DaemonStats {
     var derivations: UInt64 = 0
     /// Requests that allowed a larger rendition and got one from the store.
     var largerServed: UInt64 = 0
+    /// RESULTs held back because their client was not reading (sent once it caught up).
+    var answersHeldBack: UInt64 = 0
+    /// PREVIEWs not sent because their client was not reading.
+    var previewsDropped: UInt64 = 0
+    /// Connections closed because their answers went unread past the write timeout.
+    var writeTimeouts: UInt64 = 0
     /// Error answers by wire code.
     var errorsByCode: [UInt16: UInt64] = [:]
 }

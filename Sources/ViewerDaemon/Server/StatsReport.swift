@@ -7,7 +7,7 @@ import ViewerProtocol
 /// by name.
 struct StatsReport {
     let daemon: DaemonStats
-    let inFlight: InFlight<RenditionKey, RenderJob, Rendition>.Counters
+    let inFlight: InFlight<RenditionKey, RenderJob, JobRendition>.Counters
     let jobsInFlight: Int
     let connections: Int
     let connectionsAccepted: UInt64
@@ -44,6 +44,9 @@ struct StatsReport {
             ("malformed_frames", stats.malformedFrames),
             ("descriptors_received", stats.descriptorsReceived),
             ("negative_hits", stats.negativeHits),
+            ("answers_held_back", stats.answersHeldBack),
+            ("previews_dropped", stats.previewsDropped),
+            ("write_timeouts", stats.writeTimeouts),
             ("jobs_in_flight", UInt64(jobsInFlight)),
             ("jobs_queued", UInt64(queue.queued)),
             ("queued_visible", UInt64(queue.queued(.visible))),
