@@ -107,6 +107,10 @@ public struct DaemonArguments: Sendable {
                                     socket activation (default: 0)
           --log-level LEVEL         debug, info, warning or error (default: info); debug logs each
                                     request with the client's name and the decision taken
+          --max-connections-per-user N  connections one user (peer uid, root and viewerd's own
+                                    included) may have open; past it, busy (default: 256)
+          --max-sources-per-user N  source files one user's pending renders may hold open (passed
+                                    descriptors included); past it, busy (default: 1024)
 
         options:
           --config PATH             config file (default: /etc/viewerd/viewerd.conf as root, else

@@ -18,6 +18,8 @@ public enum SettingKey: String, CaseIterable, Sendable {
     case socketGroup = "socket-group"
     case idleExit = "idle-exit"
     case logLevel = "log-level"
+    case maxConnectionsPerUser = "max-connections-per-user"
+    case maxSourcesPerUser = "max-sources-per-user"
 
     /// `VIEWERD_` and the key in capitals, `-` as `_`. `VIEWERD_SOCKET` is also where
     /// viewerctl looks for the daemon, so a shell that sets it points both at one socket.
@@ -78,6 +80,10 @@ public enum SettingKey: String, CaseIterable, Sendable {
         case .logLevel:
             guard let level = LogLevel(name: text) else { throw Invalid("expected debug, info, warning or error") }
             configuration.logLevel = level
+        case .maxConnectionsPerUser:
+            configuration.maxConnectionsPerUser = try Self.count(text)
+        case .maxSourcesPerUser:
+            configuration.maxSourcesPerUser = try Self.count(text)
         }
     }
 
@@ -96,6 +102,8 @@ public enum SettingKey: String, CaseIterable, Sendable {
         case .socketGroup: configuration.socketGroup ?? ""
         case .idleExit: Self.formatSeconds(configuration.idleExit)
         case .logLevel: configuration.logLevel.name
+        case .maxConnectionsPerUser: String(configuration.maxConnectionsPerUser)
+        case .maxSourcesPerUser: String(configuration.maxSourcesPerUser)
         }
     }
 
@@ -119,6 +127,14 @@ public enum SettingKey: String, CaseIterable, Sendable {
             throw Invalid(minimum == 1 ? "expected a size above 0" : "expected at least \(formatSize(minimum))")
         }
         return bytes
+    }
+
+    /// A cap on what one user may hold: at least 1 (0 would lock every client out).
+    private static func count(_ text: String) throws(Invalid) -> Int {
+        guard let n = Int(text), (1...1_000_000).contains(n) else {
+            throw Invalid("expected a whole number from 1 to 1000000")
+        }
+        return n
     }
 
     private static func seconds(_ text: String) throws(Invalid) -> Double {

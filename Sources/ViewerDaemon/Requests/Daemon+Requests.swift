@@ -113,7 +113,7 @@ extension Daemon {
             case .submit(_, let job, let priority, let wantsPreview, let client):
                 job.retune(priority: priority, wantsPreview: wantsPreview)
                 // Over the client's queue limit its least urgent, oldest work gives way.
-                for dropped in pool.submit(job, client: client, cost: job.cost) {
+                for dropped in pool.submit(job, client: client, user: peerUID(of: client), cost: job.cost) {
                     perform(inFlight.dropped(dropped.sequence, from: client))
                 }
             case .abandon(_, let job):

@@ -58,6 +58,13 @@ extension Daemon {
         }
     }
 
+    /// The peer uid of a connection, for the scheduler's turns. A job stays in the lane of the
+    /// connection that asked first even after it closed (others still wait for it); its
+    /// work is then queued for no user in particular (`UInt32.max`, as an unknown peer).
+    func peerUID(of connection: UInt64) -> UInt32 {
+        connections.byID[connection]?.peerUID ?? UInt32.max
+    }
+
     /// Sends a connection-level error (request id 0) and closes once it is sent.
     func reject(_ connection: Connection, _ error: ErrorReply) {
         send(connection, .error(error), requestID: 0)

@@ -96,7 +96,8 @@ extension Daemon {
 
     func statsReply() -> StatsReply {
         StatsReport(daemon: stats, inFlight: inFlight.counters, jobsInFlight: inFlight.jobCount,
-                    connections: connections.count, connectionsAccepted: connections.accepted, uptime: ContinuousClock.now - started,
+                    connections: connections.count, connectionsAccepted: connections.accepted,
+                    connectionsRefused: connections.refused, uptime: ContinuousClock.now - started,
                     workers: configuration.workerCount, pool: pool, store: store.stats).reply
     }
 

@@ -104,8 +104,16 @@ extension Daemon {
                                           maxOutstanding: UInt32(configuration.maxOutstandingPerClient))), requestID: 0)
     }
 
-    /// Opens the source a request names, if the peer may read it (`SourceAccess`).
+    /// Opens the source a request names, if the peer may read it (`SourceAccess`) and its user
+    /// holds fewer than `max-sources-per-user` sources open (`SourceQuota`); past that, `busy`
+    /// without opening anything (a passed descriptor is closed).
     func openSource(path: String, descriptor: Int32?, for connection: Connection) throws(RenderError) -> SourceFile {
-        try sourceAccess.open(path: path, descriptor: descriptor, peerUID: connection.peerUID)
+        guard let lease = sourceQuota.claim(for: connection.peerUID) else {
+            if let descriptor { Posix.close(descriptor) }
+            stats.sourcesRefused += 1
+            throw .reported(code: .busy, message: "this user's requests hold \(sourceQuota.limit) source files open " +
+                            "(max-sources-per-user); try again when some of its renders end")
+        }
+        return try sourceAccess.open(path: path, descriptor: descriptor, peerUID: connection.peerUID, lease: lease)
     }
 }

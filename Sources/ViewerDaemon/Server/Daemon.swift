@@ -26,6 +26,8 @@ public final class Daemon {
     let cacheLock: CacheDirectoryLock
     /// Who may name which file (the shared roots' handles, opened at startup).
     let sourceAccess: SourceAccess
+    /// Source files each user's requests hold open (`max-sources-per-user`).
+    let sourceQuota: SourceQuota
     let epoll: Epoll
     let wakeup: Wakeup
     let signalFD: Int32
@@ -54,6 +56,7 @@ public final class Daemon {
         service = ServiceManagerLink(notifier: resources.notifier, idleExit: resources.configuration.idleExit)
         (self.configuration, listener, store) = (resources.configuration, resources.listener, resources.store)
         sourceAccess = SourceAccess(roots: resources.sharedRoots)
+        sourceQuota = SourceQuota(limit: resources.configuration.maxSourcesPerUser)
         cacheLock = resources.cacheLock
         reader = store.makeReader()
         do throws(SystemError) {
@@ -67,7 +70,7 @@ public final class Daemon {
             store.close()
             throw StartupError("\(error)")
         }
-        connections = ConnectionSet(epoll: epoll)
+        connections = ConnectionSet(epoll: epoll, maxConnectionsPerUser: configuration.maxConnectionsPerUser)
         let completions = self.completions
         let wakeup = self.wakeup
         do throws(SystemError) {
