@@ -55,9 +55,14 @@ public final class SourceFile: Sendable {
     public let path: String
     public let descriptor: Int32
     public let identity: AssetIdentity
+    /// Whatever counted this descriptor (the daemon's per-user quota of open sources): let go
+    /// with the descriptor, so the count follows what is really open.
+    private let lease: (any Sendable)?
 
     /// Opens `path`, which must be absolute and name a regular file.
-    public init(path: String) throws(RenderError) {
+    ///
+    /// - Parameter lease: kept as long as the descriptor is open (see `lease`).
+    public init(path: String, lease: (any Sendable)? = nil) throws(RenderError) {
         guard path.hasPrefix("/") else { throw .invalidPath("path must be absolute: \(path)") }
         var fd: Int32
         repeat { fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) } while fd < 0 && errno == EINTR
@@ -72,6 +77,7 @@ public final class SourceFile: Sendable {
         guard fd >= 0 else { throw RenderError.fromErrno(errno, path: path) }
         self.path = path
         self.descriptor = fd
+        self.lease = lease
         self.identity = try Self.regularFileIdentity(fd, name: path)
     }
 
@@ -83,7 +89,9 @@ public final class SourceFile: Sendable {
     ///     (`realPath(of:)`) rather than by `path`, when it has one. The daemon indexes
     ///     renditions under this name for INVALIDATE and the sweep; a client's name for a
     ///     descriptor may be empty, relative, or another file's, so it is only a fallback.
-    public init(descriptor fd: Int32, path: String, resolvingPath: Bool = false) throws(RenderError) {
+    ///   - lease: kept as long as the descriptor is open (see `lease`).
+    public init(descriptor fd: Int32, path: String, resolvingPath: Bool = false,
+                lease: (any Sendable)? = nil) throws(RenderError) {
         let name = (resolvingPath ? Self.realPath(of: fd) : nil) ?? (path.isEmpty ? "descriptor" : path)
         let mode = fcntl(fd, F_GETFL)
         guard mode >= 0 else {
@@ -97,6 +105,7 @@ public final class SourceFile: Sendable {
         }
         self.path = name
         self.descriptor = fd
+        self.lease = lease
         self.identity = try Self.regularFileIdentity(fd, name: name)
     }
 

@@ -199,10 +199,14 @@ final class Context: @unchecked Sendable {
         throw TortureFailure("torture/make-hostile-files.sh not found (run from the repository, or pass --script)")
     }
 
-    /// The main daemon of the files, clients and load phases.
+    /// The main daemon of the files, clients and load phases. All their clients are one user
+    /// (us), with hundreds of connections open at once (idle ones, churn, a client that never
+    /// reads, the load): the per-user connection cap is raised out of their way (it has its own
+    /// end-to-end test, and the multi-user phase runs with the default).
     func makeMainDaemon() -> DaemonProcess {
         DaemonProcess(name: "main", executable: viewerd, directory: work,
-                        arguments: ["--workers", "2", "--job-timeout", String(scale.jobTimeout), "--cache-budget", "256M"],
+                        arguments: ["--workers", "2", "--job-timeout", String(scale.jobTimeout), "--cache-budget", "256M",
+                                    "--max-connections-per-user", "100000"],
                         environment: ["VIEWERD_TEST_FAULTS": "1"])
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Rendering
+import ViewerProtocol
 import ViewerTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -11,7 +12,10 @@ import Glibc
 /// - asks for missing and present files outside the roots (the existence oracle);
 /// - follows symlinks out of the root, to files that exist and ones that do not;
 /// - squats a socket (a fake daemon in a 0777 directory, and one in a sticky directory) and
-///   waits for viewerctl to send it anything.
+///   waits for viewerctl to send it anything;
+/// - renders its own images, one at a time on one connection, while we flood the workers
+///   through many connections: turns are per user, so each of its renders waits for about one
+///   of ours, not one per flooding connection.
 /// Skipped with the reason printed when this run cannot act as another user (not root, no
 /// setpriv or python3).
 struct MultiUser {
@@ -43,6 +47,7 @@ struct MultiUser {
         oracle(scene)
         symlinks(scene)
         squatters()
+        fairness(scene)
         context.ensureAlive(scene.daemon, after: "the multi-user cases")
     }
 
@@ -131,6 +136,56 @@ struct MultiUser {
             } catch {
                 report.violation("multi-user: squatter \(name): \(error)")
             }
+        }
+    }
+
+    /// We flood through many connections (each with a few distinct renders of a large image
+    /// queued), then the other user renders four images of its own, one after the other on
+    /// one connection. Per connection, each of its renders would wait for one render of every
+    /// flooding connection; per user, for about one. Its time is compared with the same four
+    /// renders on an idle daemon.
+    private func fairness(_ scene: SharedRootScene) {
+        let floodConnections = context.settings.short ? 16 : 40
+        let perConnection = 6
+        do {
+            let flood = scene.directory + "/flood.png"
+            try ImageFixtures.write(path: flood, pixels: Context.pattern(width: 2400, height: 1800, seed: 5), width: 2400,
+                                    height: 1800, bands: 3)
+            let alone = try (0..<4).map { try scene.ownImage("fair-alone-\($0).png", width: 1600, height: 1200) }
+            let beside = try (0..<4).map { try scene.ownImage("fair-beside-\($0).png", width: 1600, height: 1200) }
+            let clock = ContinuousClock()
+            let idle = try clock.measure { _ = try scene.answers(alone) }
+
+            var sockets: [RawSocket] = []
+            defer { for socket in sockets { socket.close() } }  // closing abandons what is left of the flood
+            var side: UInt32 = 200
+            for _ in 0..<floodConnections {
+                let socket = try RawSocket.greeted(path: scene.daemon.socketPath, name: "flood")
+                sockets.append(socket)
+                var bytes: [UInt8] = []
+                for id in 1...UInt32(perConnection) {
+                    side += 1  // a new rendition each time: every one is a render
+                    bytes += Message.render(RenderRequest(path: flood, spec: RenditionSpec(width: side, height: side)))
+                        .frame(requestID: id).bytes
+                }
+                try socket.write(bytes)
+            }
+            var answers: [String: String] = [:]
+            let loaded = try clock.measure { answers = try scene.answers(beside) }
+            report.cases(beside.count)
+            let served = beside.filter { answers[$0]?.hasPrefix("result") == true }.count
+            report.info("fairness: the other user's 4 renders took \(Int(loaded.seconds * 1000)) ms beside our flood of " +
+                        "\(floodConnections) connections x \(perConnection) renders (\(Int(idle.seconds * 1000)) ms on an idle daemon)")
+            if served != beside.count {
+                report.violation("multi-user: fairness: the other user's renders answered \(answers), expected results")
+            }
+            // Per connection it waited for about 4 x 40 of our renders; per user, about 4.
+            if loaded > idle * 3 + .seconds(2) {
+                report.violation("multi-user: fairness: the other user's 4 renders took \(Int(loaded.seconds * 1000)) ms beside a " +
+                                 "flood through \(floodConnections) connections (\(Int(idle.seconds * 1000)) ms alone): turns are not per user")
+            }
+        } catch {
+            report.violation("multi-user: fairness: \(error)")
         }
     }
 }

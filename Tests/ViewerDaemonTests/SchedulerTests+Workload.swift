@@ -20,7 +20,7 @@ extension SchedulerTests {
         var nextID: UInt64 = 0
         func make(_ client: UInt64, _ priority: Priority, cost: UInt64, costly: Bool = false, ticks: UInt64) -> ScheduledWork<FakeRender> {
             nextID += 1
-            return ScheduledWork(id: nextID, client: client, priority: priority, cost: cost, costly: costly,
+            return ScheduledWork(id: nextID, client: client, user: UInt32(client), priority: priority, cost: cost, costly: costly,
                                  payload: FakeRender(ticks: ticks))
         }
         // Most renders are small; one in eight is a big (not costly) one, so memory binds.
@@ -129,7 +129,7 @@ extension SchedulerTests {
                 return true
             }
             for n in 0..<perThread {
-                let item = ScheduledWork(id: UInt64(thread) * perThread + n, client: UInt64(thread),
+                let item = ScheduledWork(id: UInt64(thread) * perThread + n, client: UInt64(thread), user: UInt32(thread),
                                          priority: Priority(rawValue: UInt8.random(in: 0...4, using: &rng))!,
                                          cost: UInt64.random(in: 0...600, using: &rng),
                                          costly: UInt64.random(in: 0..<10, using: &rng) == 0, payload: thread)

@@ -2,10 +2,12 @@ import Testing
 @testable import ViewerDaemon
 import ViewerProtocol
 
-/// Work for the scheduler tests: the payload is a label, for readable failures.
-func work(_ id: UInt64, client: UInt64 = 1, _ priority: Priority = .normal,
+/// Work for the scheduler tests: the payload is a label, for readable failures. Each client is
+/// its own user unless `user` says otherwise.
+func work(_ id: UInt64, client: UInt64 = 1, user: UInt32? = nil, _ priority: Priority = .normal,
           cost: UInt64 = 1, costly: Bool = false) -> ScheduledWork<String> {
-    ScheduledWork(id: id, client: client, priority: priority, cost: cost, costly: costly, payload: "work \(id)")
+    ScheduledWork(id: id, client: client, user: user ?? UInt32(truncatingIfNeeded: client), priority: priority,
+                  cost: cost, costly: costly, payload: "work \(id)")
 }
 
 extension Scheduler {
@@ -100,6 +102,55 @@ struct SchedulerTests {
     }
 
     // MARK: Priority changes
+
+    @Test("a user's many connections share one turn: another user's one connection is served every other pick")
+    func turnsPerUser() {
+        // Given a user whose 50 connections queued 10 prefetches each, before another user's
+        // single connection queued 10
+        let scheduler = Scheduler<String>(memoryBudget: budget, perClientLimit: 100)
+        var id: UInt64 = 0
+        for _ in 0..<10 {
+            for connection in 1...50 {
+                id += 1
+                scheduler.enqueueAll([work(id, client: UInt64(connection), user: 1000, .prefetch)])
+            }
+        }
+        let quiet = (1...10).map { UInt64(10_000 + $0) }
+        scheduler.enqueueAll(quiet.map { work($0, client: 99, user: 2000, .prefetch) })
+        // When one worker takes them in turn
+        let order = scheduler.drain()
+        // Then the users alternate: the quiet user's work starts within one turn of each
+        let positions = order.enumerated().filter { quiet.contains($0.element) }.map(\.offset)
+        #expect(positions == Array(stride(from: 1, through: 19, by: 2)))
+        // And within the flooding user its connections take turns, each in its own order
+        let flooder = order.filter { !quiet.contains($0) }
+        #expect(flooder == Array(1...500))
+        #expect(order.count == 510)
+    }
+
+    @Test("a user's connections take turns within its turn; users take turns first")
+    func turnsWithinUser() {
+        // Given user 1 with connections 10 and 11 (three works each) and user 2 with connection
+        // 20 (three works), queued in that order
+        let scheduler = Scheduler<String>(memoryBudget: budget, perClientLimit: 100)
+        scheduler.enqueueAll((1...3).map { work($0, client: 10, user: 1, .normal) })
+        scheduler.enqueueAll((4...6).map { work($0, client: 11, user: 1, .normal) })
+        scheduler.enqueueAll((7...9).map { work($0, client: 20, user: 2, .normal) })
+        // Then user 1 and user 2 alternate, and user 1's turns alternate between 10 and 11
+        #expect(scheduler.drain() == [1, 7, 4, 8, 2, 9, 5, 3, 6])
+    }
+
+    @Test("a connection number reused under another user is another lane; removing work keeps both consistent")
+    func sameConnectionTwoUsers() {
+        // Given connection 5's work queued under user 1, then (its connection closed, the job
+        // kept for others) under the unknown user
+        let scheduler = Scheduler<String>(memoryBudget: budget, perClientLimit: 100)
+        scheduler.enqueueAll([work(1, client: 5, user: 1), work(2, client: 5, user: .max), work(3, client: 6, user: 1)])
+        // When the first is removed, Then the rest still drain, users in turn
+        #expect(scheduler.remove(id: 1))
+        #expect(scheduler.drain() == [3, 2])
+        #expect(scheduler.stats.queued == 0)
+    }
 
     @Test("raising queued work to visible makes it the newest visible work")
     func raise() {
@@ -196,6 +247,17 @@ struct SchedulerTests {
         #expect(scheduler.stats.dropped == 3)
         #expect(scheduler.contains(id: 10))
         #expect(scheduler.stats.queued == 4)
+    }
+
+    @Test("the queue limit is per connection: a user's second connection has a limit of its own")
+    func limitPerConnection() {
+        // Given a limit of 2 and one user with two connections queuing two works each
+        let scheduler = Scheduler<String>(memoryBudget: budget, perClientLimit: 2)
+        // Then nothing is dropped (the user's total is bounded by the open sources its work holds)
+        scheduler.enqueueAll([work(1, client: 1, user: 7), work(2, client: 1, user: 7),
+                              work(3, client: 2, user: 7), work(4, client: 2, user: 7)])
+        // And a third on one connection drops that connection's oldest
+        #expect(scheduler.enqueue(work(5, client: 2, user: 7)).map(\.id) == [3])
     }
 
     @Test("stats count queued work per class, running work and memory")

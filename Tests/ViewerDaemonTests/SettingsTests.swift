@@ -68,7 +68,8 @@ struct SettingsTests {
         #expect(SettingKey.cacheBudget.environmentName == "VIEWERD_CACHE_BUDGET")
         #expect(SettingKey.workerMemoryLimit.environmentName == "VIEWERD_WORKER_MEMORY_LIMIT")
         #expect(SettingKey.idleExit.flag == "--idle-exit")
-        #expect(SettingKey.allCases.count == 13)
+        #expect(SettingKey.allCases.count == 15)
+        #expect(SettingKey.maxConnectionsPerUser.environmentName == "VIEWERD_MAX_CONNECTIONS_PER_USER")
         #expect(SettingKey.logLevel.environmentName == "VIEWERD_LOG_LEVEL")
     }
 
@@ -78,7 +79,7 @@ struct SettingsTests {
         (SettingKey.socket, "/run/v/v.sock"), (.cacheDir, "/var/cache/viewerd"), (.cacheBudget, "256K"),
         (.memoryBudget, "1536M"), (.workers, "7"), (.jobTimeout, "2.5"), (.maxPixels, "1000000"),
         (.workerMemoryLimit, "0"), (.sharedRoots, "/a:/b c"), (.socketGroup, "root"), (.idleExit, "600"),
-        (.logLevel, "debug"),
+        (.logLevel, "debug"), (.maxConnectionsPerUser, "16"), (.maxSourcesPerUser, "4096"),
     ])
     func roundTrip(key: SettingKey, text: String) throws {
         let result = try settings(file: "\(key.rawValue) = \(text)")
@@ -109,6 +110,8 @@ struct SettingsTests {
         ("shared-roots = /a:b", "shared-roots: expected absolute paths separated by \":\", not \"/a:b\""),
         ("socket-group = no-such-group-here", "socket-group: expected the name of an existing group, not \"no-such-group-here\""),
         ("idle-exit = inf", "idle-exit: expected a number of seconds, like 30, not \"inf\""),
+        ("max-connections-per-user = 0", "max-connections-per-user: expected a whole number from 1 to 1000000, not \"0\""),
+        ("max-sources-per-user = lots", "max-sources-per-user: expected a whole number from 1 to 1000000, not \"lots\""),
     ])
     func badValue(line: String, message: String) {
         let error = failure(file: "# first\n" + line)

@@ -41,6 +41,16 @@ public struct Configuration: Sendable {
     public var idleExit: Duration = .zero
     /// The lowest level logged; `debug` logs every request with its client and decision.
     public var logLevel: LogLevel = .info
+    /// Connections one peer uid may have open at once; past it a new one gets a
+    /// connection-level `busy` and is closed. Every uid counts, the daemon's own and root's
+    /// too: the cap guards the daemon's descriptor table, which a runaway client of its own
+    /// user exhausts as surely as another user's.
+    public var maxConnectionsPerUser = 256
+    /// Source files one peer uid's requests may hold open at once (passed descriptors and
+    /// files the daemon opened for it, held until their render ends); past it a RENDER or a
+    /// PREFETCH entry gets `busy`. With `maxConnectionsPerUser` it bounds the descriptors one
+    /// user can make the daemon hold (docs/DECISIONS.md, "Trust boundaries").
+    public var maxSourcesPerUser = 1024
 
     public init(socketPath: String, cacheDirectory: String) {
         self.socketPath = socketPath

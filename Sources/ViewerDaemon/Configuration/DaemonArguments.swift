@@ -108,6 +108,10 @@ public struct DaemonArguments: Sendable {
           --log-level LEVEL         debug, info, warning or error (default: info); debug logs each
                                     request with the client's name and the decision taken
           --client-write-timeout SECONDS  close a connection whose answers go unread this long (default: 30)
+          --max-connections-per-user N  connections one user (peer uid, root and viewerd's own
+                                    included) may have open; past it, busy (default: 256)
+          --max-sources-per-user N  source files one user's pending renders may hold open (passed
+                                    descriptors included); at it, its requests wait (default: 1024)
 
         options:
           --config PATH             config file (default: /etc/viewerd/viewerd.conf as root, else

@@ -19,6 +19,8 @@ public enum SettingKey: String, CaseIterable, Sendable {
     case idleExit = "idle-exit"
     case logLevel = "log-level"
     case clientWriteTimeout = "client-write-timeout"
+    case maxConnectionsPerUser = "max-connections-per-user"
+    case maxSourcesPerUser = "max-sources-per-user"
 
     /// `VIEWERD_` and the key in capitals, `-` as `_`. `VIEWERD_SOCKET` is also where
     /// viewerctl looks for the daemon, so a shell that sets it points both at one socket.
@@ -83,6 +85,10 @@ public enum SettingKey: String, CaseIterable, Sendable {
             let seconds = try Self.seconds(text)
             guard seconds > 0 else { throw Invalid("expected a number of seconds above 0, like 30") }
             configuration.clientWriteTimeout = .milliseconds(Int64((seconds * 1000).rounded()))
+        case .maxConnectionsPerUser:
+            configuration.maxConnectionsPerUser = try Self.count(text)
+        case .maxSourcesPerUser:
+            configuration.maxSourcesPerUser = try Self.count(text)
         }
     }
 
@@ -102,6 +108,8 @@ public enum SettingKey: String, CaseIterable, Sendable {
         case .idleExit: Self.formatSeconds(configuration.idleExit)
         case .logLevel: configuration.logLevel.name
         case .clientWriteTimeout: Self.formatSeconds(configuration.clientWriteTimeout)
+        case .maxConnectionsPerUser: String(configuration.maxConnectionsPerUser)
+        case .maxSourcesPerUser: String(configuration.maxSourcesPerUser)
         }
     }
 
@@ -125,6 +133,14 @@ public enum SettingKey: String, CaseIterable, Sendable {
             throw Invalid(minimum == 1 ? "expected a size above 0" : "expected at least \(formatSize(minimum))")
         }
         return bytes
+    }
+
+    /// A cap on what one user may hold: at least 1 (0 would lock every client out).
+    private static func count(_ text: String) throws(Invalid) -> Int {
+        guard let n = Int(text), (1...1_000_000).contains(n) else {
+            throw Invalid("expected a whole number from 1 to 1000000")
+        }
+        return n
     }
 
     private static func seconds(_ text: String) throws(Invalid) -> Double {

@@ -25,10 +25,19 @@ extension Daemon {
         }
         let spec = request.spec.normalized()
         if let problem = spec.validate(maxSide: configuration.limits.maxOutputSide) { return fail(.invalidArgument, problem) }
+        let lease: SourceQuota.Lease
+        do throws(RenderError) {
+            lease = try claimSource(for: connection, descriptor: descriptor)
+        } catch {
+            RequestDecision.refused(error.code).log(request, requestID: requestID, client: connection.clientName)
+            return send(connection, .error(ErrorReply(error.code, error.description)), requestID: requestID)
+        }
         opening[ref] = OpeningRenders.Entry(request: request, spec: spec, priority: request.priority)
         let access = sourceAccess, peer = connection.peerUID, path = request.path
         offLoop {
-            .opened(ref, Result { () throws(RenderError) in try access.open(path: path, descriptor: descriptor, peerUID: peer) })
+            .opened(ref, Result { () throws(RenderError) in
+                try access.open(path: path, descriptor: descriptor, peerUID: peer, lease: lease)
+            })
         }
     }
 
@@ -182,7 +191,7 @@ extension Daemon {
             case .submit(_, let job, let priority, let wantsPreview, let client):
                 job.retune(priority: priority, wantsPreview: wantsPreview)
                 // Over the client's queue limit its least urgent, oldest work gives way.
-                for dropped in pool.submit(job, client: client, cost: job.cost) {
+                for dropped in pool.submit(job, client: client, user: peerUID(of: client), cost: job.cost) {
                     perform(inFlight.dropped(dropped.sequence, from: client))
                 }
             case .abandon(_, let job):

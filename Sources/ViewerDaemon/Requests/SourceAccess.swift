@@ -24,21 +24,22 @@ struct SourceAccess: Sendable {
     /// FIFO, never inherited by a worker.
     private static let readFlags = O_RDONLY | O_NONBLOCK | O_CLOEXEC
 
-    /// Opens the source a request names, checking that the peer may read it.
-    func open(path: String, descriptor: Int32?, peerUID: UInt32) throws(RenderError) -> SourceFile {
-        if let descriptor { return try SourceFile(descriptor: descriptor, path: path, resolvingPath: true) }
+    /// Opens the source a request names, checking that the peer may read it. The source
+    /// keeps `lease` while it is open (`SourceQuota`).
+    func open(path: String, descriptor: Int32?, peerUID: UInt32, lease: (any Sendable)? = nil) throws(RenderError) -> SourceFile {
+        if let descriptor { return try SourceFile(descriptor: descriptor, path: path, resolvingPath: true, lease: lease) }
         guard path.hasPrefix("/") else { throw .invalidPath("path must be absolute: \(path)") }
-        guard peerUID == getuid() || peerUID == 0 else { return try openShared(path) }
-        return try SourceFile(path: path)
+        guard peerUID == getuid() || peerUID == 0 else { return try openShared(path, lease: lease) }
+        return try SourceFile(path: path, lease: lease)
     }
 
     /// Opens `path` for another user: only beneath a shared root.
-    private func openShared(_ path: String) throws(RenderError) -> SourceFile {
+    private func openShared(_ path: String, lease: (any Sendable)?) throws(RenderError) -> SourceFile {
         let normalized = SourcePath.normalized(path)
         for root in roots {
             guard let relative = root.relativePath(of: normalized) else { continue }
             let fd = try Self.openBeneath(root, relative.isEmpty ? "." : relative, path: path)
-            return try SourceFile(descriptor: fd, path: normalized, resolvingPath: true)
+            return try SourceFile(descriptor: fd, path: normalized, resolvingPath: true, lease: lease)
         }
         throw Self.outside(path)
     }

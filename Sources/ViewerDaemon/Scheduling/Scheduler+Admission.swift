@@ -1,12 +1,12 @@
 import ViewerProtocol
 
-/// Choosing the work to start: priority classes, turns across clients, the memory budget
+/// Choosing the work to start: priority classes, turns across users and their connections, the memory budget
 /// and the costly-work rules (see `Scheduler` for the rules themselves).
 extension SchedulerState {
     /// What one class offers.
     enum Pick {
         /// Start this work; `passedOver` waited for memory and was ranked ahead of it.
-        case take(id: UInt64, client: UInt64, passedOver: [UInt64])
+        case take(id: UInt64, client: SchedulerClient, passedOver: [UInt64])
         /// Work of this class waits for memory: nothing less urgent may start.
         case holdBack
         /// Nothing here may start for now (empty, or only costly work while costly work
@@ -35,7 +35,8 @@ extension SchedulerState {
         running.isEmpty || (memoryInUse <= budget && cost <= budget - memoryInUse)
     }
 
-    /// The best work of one class that may start: clients in turn order, each client's work in
+    /// The best work of one class that may start: clients in turn order (users in turn, each
+    /// user's connections in turn), each client's work in
     /// its lane's order (newest first in the visible class), the first that fits.
     func pick(in rank: Int) -> Pick {
         let queue = classes[rank]
@@ -43,7 +44,7 @@ extension SchedulerState {
         var passedOver: [UInt64] = []
         var waitsForMemory = false
         // In the visible class costly work yields to any visible work that can run.
-        var costlyFallback: (id: UInt64, client: UInt64, passedOver: Int)?
+        var costlyFallback: (id: UInt64, client: SchedulerClient, passedOver: Int)?
         for client in queue.rotation {
             let lane = queue.lanes[client]!
             for position in 0..<lane.count {
@@ -73,7 +74,7 @@ extension SchedulerState {
         return waitsForMemory ? .holdBack : .nothing
     }
 
-    private mutating func start(_ id: UInt64, client: UInt64, rank: Int) -> ScheduledWork<Payload> {
+    private mutating func start(_ id: UInt64, client: SchedulerClient, rank: Int) -> ScheduledWork<Payload> {
         let entry = entries.removeValue(forKey: id)!
         classes[rank].take(stamp: entry.stamp, client: client)
         dequeued(client: client)

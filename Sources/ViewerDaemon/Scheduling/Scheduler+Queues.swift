@@ -53,45 +53,69 @@ struct SchedulerLane {
     }
 }
 
-/// The queued work of one priority class: a lane per client, and the clients' turns.
+/// The queued work of one priority class: a lane per client, and the turns, in two levels:
+/// users take turns, and within a user's turn its connections take turns. One user's fifty
+/// connections then get one turn between two of another user's, not fifty.
 struct SchedulerClassQueue {
-    private(set) var lanes: [UInt64: SchedulerLane] = [:]
-    /// Clients with work in this class, the one whose turn it is first. A client that is
-    /// served, or that arrives, goes to the back.
-    private(set) var rotation: [UInt64] = []
+    private(set) var lanes: [SchedulerClient: SchedulerLane] = [:]
+    /// Users with work in this class, the one whose turn it is first. A user that is served,
+    /// or that arrives, goes to the back.
+    private var users: [UInt32] = []
+    /// Each user's connections with work in this class, in the same turn order.
+    private var connections: [UInt32: [UInt64]] = [:]
     private(set) var count = 0
 
-    mutating func insert(_ slot: SchedulerLane.Slot, client: UInt64) {
+    /// Clients in serving order: users in turn, and each user's connections in turn. Lazy:
+    /// a pick usually stops at the first client.
+    var rotation: some Sequence<SchedulerClient> {
+        users.lazy.flatMap { [connections] user in
+            connections[user]!.lazy.map { SchedulerClient(user: user, connection: $0) }
+        }
+    }
+
+    mutating func insert(_ slot: SchedulerLane.Slot, client: SchedulerClient) {
         lanes[client, default: SchedulerLane()].append(slot)
-        if lanes[client]!.count == 1 { rotation.append(client) }
         count += 1
+        guard lanes[client]!.count == 1 else { return }
+        if connections[client.user] == nil { users.append(client.user) }
+        connections[client.user, default: []].append(client.connection)
     }
 
     /// Removes a slot without touching the turns of the clients that keep work.
     @discardableResult
-    mutating func remove(stamp: UInt64, client: UInt64) -> Bool {
+    mutating func remove(stamp: UInt64, client: SchedulerClient) -> Bool {
         guard lanes[client]?.remove(stamp: stamp) == true else { return false }
         count -= 1
         if lanes[client]!.isEmpty {
             lanes[client] = nil
-            rotation.removeAll { $0 == client }
+            connections[client.user]!.removeAll { $0 == client.connection }
+            if connections[client.user]!.isEmpty {
+                connections[client.user] = nil
+                users.removeAll { $0 == client.user }
+            }
         }
         return true
     }
 
-    /// Removes a slot taken to run: its client has had its turn and goes to the back.
-    mutating func take(stamp: UInt64, client: UInt64) {
+    /// Removes a slot taken to run: its user has had its turn and goes to the back, and so
+    /// does the connection among its user's.
+    mutating func take(stamp: UInt64, client: SchedulerClient) {
         let removed = remove(stamp: stamp, client: client)
         assert(removed)
-        if lanes[client] != nil, let index = rotation.firstIndex(of: client) {
-            rotation.remove(at: index)
-            rotation.append(client)
+        if lanes[client] != nil, let index = connections[client.user]!.firstIndex(of: client.connection) {
+            connections[client.user]!.remove(at: index)
+            connections[client.user]!.append(client.connection)
+        }
+        if connections[client.user] != nil, let index = users.firstIndex(of: client.user) {
+            users.remove(at: index)
+            users.append(client.user)
         }
     }
 
     mutating func removeAll() {
         lanes.removeAll()
-        rotation.removeAll()
+        users.removeAll()
+        connections.removeAll()
         count = 0
     }
 }

@@ -25,8 +25,11 @@ struct SchedulerState<Payload: Sendable>: Sendable {
     var entries: [UInt64: Entry] = [:]
     /// Queued work per class, indexed by `Priority.rawValue`.
     var classes = [SchedulerClassQueue](repeating: SchedulerClassQueue(), count: Priority.allCases.count)
-    /// Queued work per client, for the per-client limit.
-    var queuedPerClient: [UInt64: Int] = [:]
+    /// Queued work per client, for the per-client limit. The limit stays per connection: a
+    /// user's total is bounded by the sources its queued work holds open (each job holds its
+    /// source; `SourceQuota` caps them per user), and the turns, not the limit, keep one user
+    /// from crowding out another.
+    var queuedPerClient: [SchedulerClient: Int] = [:]
     var running: [UInt64: Running] = [:]
     var memoryInUse: UInt64 = 0
     var runningCostly = 0
@@ -48,12 +51,12 @@ struct SchedulerState<Payload: Sendable>: Sendable {
     mutating func enqueue(_ work: ScheduledWork<Payload>) -> [ScheduledWork<Payload>] {
         precondition(entries[work.id] == nil && running[work.id] == nil, "work \(work.id) is already scheduled")
         insert(Entry(work: work, stamp: nextStamp()))
-        guard queuedPerClient[work.client, default: 0] > perClientLimit else { return [] }
+        guard queuedPerClient[work.requester, default: 0] > perClientLimit else { return [] }
         // The least urgent class first; in it, what entered first. For visible work that is
         // also what the LIFO order would serve last.
         for rank in classes.indices.reversed() {
             // Read the slot first: a copy of the class held across `remove` would copy its lanes.
-            if let oldest = classes[rank].lanes[work.client]?.oldest, let victim = remove(oldest.id) {
+            if let oldest = classes[rank].lanes[work.requester]?.oldest, let victim = remove(oldest.id) {
                 dropped += 1
                 return [victim]
             }
@@ -87,7 +90,7 @@ struct SchedulerState<Payload: Sendable>: Sendable {
     /// Removes queued work and returns it.
     mutating func remove(_ id: UInt64) -> ScheduledWork<Payload>? {
         guard let entry = entries.removeValue(forKey: id) else { return nil }
-        let client = entry.work.client
+        let client = entry.work.requester
         classes[Int(entry.work.priority.rawValue)].remove(stamp: entry.stamp, client: client)
         dequeued(client: client)
         return entry.work
@@ -107,13 +110,13 @@ struct SchedulerState<Payload: Sendable>: Sendable {
     }
 
     /// Counts one less queued work for a client.
-    mutating func dequeued(client: UInt64) {
+    mutating func dequeued(client: SchedulerClient) {
         let left = queuedPerClient[client, default: 1] - 1
         queuedPerClient[client] = left == 0 ? nil : left
     }
 
     private mutating func insert(_ entry: Entry) {
-        let client = entry.work.client
+        let client = entry.work.requester
         classes[Int(entry.work.priority.rawValue)].insert(.init(stamp: entry.stamp, id: entry.work.id), client: client)
         queuedPerClient[client, default: 0] += 1
         entries[entry.work.id] = entry

@@ -7,8 +7,12 @@ import ViewerProtocol
 struct ScheduledWork<Payload: Sendable>: Sendable {
     /// Unique and increasing: the daemon's job sequence number.
     let id: UInt64
-    /// The connection that asked first; fairness is per client.
+    /// The connection that asked first: its queue limit counts the work, and it takes turns
+    /// with the other connections of its user.
     let client: UInt64
+    /// The peer uid of `client` (`SO_PEERCRED`): users take turns first, so many connections
+    /// of one user share one user's turn.
+    let user: UInt32
     /// The class the work is queued in (the scheduler keeps it current on `setPriority`).
     var priority: Priority
     /// Estimated peak memory in bytes (`Renderer.estimateCost`), counted while it runs.
@@ -17,6 +21,19 @@ struct ScheduledWork<Payload: Sendable>: Sendable {
     /// and never ahead of visible work that could run instead.
     let costly: Bool
     let payload: Payload
+}
+
+extension ScheduledWork {
+    /// Whose turn the work takes: its connection, as one of its user's.
+    var requester: SchedulerClient { SchedulerClient(user: user, connection: client) }
+}
+
+/// Who queued work, as the turns see it: a connection of a user. A connection number seen
+/// under two users (a closed connection's work queued again, `Daemon.peerUID(of:)`) is two
+/// clients, so each user's lanes stay its own.
+struct SchedulerClient: Hashable, Sendable {
+    let user: UInt32
+    let connection: UInt64
 }
 
 /// A snapshot of the scheduler, for `viewerctl stats` and for tests.
@@ -32,7 +49,7 @@ struct SchedulerStats: Sendable, Equatable {
     var memoryBudget: UInt64
     /// Work ever taken by `next()`.
     var started: UInt64
-    /// Work ever dropped by `enqueue` to keep a client within its queue limit.
+    /// Work ever dropped by `enqueue` to keep a connection within its queue limit.
     var dropped: UInt64
 
     /// Queued work in one class.
@@ -49,8 +66,10 @@ struct SchedulerStats: Sendable, Equatable {
 /// 2. Within the visible class a client's newest work goes first (older visible requests have
 ///    usually scrolled away); in the other classes, oldest first. "Newest" is the moment the
 ///    work entered its class: work raised to visible is the newest visible work.
-/// 3. Across clients within a class, clients take turns (round-robin): one client's flood
-///    delays another client's work of the same class by at most one item per client.
+/// 3. Across clients within a class, users take turns (round-robin by peer uid), and within a
+///    user's turn its connections take turns: one user's flood, through however many
+///    connections, delays another user's work of the same class by at most one item per
+///    user. (Per connection only, a user with 50 connections had 50 turns to another's one.)
 /// 4. Work starts only while the running costs plus its own fit in the budget; work over the
 ///    whole budget runs alone when nothing else runs. Work that does not fit does not block
 ///    its class (the best work that fits starts instead), but it holds back every less urgent

@@ -1,6 +1,7 @@
 import CPosix
 import Foundation
 import SystemCalls
+import ViewerProtocol
 
 /// The open connections and their epoll registrations: accepting, flushing, closing. Bytes
 /// only; what a closed connection leaves behind is the owner's (`onClose`).
@@ -21,12 +22,18 @@ final class ConnectionSet {
     private var nextStallCheck = ContinuousClock.now
     /// When to poll the listener again after accept failed (EMFILE).
     private var acceptThrottle = AcceptThrottle()
+    /// Open connections per peer uid, and the cap on them.
+    private var perUser: PerUserConnections
     /// Called once for each connection closed, after its socket is.
     var onClose: (Connection) -> Void = { _ in }
 
-    init(epoll: Epoll) {
+    init(epoll: Epoll, maxConnectionsPerUser: Int) {
         self.epoll = epoll
+        self.perUser = PerUserConnections(limit: maxConnectionsPerUser)
     }
+
+    /// Connections refused because their user had `max-connections-per-user` open.
+    var refused: UInt64 { perUser.refused }
 
     var count: Int { byFD.count }
     var isEmpty: Bool { byFD.isEmpty }
@@ -83,10 +90,30 @@ final class ConnectionSet {
                 connection.peerUID = uid
                 connection.peerPID = pid
             }
+            if case .refused(let logRefusals) = perUser.admit(connection.peerUID, at: .now) {
+                refuse(connection, logRefusals: logRefusals)
+                continue
+            }
             accepted += 1
             byFD[fd] = connection
             byID[connection.id] = connection
             updateInterest(connection)
+        }
+    }
+
+    /// Answers a connection over its user's cap with a connection-level `busy` and closes it
+    /// at once: it was never registered, and the one small frame fits an empty socket
+    /// buffer (if it does not, the client learns only that it was closed).
+    private func refuse(_ connection: Connection, logRefusals: Int?) {
+        let limit = perUser.limit
+        let reply = ErrorReply(.busy, "this user has \(limit) connections open (max-connections-per-user); " +
+                                      "close one and try again")
+        let bytes = Message.error(reply).frame(requestID: 0).bytes
+        _ = try? bytes.withUnsafeBytes { buffer throws(SystemError) in try Posix.send(connection.fd, buffer, dontWait: true) }
+        Posix.close(connection.fd)
+        if let logRefusals {
+            Log.warning("event=connection-refused uid=\(connection.peerUID) pid=\(connection.peerPID) limit=\(limit) " +
+                        "refused=\(logRefusals)")
         }
     }
 
@@ -168,6 +195,7 @@ final class ConnectionSet {
         Posix.close(connection.fd)
         byFD[connection.fd] = nil
         byID[connection.id] = nil
+        perUser.closed(connection.peerUID)
         for fd in connection.descriptors { Posix.close(fd) }
         connection.descriptors.removeAll()
         connection.deferred.removeAll()

@@ -45,6 +45,13 @@ extension Daemon {
                 connections.touch(connection)
                 return
             }
+            if sourceQuota.count(of: connection.peerUID) >= sourceQuota.limit {
+                // Its user holds all the open sources it may: the next request waits in the
+                // socket until some are closed (`resumeQuotaPaused`), rather than be refused.
+                connection.readPaused = true
+                quotaPaused.insert(connection.id)
+                return
+            }
             let frame: Frame
             do throws(ProtocolError) {
                 guard let next = try connection.decoder.next() else { return }
@@ -56,6 +63,13 @@ extension Daemon {
             }
             handleFrame(frame, on: connection)
         }
+    }
+
+    /// The peer uid of a connection, for the scheduler's turns. A job stays in the lane of the
+    /// connection that asked first even after it closed (others still wait for it); its
+    /// work is then queued for no user in particular (`UInt32.max`, as an unknown peer).
+    func peerUID(of connection: UInt64) -> UInt32 {
+        connections.byID[connection]?.peerUID ?? UInt32.max
     }
 
     /// Sends a connection-level error (request id 0) and closes once it is sent.
@@ -116,6 +130,25 @@ extension Daemon {
             }
         }
         connection.deferred.removeFirst(sent)
+    }
+
+    /// Connections paused because their user held all the sources it may read on once some
+    /// are closed (a job ended, a hit was answered). Called on each turn of the loop.
+    func resumeQuotaPaused() {
+        guard !quotaPaused.isEmpty else { return }
+        for id in quotaPaused {
+            guard let connection = connections.byID[id] else {
+                quotaPaused.remove(id)
+                continue
+            }
+            guard sourceQuota.count(of: connection.peerUID) < sourceQuota.limit else { continue }
+            quotaPaused.remove(id)
+            if connection.readPaused && !mustPauseReading(connection) {
+                connection.readPaused = false
+                processFrames(connection)
+                connections.touch(connection)
+            }
+        }
     }
 
     /// A connection resumed by an opening request that finished: its reading may go on.

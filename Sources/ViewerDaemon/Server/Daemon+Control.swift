@@ -45,9 +45,18 @@ extension Daemon {
                     finishControlStep(of: id, count: 0)
                     continue
                 }
-                let access = sourceAccess, peer = connection.peerUID, paths = request.paths
+                // Each path takes a place in the user's quota of open sources; past it, the rest
+                // are skipped (not counted in the ACK).
+                var claimed: [(String, SourceQuota.Lease)] = []
+                for path in request.paths {
+                    guard let lease = try? claimSource(for: connection, descriptor: nil) else { break }
+                    claimed.append((path, lease))
+                }
+                let access = sourceAccess, peer = connection.peerUID, leased = claimed
                 return offLoop {
-                    .prefetchOpened(connection: id, paths.compactMap { try? access.open(path: $0, descriptor: nil, peerUID: peer) })
+                    .prefetchOpened(connection: id, leased.compactMap { path, lease in
+                        try? access.open(path: path, descriptor: nil, peerUID: peer, lease: lease)
+                    })
                 }
             case .stopPrefetch(_, let request):
                 let paths = request.paths
@@ -192,7 +201,8 @@ extension Daemon {
 
     func statsReply() -> StatsReply {
         StatsReport(daemon: stats, inFlight: inFlight.counters, jobsInFlight: inFlight.jobCount,
-                    connections: connections.count, connectionsAccepted: connections.accepted, uptime: ContinuousClock.now - started,
+                    connections: connections.count, connectionsAccepted: connections.accepted,
+                    connectionsRefused: connections.refused, uptime: ContinuousClock.now - started,
                     workers: configuration.workerCount, pool: pool, store: store.stats).reply
     }
 

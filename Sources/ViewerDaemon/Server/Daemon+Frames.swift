@@ -125,4 +125,17 @@ extension Daemon {
         }
         send(connection, .error(error), requestID: ref.id)
     }
+
+    /// A place in the peer's quota of open sources (`SourceQuota`, `max-sources-per-user`),
+    /// claimed on the loop before its file is opened off it; past the quota, `busy` without
+    /// opening anything (a passed descriptor is closed).
+    func claimSource(for connection: Connection, descriptor: Int32?) throws(RenderError) -> SourceQuota.Lease {
+        guard let lease = sourceQuota.claim(for: connection.peerUID) else {
+            if let descriptor { Posix.close(descriptor) }
+            stats.sourcesRefused += 1
+            throw .reported(code: .busy, message: "this user's requests hold \(sourceQuota.limit) source files open " +
+                            "(max-sources-per-user); try again when some of its renders end")
+        }
+        return lease
+    }
 }

@@ -26,6 +26,8 @@ public final class Daemon {
     let cacheLock: CacheDirectoryLock
     /// Who may name which file (the shared roots' handles, opened at startup).
     let sourceAccess: SourceAccess
+    /// Source files each user's requests hold open (`max-sources-per-user`).
+    let sourceQuota: SourceQuota
     let epoll: Epoll
     let wakeup: Wakeup
     let signalFD: Int32
@@ -42,6 +44,8 @@ public final class Daemon {
     var opening = OpeningRenders()
     /// Each connection's prefetch steps, first one in progress (`ControlStep`).
     var controlSteps: [UInt64: [ControlStep]] = [:]
+    /// Connections whose reading waits for their user's open sources to drop under the quota.
+    var quotaPaused: Set<UInt64> = []
     var stats = DaemonStats()
     var shuttingDown = false
     var shutdownDeadline: ContinuousClock.Instant?
@@ -60,6 +64,7 @@ public final class Daemon {
         service = ServiceManagerLink(notifier: resources.notifier, idleExit: resources.configuration.idleExit)
         (self.configuration, listener, store) = (resources.configuration, resources.listener, resources.store)
         sourceAccess = SourceAccess(roots: resources.sharedRoots)
+        sourceQuota = SourceQuota(limit: resources.configuration.maxSourcesPerUser)
         cacheLock = resources.cacheLock
         reader = store.makeReader()
         do throws(SystemError) {
@@ -73,7 +78,7 @@ public final class Daemon {
             store.close()
             throw StartupError("\(error)")
         }
-        connections = ConnectionSet(epoll: epoll)
+        connections = ConnectionSet(epoll: epoll, maxConnectionsPerUser: configuration.maxConnectionsPerUser)
         let completions = self.completions
         let wakeup = self.wakeup
         do throws(SystemError) {
@@ -118,6 +123,7 @@ public final class Daemon {
                     handle(connection, events: events)
                 }
             }
+            resumeQuotaPaused()
             flush()
             stats.writeTimeouts += UInt64(connections.closeStalled(timeout: configuration.clientWriteTimeout))
             if !shuttingDown { connections.listenAgainIfDue(listener.fd) }

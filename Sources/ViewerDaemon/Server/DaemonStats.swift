@@ -14,6 +14,8 @@ struct DaemonStats {
     var previews: UInt64 = 0
     var prefetched: UInt64 = 0
     var descriptorsReceived: UInt64 = 0
+    /// Sources not opened because their user held `max-sources-per-user` already.
+    var sourcesRefused: UInt64 = 0
     /// Jobs rendered from a larger stored rendition instead of the original.
     var derivations: UInt64 = 0
     /// Requests that allowed a larger rendition and got one from the store.

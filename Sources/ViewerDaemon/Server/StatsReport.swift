@@ -11,6 +11,7 @@ struct StatsReport {
     let jobsInFlight: Int
     let connections: Int
     let connectionsAccepted: UInt64
+    let connectionsRefused: UInt64
     let uptime: Duration
     let workers: Int
     let pool: WorkerPool
@@ -29,6 +30,7 @@ struct StatsReport {
             ("protocol_version", UInt64(ProtocolVersion.current)),
             ("connections", UInt64(connections)),
             ("connections_accepted", connectionsAccepted),
+            ("connections_refused", connectionsRefused),
             ("requests", stats.requests),
             ("hits", stats.hits),
             ("misses", stats.misses),
@@ -43,6 +45,7 @@ struct StatsReport {
             ("errors", stats.errors),
             ("malformed_frames", stats.malformedFrames),
             ("descriptors_received", stats.descriptorsReceived),
+            ("sources_refused", stats.sourcesRefused),
             ("negative_hits", stats.negativeHits),
             ("answers_held_back", stats.answersHeldBack),
             ("previews_dropped", stats.previewsDropped),

@@ -78,10 +78,12 @@ final class WorkerPool: Sendable {
         }
     }
 
-    /// Queues a job for `client` at its estimated cost. Returns jobs dropped to keep that
-    /// client within its queue limit: the caller answers their waiters `busy`.
-    func submit(_ job: RenderJob, client: UInt64, cost: RenderCost) -> [RenderJob] {
-        let dropped = scheduler.enqueue(ScheduledWork(id: job.sequence, client: client, priority: job.currentPriority,
+    /// Queues a job for `client` (a connection of peer uid `user`) at its estimated cost.
+    /// Returns jobs dropped to keep that client within its queue limit: the caller answers
+    /// their waiters `busy`.
+    func submit(_ job: RenderJob, client: UInt64, user: UInt32, cost: RenderCost) -> [RenderJob] {
+        let dropped = scheduler.enqueue(ScheduledWork(id: job.sequence, client: client, user: user,
+                                                      priority: job.currentPriority,
                                                       cost: cost.memoryBytes, costly: cost.costly, payload: job))
         wakeup.broadcast()
         return dropped.map(\.payload)
