@@ -34,6 +34,32 @@ public struct AssetIdentity: Hashable, Sendable {
         return AssetIdentity(st)
     }
 
+    /// How long after a change a file with coarse timestamps may still change unseen: FAT keeps
+    /// modification times in 2 s steps, ext2/3 and many NFS servers in seconds.
+    public static let coarseWindowNanos: Int64 = 3_000_000_000
+
+    /// Whether the file system keeps this file's change time coarsely (a whole number of
+    /// 10 ms: FAT, exFAT, ext2/3 with small inodes, a seconds-only NFS server). The change time
+    /// is the kernel's, never set by a user, so it tells the file system's granularity; a fine
+    /// one is a whole 10 ms about once in ten million files.
+    public var hasCoarseTimestamps: Bool { ctimeNanos % 10_000_000 == 0 }
+
+    /// Whether a rewrite of the same size could leave this identity as it is: the timestamps
+    /// are coarse and the file changed less than `coarseWindowNanos` before `instant`
+    /// (nanoseconds since the epoch; a time in the future counts, as a clock skew between an
+    /// NFS server and this machine does). What was read from such a file is not remembered:
+    /// a later rewrite in the same tick would be served the old pixels (review #12).
+    public func mayChangeUnseen(after instant: Int64) -> Bool {
+        hasCoarseTimestamps && instant - max(mtimeNanos, ctimeNanos) < Self.coarseWindowNanos
+    }
+
+    /// Now, as `mayChangeUnseen(after:)` takes it.
+    public static func wallClockNanos() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
+
     /// Fixed 40-byte little-endian encoding, for keys and value headers.
     public var bytes: [UInt8] {
         var out: [UInt8] = []

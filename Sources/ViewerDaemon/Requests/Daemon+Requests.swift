@@ -264,6 +264,9 @@ extension Daemon {
     /// Remembers a failure when `FailurePolicy` says the file is to blame, so it is not
     /// decoded again for nothing (or only after a backoff).
     func remember(_ error: RenderError, cause: FailureCause, of job: RenderJob) {
+        // A file still being written (a download) fails now and decodes in a moment: where the
+        // timestamps cannot tell, its failure is not remembered.
+        guard job.sourceWasSteady else { return }
         let identity = job.source.identity.bytes
         guard let memory = FailurePolicy.memory(for: error, cause: cause, derivation: job.derivedFrom != nil,
                                                 previous: store.failureHistory(source: identity)) else { return }

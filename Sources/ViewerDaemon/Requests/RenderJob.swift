@@ -24,6 +24,16 @@ final class RenderJob: Sendable {
     let derivedFrom: [UInt8]?
     /// The estimated memory and costliness the scheduler admits it by.
     let cost: RenderCost
+    /// When a worker began it (wall clock, nanoseconds since the epoch; 0 before): a file
+    /// with coarse timestamps changed just before is not remembered (`AssetIdentity.mayChangeUnseen`).
+    let startedNanos = Atomic<Int64>(0)
+    /// Whether what was rendered may be stored (or a failure remembered): the file did not
+    /// change while it was read, as far as its timestamps can tell.
+    var sourceWasSteady: Bool {
+        let identity = source.identity
+        return source.currentIdentity() == identity
+            && !identity.mayChangeUnseen(after: startedNanos.load(ordering: .relaxed))
+    }
 
     init(key: RenditionKey, source: SourceFile, spec: RenditionSpec, priority: Priority, sequence: UInt64,
          cost: RenderCost = RenderCost(memoryBytes: 0, costly: false), derivedFrom: [UInt8]? = nil) {

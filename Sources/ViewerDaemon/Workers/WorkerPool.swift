@@ -146,15 +146,17 @@ final class WorkerPool: Sendable {
                 return
             }
             running.add(1, ordering: .relaxed)
+            job.startedNanos.store(AssetIdentity.wallClockNanos(), ordering: .relaxed)
             let outcome = slot.run(job) { preview in
                 onEvent(.preview(job, preview))
             }
             running.add(-1, ordering: .relaxed)
             if case .rendered(let rendition) = outcome {
                 settings.setFailing(false)
-                if job.source.currentIdentity() == job.source.identity {
+                if job.sourceWasSteady {
                     // A file rewritten during the render would store old pixels under the old
-                    // identity: harmless (that key never matches again) but wasteful.
+                    // identity: wasteful where timestamps are fine (that key never matches
+                    // again), wrong where they are coarse (it may match): not stored.
                     store.put(job.key, path: job.source.path,
                               metadata: RenditionMetadata(format: rendition.format.rawValue, width: rendition.width,
                                                           height: rendition.height,
