@@ -18,8 +18,8 @@ final class WorkerEnvironment: @unchecked Sendable {
     ]
     /// Set whatever the daemon's environment says: no crash backtracer in a worker (Swift's
     /// spawns a helper process on a crash, which the sandbox forbids: a codec's SIGSEGV would
-    /// be reported as a sandbox kill), and no libvips SIMD JIT (see WorkerProcess.run).
-    static let fixed = ["SWIFT_BACKTRACE": "enable=no", "VIPS_NOVECTOR": "1"]
+    /// be reported as a sandbox kill).
+    static let fixed = ["SWIFT_BACKTRACE": "enable=no"]
 
     let variables: [String: String]
     /// NULL-terminated `NAME=value` strings, for posix_spawn.

@@ -33,8 +33,14 @@ public enum WorkerProcess {
         // The sandbox (WorkerSandbox): namespaces while the process has one thread, limits,
         // then libvips warmed, then the filter, all before the first command is read.
         let environment = ProcessInfo.processInfo.environment
-        var protections = WorkerSandbox.isolate()
-        protections.formUnion(WorkerSandbox.restrictFiles(environment: environment))
+        let faults = environment["VIEWERD_TEST_FAULTS"] == "1"
+        // Test-only: the sandbox's cost is measured against workers without it (BENCHMARKS.md).
+        let sandboxed = !(faults && environment["VIEWERD_TEST_SANDBOX"] == "off")
+        var protections: WorkerProtections = []
+        if sandboxed {
+            protections = WorkerSandbox.isolate()
+            protections.formUnion(WorkerSandbox.restrictFiles(environment: environment))
+        }
         // One render at a time needs one heap: per-thread arenas each keep their freed
         // memory, and a worker's resident size grew with every file it had decoded (make
         // bench: 499 MiB peak for two workers; with one arena, under the budget).
@@ -50,7 +56,7 @@ public enum WorkerProcess {
         // No JIT in the decoder: Orc (libvips' SIMD) compiles code into a file it creates in
         // $XDG_RUNTIME_DIR, $HOME or /tmp, lazily, during a job; under the filter that open
         // kills. libvips falls back to its C paths (docs/DECISIONS.md: the cost measured).
-        setenv("VIPS_NOVECTOR", "1", 1)
+        if sandboxed { setenv("VIPS_NOVECTOR", "1", 1) }
         do throws(RenderError) {
             try Renderer.setUp(programName: "viewerd-worker")
         } catch {
@@ -58,10 +64,8 @@ public enum WorkerProcess {
             return 70
         }
         let renderer = Renderer(limits: limits)
-        let faults = environment["VIEWERD_TEST_FAULTS"] == "1"
-        WorkerSandbox.warmUp(renderer)
-        // Test-only: a measurement of the filter's cost (docs/BENCHMARKS) runs without it.
-        if !(faults && environment["VIEWERD_TEST_SANDBOX"] == "off") {
+        if sandboxed {
+            WorkerSandbox.warmUp(renderer)
             protections.formUnion(WorkerSandbox.confine(channel: channel, filesConfined: protections.contains(.filesystem)))
         }
         send(.sandbox(protections))
