@@ -53,10 +53,6 @@ public enum WorkerProcess {
         if let pixels = value(of: "--max-pixels", in: arguments).flatMap({ UInt64($0) }) {
             limits.maxSourcePixels = pixels
         }
-        // No JIT in the decoder: Orc (libvips' SIMD) compiles code into a file it creates in
-        // $XDG_RUNTIME_DIR, $HOME or /tmp, lazily, during a job; under the filter that open
-        // kills. libvips falls back to its C paths (docs/DECISIONS.md: the cost measured).
-        if sandboxed { setenv("VIPS_NOVECTOR", "1", 1) }
         do throws(RenderError) {
             try Renderer.setUp(programName: "viewerd-worker")
         } catch {

@@ -101,14 +101,16 @@ enum WorkerSandbox {
         return ok ? .resourceLimits : []
     }
 
-    /// Step 4: what libvips' loaders would otherwise open lazily during a job, done while
-    /// opens are still allowed: fontconfig's configuration and caches, pango's and cairo's
-    /// fonts for the common families (an SVG with text), poppler's data directories (a PDF
-    /// with text). Found with strace over the corpora (docs/DECISIONS.md).
+    /// Step 4: what libvips would otherwise open lazily during a job, done while opens are
+    /// still allowed: fontconfig's configuration and caches, pango's modules (an SVG with
+    /// text), poppler's data directories (a PDF with text), and Orc's code memory (a PNG
+    /// shrunk by a fraction: libvips' reduce compiles an Orc program, and Orc maps its first
+    /// 64 KiB code region, reused by every later program of the worker). Found with strace
+    /// over the corpora (docs/DECISIONS.md).
     static func warmUp(_ renderer: Renderer) {
-        let spec = RenditionSpec(width: 16, height: 16, format: .png)
-        for document in [svgWithText, pdfWithText] {
-            _ = try? renderer.render(bytes: Array(document.utf8), spec: spec)
+        let small = RenditionSpec(width: 16, height: 16, format: .png)
+        for document in [Array(svgWithText.utf8), Array(pdfWithText.utf8), Data(base64Encoded: blackPNG).map(Array.init) ?? []] {
+            _ = try? renderer.render(bytes: document, spec: small)
         }
     }
 
@@ -139,6 +141,9 @@ enum WorkerSandbox {
         }
         return .seccomp
     }
+
+    /// 100x70 black RGB PNG: shrunk to 16x16 it goes through reduce, hence Orc.
+    private static let blackPNG = "iVBORw0KGgoAAAANSUhEUgAAAGQAAABGCAIAAAC15KY+AAAACXBIWXMAAAPoAAAD6AG1e1JrAAAAK0lEQVR4nO3BAQ0AAADCoPdPbQ43oAAAAAAAAAAAAAAAAAAAAAAAAAAA+DFSTgABlI5TMgAAAABJRU5ErkJggg=="
 
     private static let svgWithText = """
         <svg xmlns="http://www.w3.org/2000/svg" width="64" height="32"><text x="0" y="10" font-family="sans-serif">Aa</text>\
