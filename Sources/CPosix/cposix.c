@@ -210,13 +210,14 @@ pid_t vd_spawn_worker(const char *exe, int sock, const char *const *args, char *
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, sock, 3);
-    // The daemon's standard input and output (a terminal, a log file) are not the worker's:
-    // it writes its answers to its channel and its log lines to standard error only.
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     // Libraries open descriptors without close-on-exec (LMDB's data file): close everything
     // above the worker's channel, so a worker inherits nothing of the daemon's.
     posix_spawn_file_actions_addclosefrom_np(&actions, 4);
+    // The daemon's standard input and output (a terminal, a log file) are not the worker's:
+    // it writes its answers to its channel and its log lines to standard error only. After
+    // closefrom: a daemon out of descriptors (EMFILE) still starts workers.
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     // The worker must not inherit the daemon's blocked signals: SIGTERM must end it.
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
