@@ -1,7 +1,7 @@
 // The worker's sandbox in C: libseccomp's rule calls are variadic (Swift cannot call `...`),
 // so they are wrapped here with fixed arguments; the policy itself (which call, why) is
 // Swift's (ViewerDaemon: Workers/SandboxPolicy.swift). Also the process-wide protections
-// that are one system call each (prctl, setrlimit, unshare).
+// that are a few system calls each (prctl, setrlimit, unshare, Landlock).
 #ifndef VIEWERD_SANDBOX_H
 #define VIEWERD_SANDBOX_H
 #include <stdint.h>
