@@ -2,10 +2,10 @@
 # with only the Swift toolchain: `deps` installs the C libraries with apt-get.
 
 SWIFT ?= swift
-# Debian packages: libvips and LMDB to build against, pkg-config to find them,
+# Debian packages: libvips, LMDB and libseccomp (the workers' sandbox) to build against, pkg-config to find them,
 # libvips-tools (vipsthumbnail) as the reference the tests compare against, systemd for
 # systemd-analyze and systemd-socket-activate in the service tests.
-APT_PACKAGES := libvips-dev liblmdb-dev pkg-config libvips-tools systemd
+APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev pkg-config libvips-tools systemd
 ARGS ?=
 
 .PHONY: all deps build debug run test clean install uninstall

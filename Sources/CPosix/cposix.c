@@ -19,6 +19,7 @@
 #include <linux/openat2.h>
 #include <sys/wait.h>
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -205,14 +206,18 @@ int vd_die_with_parent(pid_t parent) {
     return getppid() == parent ? 0 : -1;
 }
 
-pid_t vd_spawn_worker(const char *exe, int sock, const char *arg1, const char *arg2, const char *arg3,
-                      const char *arg4, const char *arg5, const char *arg6) {
+pid_t vd_spawn_worker(const char *exe, int sock, const char *const *args, char *const *envp) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, sock, 3);
     // Libraries open descriptors without close-on-exec (LMDB's data file): close everything
     // above the worker's channel, so a worker inherits nothing of the daemon's.
     posix_spawn_file_actions_addclosefrom_np(&actions, 4);
+    // The daemon's standard input and output (a terminal, a log file) are not the worker's:
+    // it writes its answers to its channel and its log lines to standard error only. After
+    // closefrom: a daemon out of descriptors (EMFILE) still starts workers.
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     // The worker must not inherit the daemon's blocked signals: SIGTERM must end it.
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
@@ -224,10 +229,10 @@ pid_t vd_spawn_worker(const char *exe, int sock, const char *arg1, const char *a
     sigaddset(&defaults, SIGPIPE);
     posix_spawnattr_setsigdefault(&attr, &defaults);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    char *argv[9] = {(char *)exe, "--worker", (char *)arg1, (char *)arg2, (char *)arg3, (char *)arg4,
-                     (char *)arg5, (char *)arg6, NULL};
+    char *argv[11] = {(char *)exe, "--worker"};
+    for (int i = 0; i < 8 && args[i]; i++) argv[2 + i] = (char *)args[i];
     pid_t pid = -1;
-    int rc = posix_spawn(&pid, exe, &actions, &attr, argv, environ);
+    int rc = posix_spawn(&pid, exe, &actions, &attr, argv, envp);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
     if (rc != 0) {
@@ -243,6 +248,13 @@ pid_t vd_wait(pid_t pid, int *status, int block) {
         r = waitpid(pid, status, block ? 0 : WNOHANG);
     } while (r < 0 && errno == EINTR);
     return r;
+}
+
+double vd_process_cpu_seconds(pid_t pid) {
+    clockid_t clock;
+    struct timespec t;
+    if (clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &t) != 0) return -1;
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
 int vd_limit_address_space(unsigned long long bytes) {

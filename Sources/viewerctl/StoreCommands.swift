@@ -91,6 +91,8 @@ struct StatusCommand: Subcommand {
                 "\"memory_in_use_bytes\": \(value("memory_in_use_bytes"))", "\"memory_budget_bytes\": \(value("memory_budget_bytes"))",
                 "\"store_bytes\": \(value("store_bytes"))", "\"store_budget_bytes\": \(value("store_budget_bytes"))",
             ]
+            fields.append("\"sandbox\": " + (value("sandbox_reported") == 0 ? "null" : "{" + SandboxLine.names.map {
+                "\"\($0)\": \(value("sandbox_\($0)") != 0)" }.joined(separator: ", ") + ", \"kills\": \(value("sandbox_kills"))}"))
             fields.append("\"queued\": {" + Priority.allCases.map { "\"\($0.name)\": \(value("queued_\($0.name)"))" }.joined(separator: ", ") + "}")
             fields.append("\"failures\": {" + failures.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ") + "}")
             print("{\n  " + fields.joined(separator: ",\n  ") + "\n}")
@@ -100,6 +102,7 @@ struct StatusCommand: Subcommand {
         print("viewerd \(connection.welcome.serverVersion), protocol \(connection.welcome.version), up \(uptime)")
         print("workers   \(value("workers_alive")) alive of \(value("workers")), \(value("jobs_running")) busy" +
               (value("workers_failing") != 0 ? "  (FAILING: workers keep dying, see the log)" : ""))
+        print("sandbox   " + SandboxLine.text(value))
         print("queued    " + Priority.allCases.map { "\($0.name) \(value("queued_\($0.name)"))" }.joined(separator: ", "))
         print("memory    \(ByteCount.format(value("memory_in_use_bytes"))) of \(ByteCount.format(value("memory_budget_bytes"))) budget in use by renders")
         print("cache     \(ByteCount.format(value("store_bytes"))) of \(ByteCount.format(value("store_budget_bytes"))) budget, " +
@@ -107,5 +110,17 @@ struct StatusCommand: Subcommand {
         print("requests  \(value("requests")): \(value("hits")) hits, \(value("renders")) renders, \(value("coalesced")) coalesced")
         print("failures  " + (failures.isEmpty ? "none" : failures.map { "\($0.0) \($0.1)" }.joined(separator: ", ")))
         return ExitCode.success
+    }
+}
+
+/// `viewerctl status`'s line on the workers' protections (STATS' `sandbox_*` counters).
+enum SandboxLine {
+    static let names = ["seccomp", "landlock", "namespaces", "no_new_privs", "limits"]
+
+    static func text(_ value: (String) -> UInt64) -> String {
+        guard value("sandbox_reported") != 0 else { return "not known yet (no decoder process started)" }
+        let parts = names.map { "\($0) \(value("sandbox_\($0)") != 0 ? "yes" : "NO")" }
+        let kills = value("sandbox_kills")
+        return parts.joined(separator: ", ") + (kills > 0 ? "; \(kills) decoder(s) stopped for a forbidden call" : "")
     }
 }

@@ -11,6 +11,8 @@ struct WorkerWireTests {
 
     static let commands: [WorkerCommand] = [.render(id: 1, request), .derive(id: 2, request), .cancel(id: 3)]
     static let replies: [WorkerReply] = [
+        .sandbox([.seccomp, .noNewPrivs, .filesystem, .resourceLimits]),
+        .sandbox([]),
         .preview(id: 4, rendition), .result(id: 5, rendition),
         .error(id: 6, ErrorReply(.corruptImage, "corrupt image: bad (x.jpg)")), .cancelled(id: 7),
     ]
@@ -67,6 +69,13 @@ struct WorkerWireTests {
         #expect(throws: WorkerWireError.self) { try WorkerWire.decodeReply(result) }
     }
 
+    @Test("a sandbox report is one byte: any other length is an error")
+    func sandboxReportLength() throws {
+        var frame = try #require(try frames(WorkerWire.encode(.sandbox(.seccomp))).first)
+        frame.body = [1, 2]
+        #expect(throws: WorkerWireError.self) { try WorkerWire.decodeReply(frame) }
+    }
+
     @Test("both ends accept the largest reply: a raw rendition of the largest side")
     func limit() {
         let side = UInt64(RenderLimits().maxOutputSide)
@@ -87,6 +96,7 @@ extension WorkerCommand: CustomTestStringConvertible {
 extension WorkerReply: CustomTestStringConvertible {
     public var testDescription: String {
         switch self {
+        case .sandbox(let protections): "sandbox \(protections.rawValue)"
         case .preview(let id, _): "preview \(id)"
         case .result(let id, _): "result \(id)"
         case .error(let id, _): "error \(id)"

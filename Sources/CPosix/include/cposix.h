@@ -58,14 +58,17 @@ int vd_memfd_sealed(const char *name, const void *bytes, size_t len);
 /// parent is still `parent`. Returns 0, or -1 if the request failed or the parent is gone.
 int vd_die_with_parent(pid_t parent);
 
-/// Starts `exe --worker ARG...` with `sock` as its descriptor 3 (all other descriptors of
-/// ours are close-on-exec). Returns the pid, or -1 with errno.
-pid_t vd_spawn_worker(const char *exe, int sock, const char *arg1, const char *arg2, const char *arg3,
-                      const char *arg4, const char *arg5, const char *arg6);
+/// Starts `exe --worker ARG...` (up to 8 arguments; NULL ends them early) with `sock` as its
+/// descriptor 3, /dev/null as 0 and 1, our standard error as 2, no other descriptor, and the
+/// environment `envp` (NULL-terminated). Returns the pid, or -1 with errno.
+pid_t vd_spawn_worker(const char *exe, int sock, const char *const *args, char *const *envp);
 
 /// waitpid(pid, WNOHANG or blocking). Returns pid when it ended (status in *status), 0 if
 /// still running, -1 on error.
 pid_t vd_wait(pid_t pid, int *status, int block);
+
+/// CPU seconds (user + system) process `pid` has used (its CPU clock); -1 if unknown.
+double vd_process_cpu_seconds(pid_t pid);
 
 /// Sets RLIMIT_AS (bytes). Returns 0 or -1.
 int vd_limit_address_space(unsigned long long bytes);

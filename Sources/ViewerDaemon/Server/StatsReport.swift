@@ -21,11 +21,25 @@ struct StatsReport {
         let s = store
         let queue = pool.scheduler.stats
         let stats = daemon
+        let poolCounters = pool.settings.snapshot
+        let sandbox = poolCounters.protections ?? []
+        func has(_ p: WorkerProtections) -> UInt64 { sandbox.contains(p) ? 1 : 0 }
+        // What the last worker started put on itself (WorkerProtections); all 0 with
+        // sandbox_reported 0 until a worker has started.
+        let sandboxCounters: [(String, UInt64)] = [
+            ("sandbox_reported", poolCounters.protections == nil ? 0 : 1),
+            ("sandbox_seccomp", has(.seccomp)),
+            ("sandbox_landlock", has(.filesystem)),
+            ("sandbox_namespaces", has(.namespaces)),
+            ("sandbox_no_new_privs", has(.noNewPrivs)),
+            ("sandbox_limits", has(.resourceLimits)),
+            ("sandbox_kills", poolCounters.sandboxKills),
+        ]
         // Failures by code, as "errors_<name>", for the ones that happened.
         let byCode = stats.errorsByCode.sorted { $0.key < $1.key }.map { code, count in
             ("errors_" + (ErrorCode(rawValue: code)?.name ?? "\(code)").replacingOccurrences(of: "-", with: "_"), count)
         }
-        return StatsReply(counters: [
+        let daemonCounters: [(String, UInt64)] = [
             ("uptime_seconds", UInt64(uptime.components.seconds)),
             ("protocol_version", UInt64(ProtocolVersion.current)),
             ("connections", UInt64(connections)),
@@ -69,6 +83,8 @@ struct StatsReport {
             ("worker_crashes", pool.settings.snapshot.crashes),
             ("worker_timeouts", pool.settings.snapshot.timeouts),
             ("workers_killed", pool.settings.snapshot.killed),
+        ]
+        let storeCounters: [(String, UInt64)] = [
             ("store_entries", UInt64(s.entries)),
             ("store_bytes", s.bytes),
             ("store_budget_bytes", s.budgetBytes),
@@ -88,6 +104,7 @@ struct StatsReport {
             ("store_write_batches", s.writeBatches),
             ("store_write_failures", s.writeFailures),
             ("store_map_full_events", s.mapFullEvents),
-        ] + byCode)
+        ]
+        return StatsReply(counters: daemonCounters + sandboxCounters + storeCounters + byCode)
     }
 }

@@ -33,8 +33,16 @@ enum WorkerDeath: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// Killed by the kernel for a system call the sandbox forbids (seccomp's SIGSYS): the
+    /// decoder tried what no decode needs, the mark of an exploit (or of a call missing from
+    /// `SandboxPolicy`).
+    var isSandboxKill: Bool { self == .crashed(signal: SIGSYS) }
+
     var description: String {
         switch self {
+        case .crashed(SIGSYS):
+            "stopped by the sandbox: a forbidden system call (signal \(SIGSYS), SIGSYS; the call is in the kernel's audit log)"
+        case .crashed(SIGXCPU): "stopped at the worker's CPU time limit (signal \(SIGXCPU), SIGXCPU)"
         case .crashed(let signal): "killed by signal \(signal) (\(String(cString: strsignal(signal))))"
         case .exited(let status): "exited with status \(status)"
         case .killedForCancel: "killed after a cancel"

@@ -13,7 +13,11 @@ final class WorkerPoolSettings: Sendable {
         var crashes: UInt64 = 0
         var timeouts: UInt64 = 0
         var killed: UInt64 = 0
+        /// Workers the sandbox killed (SIGSYS).
+        var sandboxKills: UInt64 = 0
         var failing = false
+        /// What the last worker started reported of its sandbox; nil before any started.
+        var protections: WorkerProtections?
     }
 
     let executable: String
@@ -21,14 +25,26 @@ final class WorkerPoolSettings: Sendable {
     let cancelGrace: Duration = .milliseconds(300)
     let workerMemoryLimit: UInt64
     let maxSourcePixels: UInt64
+    /// RLIMIT_CPU of a worker, a second guard behind the job timeout (a daemon stopped in a
+    /// debugger, a clock that does not advance): 8 job timeouts of CPU time, retired at half
+    /// (WorkerSlot.retireIfSpent), so a job has at least 4 timeouts' worth even if several
+    /// codec threads run at once.
+    let cpuLimitSeconds: UInt64
+    /// The workers' environment (`WorkerEnvironment`), built once.
+    let environment: WorkerEnvironment
     private let counters = Locked(Counters())
 
-    init(executable: String, jobTimeout: Duration, workerMemoryLimit: UInt64, maxSourcePixels: UInt64) {
+    init(executable: String, jobTimeout: Duration, workerMemoryLimit: UInt64, maxSourcePixels: UInt64,
+         environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.executable = executable
         self.maxSourcePixels = maxSourcePixels
         self.jobTimeout = jobTimeout
         self.workerMemoryLimit = workerMemoryLimit
+        self.cpuLimitSeconds = max(60, UInt64(jobTimeout.components.seconds) * 8)
+        self.environment = WorkerEnvironment(from: environment)
     }
+
+    func record(_ protections: WorkerProtections) { counters.withLock { $0.protections = protections } }
 
     func count(_ field: WritableKeyPath<Counters, UInt64>) { counters.withLock { $0[keyPath: field] += 1 } }
     func setFailing(_ failing: Bool) { counters.withLock { $0.failing = failing } }
@@ -55,7 +71,13 @@ final class WorkerPool: Sendable {
     let settings: WorkerPoolSettings
 
     init(configuration: Configuration, store: RenditionStore, onEvent: @escaping @Sendable (LoopEvent) -> Void) throws(SystemError) {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        // Test-only: the sandbox tests' worker (Tests/SandboxProbe), which tries forbidden
+        // calls inside a job; the product's job path has no such act.
+        let environment = ProcessInfo.processInfo.environment
+        if environment["VIEWERD_TEST_FAULTS"] == "1", let program = environment["VIEWERD_TEST_WORKER_PROGRAM"] {
+            executable = program
+        }
         settings = WorkerPoolSettings(executable: executable, jobTimeout: configuration.jobTimeout,
                                       workerMemoryLimit: configuration.workerMemoryLimit,
                                       maxSourcePixels: configuration.limits.maxSourcePixels)

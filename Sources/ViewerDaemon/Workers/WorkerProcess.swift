@@ -17,25 +17,38 @@ import Glibc
 public enum WorkerProcess {
     static let channel: Int32 = 3
 
+    /// A test's act inside a job, after the source is open and before the render: the
+    /// sandbox tests' worker (Tests/SandboxProbe) passes one that tries a forbidden call; the
+    /// product's `viewerd --worker` passes none.
+    public typealias JobHook = @Sendable (_ path: String) throws(RenderError) -> Void
+
     /// Serves jobs until the daemon closes the socket. Returns the exit status.
-    public static func run(arguments: [String]) -> Int32 {
+    public static func run(arguments: [String], hook: JobHook? = nil) -> Int32 {
         // A worker must not outlive its daemon, even stuck in a decode: the kernel kills it
         // when the daemon's thread that started it ends (the slot thread, which lives until
         // the pool stops). The daemon may have died before this line: then ours is gone.
         if let parent = value(of: "--parent", in: arguments).flatMap({ pid_t($0) }), vd_die_with_parent(parent) != 0 {
             return 0
         }
+        // The sandbox (WorkerSandbox): namespaces while the process has one thread, limits,
+        // then libvips warmed, then the filter, all before the first command is read.
+        let environment = ProcessInfo.processInfo.environment
+        let faults = environment["VIEWERD_TEST_FAULTS"] == "1"
+        // Test-only: the sandbox's cost is measured against workers without it (BENCHMARKS.md).
+        let sandboxed = !(faults && environment["VIEWERD_TEST_SANDBOX"] == "off")
+        var protections: WorkerProtections = []
+        if sandboxed {
+            protections = WorkerSandbox.isolate()
+            protections.formUnion(WorkerSandbox.restrictFiles(environment: environment))
+        }
         // One render at a time needs one heap: per-thread arenas each keep their freed
         // memory, and a worker's resident size grew with every file it had decoded (make
         // bench: 499 MiB peak for two workers; with one arena, under the budget).
         _ = vd_limit_malloc_arenas(1)
-        if let bytes = value(of: "--memory-limit", in: arguments).flatMap({ UInt64($0) }), bytes > 0 {
-            // ThreadSanitizer and AddressSanitizer reserve terabytes of address space for their
-            // shadow memory: under RLIMIT_AS they cannot even start (make sanitize).
-            if dlsym(nil, "__tsan_init") == nil && dlsym(nil, "__asan_init") == nil {
-                _ = vd_limit_address_space(bytes)
-            }
-        }
+        var sandboxLimits = WorkerSandbox.Limits()
+        sandboxLimits.addressSpace = value(of: "--memory-limit", in: arguments).flatMap({ UInt64($0) }) ?? 0
+        sandboxLimits.cpuSeconds = value(of: "--cpu-limit", in: arguments).flatMap({ UInt64($0) }) ?? 0
+        protections.formUnion(WorkerSandbox.limit(sandboxLimits))
         var limits = RenderLimits()
         if let pixels = value(of: "--max-pixels", in: arguments).flatMap({ UInt64($0) }) {
             limits.maxSourcePixels = pixels
@@ -46,14 +59,18 @@ public enum WorkerProcess {
             Log.error("event=worker-start-failed error=\(Log.quote(error.description))")
             return 70
         }
+        let renderer = Renderer(limits: limits)
+        if sandboxed {
+            WorkerSandbox.warmUp(renderer)
+            protections.formUnion(WorkerSandbox.confine(channel: channel, filesConfined: protections.contains(.filesystem)))
+        }
+        send(.sandbox(protections))
         let jobs = WorkerInbox()
         let reader = Thread { readCommands(into: jobs) }
         reader.name = "viewerd-worker-reader"
         reader.start()
-        let renderer = Renderer(limits: limits)
-        let faults = ProcessInfo.processInfo.environment["VIEWERD_TEST_FAULTS"] == "1"
         while let (job, cancellation) = jobs.take() {
-            serve(job, cancellation: cancellation, renderer: renderer, faults: faults)
+            serve(job, cancellation: cancellation, renderer: renderer, faults: faults, hook: hook)
             // A big decode leaves glibc's heap large; hand the pages back between jobs so a
             // worker's resident size follows the job it runs, not the largest it ever ran.
             _ = vd_release_free_memory()
@@ -129,7 +146,8 @@ public enum WorkerProcess {
 
     /// Renders one job and answers it. The job's descriptors are closed by then: the source
     /// by the `SourceFile` that takes it over, the base here.
-    private static func serve(_ job: WorkerJob, cancellation: RenderCancellation, renderer: Renderer, faults: Bool) {
+    private static func serve(_ job: WorkerJob, cancellation: RenderCancellation, renderer: Renderer, faults: Bool,
+                              hook: JobHook?) {
         defer { if job.base >= 0 { Glibc.close(job.base) } }
         let outcome: Result<Rendition, RenderError>
         if job.isDerivation {
@@ -138,6 +156,7 @@ public enum WorkerProcess {
             outcome = Result { () throws(RenderError) in
                 let source = try SourceFile(descriptor: job.source, path: job.request.path)
                 if faults { injectFault(path: job.request.path) }
+                try hook?(job.request.path)
                 if job.request.delivery == .opportunistic {
                     // A preview is optional: when it fails, the final render says why.
                     if let preview = try? renderer.preview(source, spec: job.request.spec, cancellation: cancellation) {

@@ -42,6 +42,7 @@ final class WorkerSlot: @unchecked Sendable {
         guard control.request(for: job.sequence) == .none else { return .cancelled }
         let id = UInt32(truncatingIfNeeded: job.sequence)
         let outcome = attempt(job, id: id, onPreview: onPreview)
+        defer { retireIfSpent() }
         // A SIGKILL the daemon did not send comes from outside (the OOM killer, an admin), not
         // from the codec (those abort or segfault; RLIMIT_AS makes allocations fail): the file
         // is not to blame, so it gets one more worker before it is answered decoder-crashed.
@@ -119,8 +120,13 @@ final class WorkerSlot: @unchecked Sendable {
             do {
                 while let frame = try decoder.next() {
                     let reply = try WorkerWire.decodeReply(frame)
+                    if case .sandbox(let protections) = reply {
+                        pool.record(protections)  // a new worker's first frame, before any answer
+                        continue
+                    }
                     guard reply.id == id else { throw WorkerWireError(description: "a reply for job \(reply.id) during job \(id)") }
                     switch reply {
+                    case .sandbox: break
                     case .preview(_, let rendition): onPreview(rendition)
                     case .result(_, let rendition):
                         consecutiveEarlyDeaths = 0
@@ -178,6 +184,7 @@ final class WorkerSlot: @unchecked Sendable {
                 if n < 0 && errno == EINTR { continue }
                 let death = reap(killing: nil)
                 pool.count(\.crashes)
+                if death.isSandboxKill { pool.count(\.sandboxKills) }
                 Log.warning("event=worker-crashed path=\(Log.quote(job.source.path)) detail=\(Log.quote(death.description))")
                 if cancelDeadline != nil { return .cancelled }
                 if death == .exited(status: WorkerWire.protocolErrorStatus) {
@@ -219,8 +226,9 @@ final class WorkerSlot: @unchecked Sendable {
         }
         // --parent: the worker asks to be killed when this thread ends, and checks that its
         // parent is still us when it does (we may have died first).
-        let child = vd_spawn_worker(pool.executable, pair[1], "--memory-limit", String(pool.workerMemoryLimit),
-                                    "--max-pixels", String(pool.maxSourcePixels), "--parent", String(getpid()))
+        let arguments = ["--memory-limit", String(pool.workerMemoryLimit), "--max-pixels", String(pool.maxSourcePixels),
+                         "--cpu-limit", String(pool.cpuLimitSeconds), "--parent", String(getpid())]
+        let child = withCStrings(arguments) { args in vd_spawn_worker(pool.executable, pair[1], args, pool.environment.pointers) }
         let failure = errno
         Glibc.close(pair[1])
         guard child > 0 else {
@@ -256,6 +264,17 @@ final class WorkerSlot: @unchecked Sendable {
         return death
     }
 
+    /// RLIMIT_CPU counts a worker's whole life: once it has used half, it is replaced between
+    /// jobs, so that the limit only ever stops a job that alone ran past half of it.
+    private func retireIfSpent() {
+        guard pid > 0, pool.cpuLimitSeconds > 0 else { return }
+        let used = vd_process_cpu_seconds(pid)
+        if used * 2 >= Double(pool.cpuLimitSeconds) {
+            Log.info("event=worker-retired slot=\(index) cpu_seconds=\(Int(used))")
+            shutdown()
+        }
+    }
+
     /// Closes the socket (the worker exits at end of stream) and waits for the process.
     func shutdown() {
         guard pid > 0 else { return }
@@ -273,3 +292,4 @@ final class WorkerSlot: @unchecked Sendable {
         socket = -1
     }
 }
+

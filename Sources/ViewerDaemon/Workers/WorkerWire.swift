@@ -19,8 +19,11 @@ enum WorkerCommand: Sendable, Equatable {
     }
 }
 
-/// What a worker answers: zero or more `preview`, then one of the others.
+/// What a worker answers: `sandbox` once, before it reads its first command; then for each
+/// job zero or more `preview`, then one of `result`, `error`, `cancelled`.
 enum WorkerReply: Sendable, Equatable {
+    /// The protections the worker put on itself (id 0: no job).
+    case sandbox(WorkerProtections)
     case preview(id: UInt32, Rendition)
     case result(id: UInt32, Rendition)
     case error(id: UInt32, ErrorReply)
@@ -28,6 +31,7 @@ enum WorkerReply: Sendable, Equatable {
 
     var id: UInt32 {
         switch self {
+        case .sandbox: 0
         case .preview(let id, _), .result(let id, _), .error(let id, _), .cancelled(let id): id
         }
     }
@@ -53,7 +57,7 @@ struct WorkerWireError: Error, Sendable, Equatable, CustomStringConvertible {
 enum WorkerWire {
     enum Kind: UInt8 {
         case render = 0x41, derive = 0x42, cancel = 0x43
-        case preview = 0xC1, result = 0xC2, error = 0xC3, cancelled = 0xC4
+        case preview = 0xC1, result = 0xC2, error = 0xC3, cancelled = 0xC4, sandbox = 0xC5
 
         /// Descriptors that come with a command of this kind.
         var descriptorCount: Int {
@@ -102,6 +106,7 @@ enum WorkerWire {
 
     static func encode(_ reply: WorkerReply) -> [UInt8] {
         switch reply {
+        case .sandbox(let protections): frame(.sandbox, id: 0, body: [protections.rawValue], descriptors: false)
         case .preview(let id, let r): frame(.preview, id: id, body: Message.result(result(r)).body(), descriptors: false)
         case .result(let id, let r): frame(.result, id: id, body: Message.result(result(r)).body(), descriptors: false)
         case .error(let id, let e): frame(.error, id: id, body: Message.error(e).body(), descriptors: false)
@@ -118,6 +123,9 @@ enum WorkerWire {
             guard case .error(let e) = try decodePublic(frame, as: .error) else { break }
             return .error(id: id, e)
         case .cancelled: return .cancelled(id: id)
+        case .sandbox:
+            guard frame.body.count == 1 else { throw WorkerWireError(description: "a sandbox report of \(frame.body.count) bytes") }
+            return .sandbox(WorkerProtections(rawValue: frame.body[frame.body.startIndex]))
         default: break
         }
         throw WorkerWireError(description: "not a worker reply: type 0x\(String(frame.type, radix: 16))")

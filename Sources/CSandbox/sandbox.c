@@ -1,0 +1,103 @@
+// See include/sandbox.h.
+#define _GNU_SOURCE
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/landlock.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+
+vd_filter *vd_filter_new(void) { return (vd_filter *)seccomp_init(SCMP_ACT_KILL_PROCESS); }
+
+void vd_filter_free(vd_filter *filter) { seccomp_release((scmp_filter_ctx)filter); }
+
+int vd_filter_add(vd_filter *filter, const char *name, int errno_value, int op, unsigned arg,
+                  uint64_t mask, uint64_t value) {
+    int syscall = seccomp_syscall_resolve_name(name);
+    if (syscall == __NR_SCMP_ERROR) return 1;
+    uint32_t action = errno_value > 0 ? SCMP_ACT_ERRNO((uint32_t)errno_value) : SCMP_ACT_ALLOW;
+    scmp_filter_ctx ctx = (scmp_filter_ctx)filter;
+    switch (op) {
+    case VD_ARG_EQ:
+        return seccomp_rule_add(ctx, action, syscall, 1, SCMP_CMP(arg, SCMP_CMP_EQ, value));
+    case VD_ARG_MASKED_EQ:
+        return seccomp_rule_add(ctx, action, syscall, 1, SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, mask, value));
+    default:
+        return seccomp_rule_add(ctx, action, syscall, 0);
+    }
+}
+
+int vd_filter_load(vd_filter *filter) {
+    scmp_filter_ctx ctx = (scmp_filter_ctx)filter;
+    // Every thread: libvips or GLib may have started one before the filter goes on.
+    int rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+    if (rc != 0) return rc;
+    return seccomp_load(ctx);
+}
+
+int vd_no_new_privs(void) { return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); }
+
+int vd_not_dumpable(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
+
+int vd_set_limit(int resource, unsigned long long soft, unsigned long long hard) {
+    struct rlimit limit = {.rlim_cur = soft, .rlim_max = hard};
+    return setrlimit(resource, &limit);
+}
+
+int vd_unshare_network(void) { return unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWIPC); }
+
+int vd_landlock(const char *const *read_paths, int read_count, const char *const *exec_paths, int exec_count) {
+    int abi = (int)syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+    if (abi < 1) return -1;
+    // Every file-system right of ABI 1 is handled, hence denied where no rule grants it.
+    struct landlock_ruleset_attr attr = {
+        .handled_access_fs = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE |
+                             LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |
+                             LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
+                             LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+                             LANDLOCK_ACCESS_FS_MAKE_SYM,
+    };
+#ifdef LANDLOCK_ACCESS_FS_REFER
+    if (abi >= 2) attr.handled_access_fs |= LANDLOCK_ACCESS_FS_REFER;
+#endif
+#ifdef LANDLOCK_ACCESS_FS_TRUNCATE
+    if (abi >= 3) attr.handled_access_fs |= LANDLOCK_ACCESS_FS_TRUNCATE;
+#endif
+    int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
+    if (ruleset < 0) return -1;
+    for (int pass = 0; pass < 2; pass++) {
+        const char *const *paths = pass == 0 ? read_paths : exec_paths;
+        int count = pass == 0 ? read_count : exec_count;
+        for (int i = 0; i < count; i++) {
+            int fd = open(paths[i], O_PATH | O_CLOEXEC);
+            if (fd < 0) continue;
+            struct stat st;
+            int is_dir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+            struct landlock_path_beneath_attr rule = {
+                .allowed_access = LANDLOCK_ACCESS_FS_READ_FILE | (is_dir ? LANDLOCK_ACCESS_FS_READ_DIR : 0) |
+                                  (pass == 1 ? LANDLOCK_ACCESS_FS_EXECUTE : 0),
+                .parent_fd = fd,
+            };
+            int rc = (int)syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0);
+            int saved = errno;
+            close(fd);
+            if (rc != 0) {
+                close(ruleset);
+                errno = saved;
+                return -1;
+            }
+        }
+    }
+    int rc = (int)syscall(SYS_landlock_restrict_self, ruleset, 0);
+    int saved = errno;
+    close(ruleset);
+    errno = saved;
+    return rc == 0 ? abi : -1;
+}

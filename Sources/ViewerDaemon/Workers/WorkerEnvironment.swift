@@ -1,0 +1,35 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The environment a worker starts with: a few variables the libraries it runs read, not the
+/// daemon's (which may hold a session bus address, an SSH agent socket, tokens). Immutable C
+/// strings made once and freed never (the pool lives as long as the daemon): `@unchecked
+/// Sendable` because nothing writes them after `init`.
+final class WorkerEnvironment: @unchecked Sendable {
+    /// Variables passed on as they are: locale (text in SVG and PDF), where fontconfig finds
+    /// a user's fonts and caches, the sanitizers' options (make sanitize), and the test-only
+    /// switches the worker honours under VIEWERD_TEST_FAULTS.
+    static let kept: Set<String> = [
+        "LANG", "LC_ALL", "LC_CTYPE", "HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_DATA_DIRS",
+        "FONTCONFIG_FILE", "FONTCONFIG_PATH", "TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS",
+        "VIEWERD_TEST_FAULTS", "VIEWERD_TEST_SANDBOX",
+    ]
+    /// Set whatever the daemon's environment says: no crash backtracer in a worker (Swift's
+    /// spawns a helper process on a crash, which the sandbox forbids: a codec's SIGSEGV would
+    /// be reported as a sandbox kill).
+    static let fixed = ["SWIFT_BACKTRACE": "enable=no"]
+
+    let variables: [String: String]
+    /// NULL-terminated `NAME=value` strings, for posix_spawn.
+    let pointers: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
+
+    init(from environment: [String: String]) {
+        variables = environment.filter { Self.kept.contains($0.key) }.merging(Self.fixed) { $1 }
+        let entries = variables.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") }
+        pointers = .allocate(capacity: entries.count + 1)
+        for (i, entry) in entries.enumerated() { pointers[i] = entry }
+        pointers[entries.count] = nil
+    }
+}

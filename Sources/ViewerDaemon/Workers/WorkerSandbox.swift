@@ -1,0 +1,183 @@
+import CPosix
+import CSandbox
+import Foundation
+import Rendering
+import ViewerProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The protections a worker managed to put on itself, as it reports them to the daemon
+/// (`WorkerReply.sandbox`) and `viewerctl status` shows them.
+struct WorkerProtections: OptionSet, Sendable, Hashable {
+    let rawValue: UInt8
+
+    /// The seccomp filter of `SandboxPolicy` is loaded.
+    static let seccomp = WorkerProtections(rawValue: 1)
+    /// PR_SET_NO_NEW_PRIVS: no exec can gain privileges (and seccomp needs it).
+    static let noNewPrivs = WorkerProtections(rawValue: 2)
+    /// Own user, network and IPC namespaces: no network at all, not even the host's abstract
+    /// Unix sockets (the session bus, X11).
+    static let namespaces = WorkerProtections(rawValue: 4)
+    /// Landlock: files may be read only under the system's shared data and the font
+    /// directories (`WorkerSandbox.readable`), and nothing may be written, created or removed.
+    static let filesystem = WorkerProtections(rawValue: 16)
+    /// RLIMIT_CPU and RLIMIT_CORE = 0 set, RLIMIT_AS too outside the sanitizers, and not
+    /// dumpable.
+    static let resourceLimits = WorkerProtections(rawValue: 8)
+}
+
+/// Puts the worker in its sandbox: namespaces first (only a single-threaded process may
+/// enter a new user namespace), no_new_privs and Landlock (they bind the threads started
+/// later), resource limits, then, once libvips is started and warmed, the seccomp filter,
+/// before the first command is read. Every
+/// step that the kernel refuses is skipped and left out of the report, never fatal: a worker
+/// in a container without user namespaces still runs under seccomp.
+enum WorkerSandbox {
+    /// Limits of the worker process.
+    struct Limits {
+        /// RLIMIT_AS in bytes; 0 for none.
+        var addressSpace: UInt64 = 0
+        /// RLIMIT_CPU in seconds, the whole process's life; 0 for none. The daemon retires a
+        /// worker between jobs once it has used half (`WorkerSlot`), so one job always has at
+        /// least half before SIGXCPU.
+        var cpuSeconds: UInt64 = 0
+    }
+
+    /// ThreadSanitizer and AddressSanitizer reserve terabytes of address space for their
+    /// shadow memory (no RLIMIT_AS), and their runtimes make system calls of their own at any
+    /// time (reading /proc/self/maps, a background thread, writing reports to log_path files):
+    /// under them the seccomp filter stays off (make sanitize; docs/DECISIONS.md).
+    static let sanitized = dlsym(nil, "__tsan_init") != nil || dlsym(nil, "__asan_init") != nil
+
+    /// Step 1, first thing in the worker while it has one thread: own user, network and IPC
+    /// namespaces where the kernel allows an unprivileged process them.
+    static func isolate() -> WorkerProtections {
+        vd_unshare_network() == 0 ? .namespaces : []
+    }
+
+    /// Where a confined worker may still read: what libvips' loaders read lazily during a job
+    /// (found with strace over the corpora): fonts, fontconfig's configuration and caches, a
+    /// user's fonts, poppler's data; the dynamic loader's cache and libraries (libvips loads
+    /// its modules at start). Public system files only: no home directory but its fonts, no
+    /// /etc but fonts, the loader cache and the time zone.
+    static func readable(environment: [String: String]) -> (read: [String], execute: [String]) {
+        let home = environment["HOME"] ?? "/nonexistent"
+        let data = environment["XDG_DATA_HOME"] ?? home + "/.local/share"
+        let cache = environment["XDG_CACHE_HOME"] ?? home + "/.cache"
+        let config = environment["XDG_CONFIG_HOME"] ?? home + "/.config"
+        return (read: ["/usr/share", "/usr/local/share/fonts", "/etc/fonts", "/etc/ld.so.cache", "/etc/localtime",
+                       "/var/cache/fontconfig", home + "/.fonts", home + "/.fontconfig", data + "/fonts",
+                       cache + "/fontconfig", config + "/fontconfig"],
+                execute: ["/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib"])
+    }
+
+    /// Step 2, still single-threaded: no_new_privs (Landlock and seccomp need it), then the
+    /// file-system view of `readable`. Not under the sanitizers (their reports are files).
+    static func restrictFiles(environment: [String: String]) -> WorkerProtections {
+        guard vd_no_new_privs() == 0 else { return [] }
+        if sanitized { return .noNewPrivs }
+        let paths = readable(environment: environment)
+        let abi = withCStrings(paths.read) { read in
+            withCStrings(paths.execute) { execute in
+                vd_landlock(read, Int32(paths.read.count), execute, Int32(paths.execute.count))
+            }
+        }
+        return abi >= 1 ? [.noNewPrivs, .filesystem] : .noNewPrivs
+    }
+
+    /// Step 3: resource limits, before libvips starts.
+    static func limit(_ limits: Limits) -> WorkerProtections {
+        var ok = vd_set_limit(Int32(VD_RLIMIT_CORE), 0, 0) == 0  // no core dump of a user's pixels
+        ok = vd_not_dumpable() == 0 && ok  // nor a ptrace attach by another process of the user
+        if limits.addressSpace > 0 && !sanitized {
+            ok = vd_limit_address_space(limits.addressSpace) == 0 && ok
+        }
+        if limits.cpuSeconds > 0 {
+            // SIGXCPU at the soft limit (the worker dies of it: the file is blamed); the hard
+            // limit, a second later, is the kernel's SIGKILL should SIGXCPU be blocked.
+            ok = vd_set_limit(Int32(VD_RLIMIT_CPU), limits.cpuSeconds, limits.cpuSeconds + 1) == 0 && ok
+        }
+        return ok ? .resourceLimits : []
+    }
+
+    /// Step 4: what libvips would otherwise open lazily during a job, done while opens are
+    /// still allowed: fontconfig's configuration and caches, pango's modules (an SVG with
+    /// text), poppler's data directories (a PDF with text), and Orc's code memory (a PNG
+    /// shrunk by a fraction: libvips' reduce compiles an Orc program, and Orc maps its first
+    /// 64 KiB code region, reused by every later program of the worker). Found with strace
+    /// over the corpora (docs/DECISIONS.md).
+    static func warmUp(_ renderer: Renderer) {
+        let small = RenditionSpec(width: 16, height: 16, format: .png)
+        for document in [Array(svgWithText.utf8), Array(pdfWithText.utf8), Data(base64Encoded: blackPNG).map(Array.init) ?? []] {
+            _ = try? renderer.render(bytes: document, spec: small)
+        }
+    }
+
+    /// Step 5: the seccomp filter of `SandboxPolicy` (no_new_privs is on since step 2).
+    /// `filesConfined`: Landlock is on, so read-only opens may run (it decides where).
+    static func confine(channel: Int32, filesConfined: Bool) -> WorkerProtections {
+        if sanitized { return [] }
+        guard let filter = vd_filter_new() else { return [] }
+        defer { vd_filter_free(filter) }
+        for rule in SandboxPolicy.rules(channel: channel, pid: getpid(), filesConfined: filesConfined) {
+            let errnoValue: Int32 = if case .fail(let e) = rule.action { e } else { 0 }
+            var op = Int32(VD_ARG_ANY), index: UInt32 = 0, mask: UInt64 = 0, value: UInt64 = 0
+            switch rule.argument {
+            case .equals(let i, let v)?: (op, index, value) = (Int32(VD_ARG_EQ), i, v)
+            case .masked(let i, let m, let v)?: (op, index, mask, value) = (Int32(VD_ARG_MASKED_EQ), i, m, v)
+            case nil: break
+            }
+            let rc = vd_filter_add(filter, rule.call, errnoValue, op, index, mask, value)
+            if rc < 0 {
+                Log.error("event=sandbox-rule-failed call=\(rule.call) error=\(Log.quote(String(cString: strerror(-rc))))")
+                return []
+            }
+        }
+        let rc = vd_filter_load(filter)
+        guard rc == 0 else {
+            Log.error("event=sandbox-load-failed error=\(Log.quote(String(cString: strerror(-rc))))")
+            return []
+        }
+        return .seccomp
+    }
+
+    /// 100x70 black RGB PNG: shrunk to 16x16 it goes through reduce, hence Orc.
+    private static let blackPNG = "iVBORw0KGgoAAAANSUhEUgAAAGQAAABGCAIAAAC15KY+AAAACXBIWXMAAAPoAAAD6AG1e1JrAAAAK0lEQVR4nO3BAQ0AAADCoPdPbQ43oAAAAAAAAAAAAAAAAAAAAAAAAAAA+DFSTgABlI5TMgAAAABJRU5ErkJggg=="
+
+    private static let svgWithText = """
+        <svg xmlns="http://www.w3.org/2000/svg" width="64" height="32"><text x="0" y="10" font-family="sans-serif">Aa</text>\
+        <text x="0" y="20" font-family="serif" font-style="italic">Aa</text><text x="0" y="30" font-family="monospace" \
+        font-weight="bold">Aa</text></svg>
+        """
+
+    private static let pdfWithText: String = {
+        let content = "BT /F1 12 Tf 2 10 Td (Aa) Tj ET"
+        let objects = [
+            "<< /Type /Catalog /Pages 2 0 R >>",
+            "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 32 16] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+            "<< /Length \(content.utf8.count) >>\nstream\n\(content)\nendstream",
+            "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        ]
+        var pdf = "%PDF-1.4\n"
+        var offsets: [Int] = []
+        for (i, object) in objects.enumerated() {
+            offsets.append(pdf.utf8.count)
+            pdf += "\(i + 1) 0 obj\n\(object)\nendobj\n"
+        }
+        let xref = pdf.utf8.count
+        pdf += "xref\n0 \(objects.count + 1)\n0000000000 65535 f \n"
+        for offset in offsets { pdf += String(repeating: "0", count: 10 - String(offset).count) + "\(offset) 00000 n \n" }
+        pdf += "trailer\n<< /Size \(objects.count + 1) /Root 1 0 R >>\nstartxref\n\(xref)\n%%EOF\n"
+        return pdf
+    }()
+}
+
+/// `body` with `strings` as an array of C strings.
+func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    let copies = strings.map { strdup($0) }
+    defer { copies.forEach { free($0) } }
+    let pointers = copies.map { UnsafePointer($0) } + [nil]
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}

@@ -1,0 +1,44 @@
+// viewerd-sandbox-probe: the decode worker with one act added inside each job, for the
+// sandbox tests (issue 15, Tests/EndToEndTests/SandboxTests.swift). A test daemon starts it
+// instead of `viewerd --worker` (VIEWERD_TEST_FAULTS=1 and VIEWERD_TEST_WORKER_PROGRAM); the
+// file's name says which forbidden act to try once the sandbox is on. Not a product.
+import Foundation
+import Rendering
+import ViewerDaemon
+#if canImport(Glibc)
+import Glibc
+#endif
+
+guard CommandLine.arguments.dropFirst().first == "--worker" else {
+    FileHandle.standardError.write(Data("viewerd-sandbox-probe: started by a test daemon only\n".utf8))
+    exit(64)
+}
+
+/// Ends the worker in a way the test can tell from a sandbox kill: the act was not stopped.
+@Sendable func escaped() -> Never { _exit(99) }
+
+exit(WorkerProcess.run(arguments: Array(CommandLine.arguments.dropFirst(2))) { path throws(RenderError) in
+    if path.contains("probe-read-passwd") {
+        // Read-only opens fail (EACCES) rather than kill: answered `unreadable`.
+        let fd = open("/etc/passwd", O_RDONLY)
+        if fd >= 0 { escaped() }
+        throw .unreadable(path: "/etc/passwd", errno: errno)
+    } else if path.contains("probe-write-home") {
+        let home = ProcessInfo.processInfo.environment["HOME"] ?? "/tmp"
+        _ = open(home + "/viewerd-sandbox-probe-\(getpid())", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        escaped()
+    } else if path.contains("probe-socket") {
+        _ = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        escaped()
+    } else if path.contains("probe-exec") {
+        _ = execv("/bin/sh", [strdup("sh"), strdup("-c"), strdup("true"), nil])
+        escaped()
+    } else if path.contains("probe-write-stdout") {
+        // Descriptor 1 is /dev/null, but it is not the worker's to write: only 2 and its channel.
+        _ = write(1, "leak", 4)
+        escaped()
+    } else if path.contains("probe-kill-parent") {
+        _ = kill(getppid(), SIGTERM)
+        escaped()
+    }
+})
