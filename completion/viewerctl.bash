@@ -1,4 +1,17 @@
 # bash completion for viewerctl -*- shell-script -*-
+
+# File names into COMPREPLY, one per line (so "my photo.jpg" stays one word), marked as file
+# names so bash quotes them and adds / to directories. bash-completion's _filedir when present.
+_viewerctl_files() {
+    if declare -F _filedir >/dev/null; then
+        _filedir
+        return
+    fi
+    compopt -o filenames 2>/dev/null
+    local IFS=$'\n'
+    COMPREPLY=($(compgen -f -- "$cur"))
+}
+
 _viewerctl() {
     local cur prev words cword
     _init_completion 2>/dev/null || {
@@ -14,14 +27,14 @@ _viewerctl() {
         esac
     done
     case "$prev" in
-        --socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --socket) _viewerctl_files; return ;;
         --mode) COMPREPLY=($(compgen -W "fit fill" -- "$cur")); return ;;
         --crop) COMPREPLY=($(compgen -W "centre attention entropy" -- "$cur")); return ;;
         --format|-f) COMPREPLY=($(compgen -W "jpeg webp png avif raw" -- "$cur")); return ;;
         --priority) COMPREPLY=($(compgen -W "visible high normal prefetch background" -- "$cur")); return ;;
         --size|-s) COMPREPLY=($(compgen -W "128x128 256x256 512x512 1024x1024" -- "$cur")); return ;;
         --quality|-q|--to) return ;;
-        -o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        -o|--output) _viewerctl_files; return ;;
     esac
     if [[ -z "$command" ]]; then
         COMPREPLY=($(compgen -W "$commands --socket --help --version" -- "$cur"))
@@ -31,7 +44,8 @@ _viewerctl() {
     case "$command" in
         render) options="--size --mode --crop --format --quality --priority --cache-only -o --help" ;;
         warm) options="--size --mode --crop --format --quality --priority --recursive --help" ;;
-        stats|status) options="--json --help" ;;
+        stats) options="--json --help" ;;
+        status) options="--json --help" ;;
         invalidate) options="--recursive --help" ;;
         trim) options="--to --help" ;;
         *) options="--help" ;;
@@ -39,7 +53,7 @@ _viewerctl() {
     if [[ "$cur" == -* ]]; then
         COMPREPLY=($(compgen -W "$options" -- "$cur"))
     else
-        COMPREPLY=($(compgen -f -- "$cur"))
+        _viewerctl_files
     fi
 }
 complete -F _viewerctl viewerctl

@@ -15,11 +15,62 @@ struct UsageError: Error {
     init(_ message: String) { self.message = message }
 }
 
-/// The arguments of one subcommand, consumed as they are recognised.
+/// The arguments of one subcommand, consumed as they are recognised. After `--`, every
+/// argument is a positional one (a file named `-x.jpg`).
 struct Arguments {
     private(set) var remaining: [String]
+    /// What came after `--`.
+    private var afterOptions: [String] = []
 
-    init(_ arguments: [String]) { remaining = arguments }
+    init(_ arguments: [String]) {
+        if let end = arguments.firstIndex(of: "--") {
+            remaining = Array(arguments[..<end])
+            afterOptions = Array(arguments[(end + 1)...])
+        } else {
+            remaining = arguments
+        }
+    }
+
+    /// What is left, `--` and what followed it included (to hand on to a subcommand).
+    var unparsed: [String] { afterOptions.isEmpty ? remaining : remaining + ["--"] + afterOptions }
+
+    /// The options a usage text names (`--size`, `-o`, ...), for `unknownOption`.
+    static func options(inUsage usage: String) -> Set<String> {
+        var found: Set<String> = ["--help", "-h"]
+        for word in usage.split(whereSeparator: { " []|\n=".contains($0) }) where word.hasPrefix("-") && word.count > 1 {
+            found.insert(String(word.prefix { $0.isLetter || $0.isNumber || $0 == "-" }))
+        }
+        return found
+    }
+
+    /// The first argument before `--` that looks like an option and is none of `known`, as a
+    /// usage error that suggests the nearest known one ("unknown option --szie (did you mean
+    /// --size?)"). Checked before a command parses, so a typo is named as such, not as the
+    /// option it was meant to be missing.
+    func unknownOption(known: Set<String>) -> UsageError? {
+        for argument in remaining where argument.hasPrefix("-") && argument != "-" {
+            let name = argument.split(separator: "=", maxSplits: 1).first.map(String.init) ?? argument
+            guard !known.contains(name) else { continue }
+            let nearest = known.filter { $0.hasPrefix("--") }.min { Self.distance($0, name) < Self.distance($1, name) }
+            let hint = nearest.flatMap { Self.distance($0, name) <= 2 ? " (did you mean \($0)?)" : nil } ?? ""
+            return UsageError("unknown option \(name)\(hint)")
+        }
+        return nil
+    }
+
+    /// Levenshtein distance, for suggestions.
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        var previous = Array(0...b.count)
+        for i in 1...max(a.count, 1) where !a.isEmpty {
+            var current = [i] + [Int](repeating: 0, count: b.count)
+            for j in stride(from: 1, through: b.count, by: 1) {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
 
     /// Removes `--flag` if present.
     mutating func flag(_ names: String...) -> Bool {
@@ -52,8 +103,8 @@ struct Arguments {
         if let unknown = remaining.first(where: { $0.hasPrefix("-") && $0 != "-" }) {
             throw UsageError("unknown option \(unknown)")
         }
-        defer { remaining = [] }
-        return remaining
+        defer { (remaining, afterOptions) = ([], []) }
+        return remaining + afterOptions
     }
 }
 

@@ -19,7 +19,7 @@ struct InvalidateCommand: Subcommand {
 
     func run(_ globals: Globals) throws -> Int32 {
         let removed = try globals.connect().invalidate(path, recursive: recursive)
-        print("removed \(removed) entries for \(path)\(recursive ? " and below" : "")")
+        print("removed \(removed) \(removed == 1 ? "entry" : "entries") for \(path)\(recursive ? " and below" : "")")
         return ExitCode.success
     }
 }

@@ -8,8 +8,9 @@ struct WarmCommand: Subcommand {
     static let name = "warm"
     static let abstract = "Render files ahead of time, at background priority (a folder, or several)."
     static let usage = """
-        viewerctl warm PATH... [--recursive] --size WxH [--mode fit|fill] [--format F] [--quality Q]
-                       [--priority P]
+        viewerctl warm PATH... [--recursive] --size WxH [--mode fit|fill] [--crop centre|attention|entropy]
+                       [--format jpeg|webp|png|avif|raw] [--quality 1-100]
+                       [--priority visible|high|normal|prefetch|background]
           Renders every image in the folders (their direct contents; all below with --recursive).
           Progress on a terminal; one summary line otherwise. Ctrl-C stops cleanly.
         """

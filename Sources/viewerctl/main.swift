@@ -8,13 +8,16 @@ let commands: [any Subcommand.Type] = [
     TrimCommand.self, ClearCommand.self, PingCommand.self,
 ]
 
+/// The width of the command names' column in the help: the longest name and two spaces.
+let commandColumn = commands.map { $0.name.count }.max()! + 2
+
 let topUsage = """
     usage: viewerctl [--socket PATH] COMMAND [options]
 
     Talks to viewerd, the thumbnail and rendition cache daemon.
 
     commands:
-    \(commands.map { "  " + $0.name.padding(toLength: 10, withPad: " ", startingAt: 0) + $0.abstract }.joined(separator: "\n"))
+    \(commands.map { "  " + $0.name.padding(toLength: commandColumn, withPad: " ", startingAt: 0) + $0.abstract }.joined(separator: "\n"))
 
     global options:
       --socket PATH   the daemon's socket (default: $VIEWERD_SOCKET; else the per-user daemon's,
@@ -29,7 +32,8 @@ let topUsage = """
       VIEWERD_HANDSHAKE_TIMEOUT  seconds to wait for the daemon to answer the handshake (default 10);
                                  then viewerctl gives up with exit 69
 
-    exit codes: 0 success, 1 failure, 64 usage error, 69 daemon unavailable (or not answering)
+    exit codes: 0 success, 1 failure, 64 usage error, 69 daemon unavailable (or not answering),
+                130 interrupted (Ctrl-C)
 
     """
 
@@ -44,13 +48,18 @@ let topUsage = """
         printError(error.message)
         return ExitCode.usage
     }
-    var rest = arguments.remaining
+    var rest = arguments.unparsed
     guard let name = rest.first else {
         FileHandle.standardError.write(Data(topUsage.utf8))
         return ExitCode.usage
     }
     rest.removeFirst()
     if name == "--help" || name == "-h" || name == "help" {
+        // `viewerctl help render` is `viewerctl render --help`.
+        if let topic = rest.first, let command = commands.first(where: { $0.name == topic }) {
+            print("\(command.abstract)\n\nusage: \(command.usage)")
+            return ExitCode.success
+        }
         print(topUsage, terminator: "")
         return ExitCode.success
     }
@@ -67,6 +76,10 @@ let topUsage = """
         return ExitCode.success
     }
     var commandArguments = Arguments(rest)
+    if let unknown = commandArguments.unknownOption(known: Arguments.options(inUsage: command.usage)) {
+        printError("\(unknown.message)\nusage: \(command.usage)")
+        return ExitCode.usage
+    }
     let parsed: any Subcommand
     do throws(UsageError) {
         parsed = try command.init(&commandArguments)

@@ -28,6 +28,24 @@ struct ViewerctlTests {
         daemon.stop()
     }
 
+    @Test("a mistyped option is named with the nearest one; `help CMD`; `--` ends options; the help's columns")
+    func usageMessages() throws {
+        let viewerctl = DaemonProcess.executable("viewerctl")
+        let typo = try runTool(viewerctl, ["render", "/x.jpg", "--szie", "10x10", "-o", "-"])
+        #expect(typo.status == 64)
+        #expect(typo.stderr.contains("unknown option --szie (did you mean --size?)"), "\(typo.stderr)")
+        let help = try runTool(viewerctl, ["help", "render"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("usage: viewerctl render PATH --size"), "\(help.stdout)")
+        // After --, a name that starts with a dash is a path (here: no daemon, so exit 69, not 64)
+        let dashed = try runTool(viewerctl, ["--socket", "/nonexistent/viewerd.sock", "render", "--size", "10x10",
+                                             "-o", "/dev/null", "--", "-x.jpg"])
+        #expect(dashed.status == 69, "\(dashed.stderr)")
+        // Every command's name is apart from its description
+        let top = try runTool(viewerctl, ["--help"])
+        #expect(top.stdout.contains("  invalidate  Forget"), "\(top.stdout)")
+    }
+
     @Test("exit codes: 64 for usage, 69 when no daemon, 1 for a failed render")
     func exitCodes() throws {
         let daemon = try DaemonProcess()
@@ -141,7 +159,7 @@ struct ViewerctlSubcommandTests {
         #expect(try runTool(viewerctl, socket + ["status"]).stdout.contains("workers"))
 
         let invalidate = try runTool(viewerctl, socket + ["invalidate", paths[0]])
-        #expect(invalidate.stdout.contains("removed 1 entries"), "\(invalidate.stdout)")
+        #expect(invalidate.stdout.contains("removed 1 entry for"), "\(invalidate.stdout)")
         let trim = try runTool(viewerctl, socket + ["trim", "--to", "0"])
         #expect(trim.status == 0 && trim.stdout.contains("evicted 3 renditions"), "\(trim.stdout)")
         #expect(try runTool(viewerctl, socket + ["clear"]).stdout.contains("removed 0 renditions"))
