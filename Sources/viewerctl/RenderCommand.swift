@@ -42,6 +42,12 @@ struct RenderCommand: Subcommand {
         if output == "-" {
             FileHandle.standardOutput.write(data)
         } else {
+            let directory = URL(fileURLWithPath: output).deletingLastPathComponent().path
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+                printError("cannot write \(output): no directory \(directory)")
+                return ExitCode.failure
+            }
             do {
                 try data.write(to: URL(fileURLWithPath: output))
             } catch {

@@ -28,6 +28,8 @@ enum SpecOptions {
             case "entropy": spec.crop = .entropy
             default: throw UsageError("--crop takes centre, attention or entropy (got \(crop))")
             }
+            // A crop only happens in fill mode: in fit mode the whole image fits the box.
+            if spec.fit != .fill { printError("warning: --crop has no effect without --mode fill") }
         }
         var requested: OutputFormat?
         if let format = try arguments.option("--format", "-f") {

@@ -20,6 +20,13 @@ struct InvalidateCommand: Subcommand {
     func run(_ globals: Globals) throws -> Int32 {
         let removed = try globals.connect().invalidate(path, recursive: recursive)
         print("removed \(removed) \(removed == 1 ? "entry" : "entries") for \(path)\(recursive ? " and below" : "")")
+        var isDirectory: ObjCBool = false
+        if removed == 0 && !recursive && FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory),
+           isDirectory.boolValue {
+            printError("hint: \(path) is a folder; add --recursive to forget the renditions of the files in it")
+        } else if removed == 0 {
+            printError("hint: nothing was stored under that name (the daemon indexes files by their real path)")
+        }
         return ExitCode.success
     }
 }
@@ -42,7 +49,7 @@ struct TrimCommand: Subcommand {
         let connection = try globals.connect()
         let evicted = try connection.trim(to: bytes)
         let left = try connection.stats()["store_bytes"] ?? 0
-        print("evicted \(evicted) renditions; the store holds \(ByteCount.format(left))")
+        print("evicted \(evicted) \(evicted == 1 ? "rendition" : "renditions"); the store holds \(ByteCount.format(left))")
         return ExitCode.success
     }
 }
@@ -57,9 +64,18 @@ struct ClearCommand: Subcommand {
     }
 
     func run(_ globals: Globals) throws -> Int32 {
-        let evicted = try globals.connect().trim(to: 0)
-        print("removed \(evicted) renditions")
-        return ExitCode.success
+        do {
+            let evicted = try globals.connect().trim(to: 0)
+            print("removed \(evicted) \(evicted == 1 ? "rendition" : "renditions")")
+            return ExitCode.success
+        } catch {
+            // The daemon hears a trim to 0; the user asked to clear.
+            if case .server(let reply) = error, reply.code == .permissionDenied {
+                printError("only the daemon's user (or root) may clear its store")
+                return ExitCode.failure
+            }
+            throw error
+        }
     }
 }
 

@@ -11,8 +11,10 @@ struct WarmCommand: Subcommand {
         viewerctl warm PATH... [--recursive] --size WxH [--mode fit|fill] [--crop centre|attention|entropy]
                        [--format jpeg|webp|png|avif|raw] [--quality 1-100]
                        [--priority visible|high|normal|prefetch|background]
-          Renders every image in the folders (their direct contents; all below with --recursive).
-          Progress on a terminal; one summary line otherwise. Ctrl-C stops cleanly.
+          Renders every image in the folders (their direct contents; all below with --recursive),
+          skipping hidden files and folders and files of other kinds (counted). Progress on a
+          terminal; one summary line otherwise. Ctrl-C stops cleanly (exit 130); exit 1 when
+          any file failed, 0 when all were warmed.
         """
     static let imageSuffixes: Set<String> = ["jpg", "jpeg", "jpe", "png", "webp", "gif", "tif", "tiff", "heic", "heif",
                                              "avif", "jxl", "svg", "svgz", "pdf"]
@@ -36,12 +38,12 @@ struct WarmCommand: Subcommand {
     }
 
     func run(_ globals: Globals) throws -> Int32 {
-        let files = collectFiles()
+        let (files, skipped) = collectFiles()
         guard !files.isEmpty else {
             printError("no image files found in \(paths.joined(separator: " "))")
             return ExitCode.failure
         }
-        let progress = Progress(total: files.count, live: isatty(STDERR_FILENO) != 0)
+        let progress = Progress(total: files.count, skipped: skipped, live: isatty(STDERR_FILENO) != 0)
         let interrupted = Atomic<Bool>(false)
         let client = ViewerClient(socketPath: globals.socketPath, clientName: "viewerctl-warm",
                                   handshakeTimeout: globals.handshakeTimeout)
@@ -86,8 +88,13 @@ struct WarmCommand: Subcommand {
         return progress.errors == 0 ? ExitCode.success : ExitCode.failure
     }
 
-    func collectFiles() -> [String] {
+    /// The image files under `paths`, and how many other entries were skipped: hidden ones
+    /// (and everything in hidden folders: thumbnail caches, `.git`) and files whose suffix is
+    /// not an image viewerd reads. Camera RAW files (.cr2, .nef, .arw, .dng...) are among
+    /// those: libvips in Debian has no RAW loader, and a DNG's first image is its preview.
+    func collectFiles() -> (files: [String], skipped: Int) {
         var files: [String] = []
+        var skipped = 0
         let manager = FileManager.default
         for path in paths {
             var isDirectory: ObjCBool = false
@@ -105,11 +112,22 @@ struct WarmCommand: Subcommand {
             } else {
                 names = (try? manager.contentsOfDirectory(atPath: path)) ?? []
             }
-            for name in names.sorted() where Self.imageSuffixes.contains((name as NSString).pathExtension.lowercased()) {
-                files.append(path + "/" + name)
+            for name in names.sorted() {
+                let hidden = name.split(separator: "/").contains { $0.hasPrefix(".") }
+                let full = path + "/" + name
+                if !hidden && Self.imageSuffixes.contains((name as NSString).pathExtension.lowercased()) {
+                    files.append(full)
+                } else if hidden || !Self.isDirectory(full) {
+                    skipped += 1
+                }
             }
         }
-        return files
+        return (files, skipped)
+    }
+
+    private static func isDirectory(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
     }
 }
 
@@ -117,6 +135,7 @@ struct WarmCommand: Subcommand {
 final class Progress: @unchecked Sendable {  // all state behind `lock`
     private let lock = NSLock()
     private let total: Int
+    private let skipped: Int
     private let live: Bool
     private let started = Date()
     private var completed = 0
@@ -124,8 +143,9 @@ final class Progress: @unchecked Sendable {  // all state behind `lock`
     private var errorsByKind: [String: Int] = [:]
     private var lastDraw = Date.distantPast
 
-    init(total: Int, live: Bool) {
+    init(total: Int, skipped: Int, live: Bool) {
         self.total = total
+        self.skipped = skipped
         self.live = live
     }
 
@@ -170,7 +190,8 @@ final class Progress: @unchecked Sendable {  // all state behind `lock`
         let kinds = errorsByKind.sorted { $0.key < $1.key }.map { "\($1) \($0)" }.joined(separator: ", ")
         let rate = elapsed > 0 ? Double(completed) / elapsed : 0
         print("\(interrupted ? "interrupted: " : "")warmed \(completed - errors) of \(total) files, \(errors) errors" +
-              (kinds.isEmpty ? "" : " (\(kinds))") + String(format: ", %.1f s, %.1f files/s", elapsed, rate))
+              (kinds.isEmpty ? "" : " (\(kinds))") + (skipped > 0 ? ", skipped \(skipped) (hidden or not images)" : "") +
+              String(format: ", %.1f s, %.1f files/s", elapsed, rate))
     }
 
     static func duration(_ seconds: Double) -> String {

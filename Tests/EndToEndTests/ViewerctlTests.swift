@@ -46,6 +46,30 @@ struct ViewerctlTests {
         #expect(top.stdout.contains("  invalidate  Forget"), "\(top.stdout)")
     }
 
+    @Test("warm counts what it skips (hidden, not images); -o into a missing folder names it; --crop without fill warns; invalidate hints")
+    func firstHourMessages() throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.stop() }
+        let socket = ["--socket", daemon.socketPath]
+        let folder = daemon.directory + "/album"
+        try FileManager.default.createDirectory(atPath: folder + "/.thumbnails", withIntermediateDirectories: true)
+        _ = try Fixtures.write(folder + "/a.jpg", width: 64, height: 48)
+        _ = try Fixtures.write(folder + "/.thumbnails/t.jpg", width: 64, height: 48)
+        FileManager.default.createFile(atPath: folder + "/notes.txt", contents: Data("x".utf8))
+        FileManager.default.createFile(atPath: folder + "/raw.cr2", contents: Data("x".utf8))
+        let warm = try runTool(viewerctl, socket + ["warm", folder, "--recursive", "--size", "32x32"])
+        #expect(warm.status == 0, "\(warm.stderr)")
+        #expect(warm.stdout.contains("warmed 1 of 1 files"), "\(warm.stdout)")
+        #expect(warm.stdout.contains("skipped 4"), "\(warm.stdout)")  // .thumbnails, its t.jpg, notes.txt, raw.cr2
+        let missing = try runTool(viewerctl, socket + ["render", folder + "/a.jpg", "--size", "32x32", "-o", folder + "/nowhere/x.jpg"])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("no directory \(folder)/nowhere"), "\(missing.stderr)")
+        let crop = try runTool(viewerctl, socket + ["render", folder + "/a.jpg", "--size", "32x32", "--crop", "entropy", "-o", "/dev/null"])
+        #expect(crop.stderr.contains("--crop has no effect without --mode fill"), "\(crop.stderr)")
+        let invalidate = try runTool(viewerctl, socket + ["invalidate", folder])
+        #expect(invalidate.stderr.contains("add --recursive"), "\(invalidate.stderr)")
+    }
+
     @Test("exit codes: 64 for usage, 69 when no daemon, 1 for a failed render")
     func exitCodes() throws {
         let daemon = try DaemonProcess()
