@@ -17,8 +17,9 @@ struct StatsCommand: Subcommand {
     func run(_ globals: Globals) throws -> Int32 {
         let stats = try globals.connect().stats()
         if json {
-            let fields = stats.counters.map { "  \"\($0.name)\": \($0.value)" }
-            print("{\n" + fields.joined(separator: ",\n") + "\n}")
+            var counters: [String: UInt64] = [:]
+            for (name, value) in stats.counters { counters[name] = value }
+            try printJSON(counters)
             return ExitCode.success
         }
         let width = stats.counters.map(\.name.count).max() ?? 0

@@ -98,20 +98,21 @@ struct StatusCommand: Subcommand {
         let failures = s.counters.filter { $0.name.hasPrefix("errors_") }
             .map { ($0.name.dropFirst("errors_".count).replacingOccurrences(of: "_", with: "-"), $0.value) }
         if json {
-            var fields = [
-                "\"version\": \"\(connection.welcome.serverVersion)\"",
-                "\"protocol\": \(connection.welcome.version)",
-                "\"uptime_seconds\": \(value("uptime_seconds"))",
-                "\"workers\": \(value("workers"))", "\"workers_alive\": \(value("workers_alive"))",
-                "\"workers_busy\": \(value("jobs_running"))", "\"workers_failing\": \(value("workers_failing") != 0)",
-                "\"memory_in_use_bytes\": \(value("memory_in_use_bytes"))", "\"memory_budget_bytes\": \(value("memory_budget_bytes"))",
-                "\"store_bytes\": \(value("store_bytes"))", "\"store_budget_bytes\": \(value("store_budget_bytes"))",
-            ]
-            fields.append("\"sandbox\": " + (value("sandbox_reported") == 0 ? "null" : "{" + SandboxLine.names.map {
-                "\"\($0)\": \(value("sandbox_\($0)") != 0)" }.joined(separator: ", ") + ", \"kills\": \(value("sandbox_kills"))}"))
-            fields.append("\"queued\": {" + Priority.allCases.map { "\"\($0.name)\": \(value("queued_\($0.name)"))" }.joined(separator: ", ") + "}")
-            fields.append("\"failures\": {" + failures.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ") + "}")
-            print("{\n  " + fields.joined(separator: ",\n  ") + "\n}")
+            var sandbox: StatusReport.Sandbox?
+            if value("sandbox_reported") != 0 {
+                var active: [String: Bool] = [:]
+                for name in SandboxLine.names { active[name] = value("sandbox_\(name)") != 0 }
+                sandbox = StatusReport.Sandbox(active: active, kills: value("sandbox_kills"))
+            }
+            var queued: [String: UInt64] = [:]
+            for priority in Priority.allCases { queued[priority.name] = value("queued_\(priority.name)") }
+            try printJSON(StatusReport(
+                version: connection.welcome.serverVersion, protocol: connection.welcome.version,
+                uptime_seconds: value("uptime_seconds"), workers: value("workers"), workers_alive: value("workers_alive"),
+                workers_busy: value("jobs_running"), workers_failing: value("workers_failing") != 0,
+                memory_in_use_bytes: value("memory_in_use_bytes"), memory_budget_bytes: value("memory_budget_bytes"),
+                store_bytes: value("store_bytes"), store_budget_bytes: value("store_budget_bytes"), sandbox: sandbox,
+                queued: queued, failures: Dictionary(failures, uniquingKeysWith: +)))
             return ExitCode.success
         }
         let uptime = Progress.duration(Double(value("uptime_seconds")))
@@ -130,6 +131,65 @@ struct StatusCommand: Subcommand {
 }
 
 /// `viewerctl status`'s line on the workers' protections (STATS' `sandbox_*` counters).
+/// `viewerctl status --json`: field names as the STATS counters they come from.
+struct StatusReport: Encodable {
+    /// The workers' protections (name: active) and how many were stopped for a forbidden call.
+    struct Sandbox: Encodable {
+        let active: [String: Bool]
+        let kills: UInt64
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Key.self)
+            for (name, on) in active { try container.encode(on, forKey: Key(name)) }
+            try container.encode(kills, forKey: Key("kills"))
+        }
+    }
+
+    let version: String
+    let `protocol`: UInt16
+    let uptime_seconds, workers, workers_alive, workers_busy: UInt64
+    let workers_failing: Bool
+    let memory_in_use_bytes, memory_budget_bytes, store_bytes, store_budget_bytes: UInt64
+    let sandbox: Sandbox?
+    let queued: [String: UInt64]
+    let failures: [String: UInt64]
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode(version, forKey: Key("version"))
+        try container.encode(`protocol`, forKey: Key("protocol"))
+        for (name, value) in [("uptime_seconds", uptime_seconds), ("workers", workers), ("workers_alive", workers_alive),
+                              ("workers_busy", workers_busy)] {
+            try container.encode(value, forKey: Key(name))
+        }
+        try container.encode(workers_failing, forKey: Key("workers_failing"))
+        for (name, value) in [("memory_in_use_bytes", memory_in_use_bytes), ("memory_budget_bytes", memory_budget_bytes),
+                              ("store_bytes", store_bytes), ("store_budget_bytes", store_budget_bytes)] {
+            try container.encode(value, forKey: Key(name))
+        }
+        if let sandbox { try container.encode(sandbox, forKey: Key("sandbox")) } else { try container.encodeNil(forKey: Key("sandbox")) }
+        try container.encode(queued, forKey: Key("queued"))
+        try container.encode(failures, forKey: Key("failures"))
+    }
+}
+
+/// A JSON key made at run time.
+struct Key: CodingKey {
+    let stringValue: String
+    var intValue: Int? { nil }
+    init(_ name: String) { stringValue = name }
+    init?(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+}
+
+/// Prints `value` as indented JSON with sorted keys, through Foundation's encoder (strings are
+/// escaped as JSON wants, whatever a path or a version holds).
+func printJSON(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+}
+
 enum SandboxLine {
     static let names = ["seccomp", "landlock", "namespaces", "no_new_privs", "limits"]
 
