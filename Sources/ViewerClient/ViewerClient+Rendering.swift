@@ -1,3 +1,4 @@
+import Foundation
 import SystemCalls
 import ViewerProtocol
 
@@ -30,6 +31,10 @@ extension ViewerClient {
     /// goes by path, so that the daemon's error names it.
     public func request(_ path: String, spec: RenditionSpec, priority: Priority = .normal,
                         delivery: DeliveryMode = .final, allowLarger: Bool = false) -> RenderRequestHandle {
+        // The daemon takes absolute paths only: a relative one is this process's, resolved here.
+        let path = path.hasPrefix("/") ? path
+            : URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath,
+                                                         isDirectory: true)).standardizedFileURL.path
         let request = RenderRequest(path: path, spec: spec, priority: priority, delivery: delivery, allowLarger: allowLarger)
         if connection().servesAnotherUser == true, let descriptor = try? Posix.openForReading(path) {
             return start(request, descriptor: descriptor)  // the connection owns it from here
@@ -100,6 +105,18 @@ extension ViewerClient {
                        allowLarger: Bool = false) async throws -> RenderResult {
         try await render(path, spec: RenditionSpec(width: size.width, height: size.height, fit: mode, format: format),
                          priority: priority, delivery: delivery, allowLarger: allowLarger)
+    }
+
+    /// Renders one rendition of the file at a `file:` URL (see `render(_:spec:priority:delivery:allowLarger:)`).
+    ///
+    /// ```swift
+    /// let thumbnail = try await client.render(URL(fileURLWithPath: "/pictures/a.jpg"), spec: RenditionSpec(width: 256, height: 256))
+    /// imageView.image = UIImage(data: thumbnail.data)
+    /// ```
+    public func render(_ url: URL, spec: RenditionSpec, priority: Priority = .normal,
+                       delivery: DeliveryMode = .final, allowLarger: Bool = false) async throws -> RenderResult {
+        guard url.isFileURL else { throw ViewerClientError.unsupported("only file: URLs can be rendered (got \(url.absoluteString))") }
+        return try await render(url.path, spec: spec, priority: priority, delivery: delivery, allowLarger: allowLarger)
     }
 
     /// Renders (or fetches from the cache) one rendition of `path` as `spec` describes.
@@ -185,4 +202,10 @@ extension ViewerClient {
                                    sink: call)
         return RenderRequestHandle(requestID: id, path: request.path, call: call, connection: connection, client: self)
     }
+}
+
+extension RenderResult {
+    /// The rendition's encoded bytes as `Data`, for APIs that take it (`UIImage(data:)`,
+    /// `NSImage(data:)`, `Data.write(to:)`).
+    public var data: Data { Data(bytes) }
 }

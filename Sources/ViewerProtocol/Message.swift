@@ -49,6 +49,20 @@ public struct Capabilities: OptionSet, Sendable, Hashable {
     public static let cancellation = Capabilities(rawValue: 1 << 4)
 }
 
+extension Capabilities: CustomStringConvertible {
+    /// The names PROTOCOL.md gives the bits, and the number of any bit it does not name:
+    /// `[descriptor-passing, previews, bit 9]`.
+    public var description: String {
+        let named: [(Capabilities, String)] = [(.descriptorPassing, "descriptor-passing"), (.previews, "previews"),
+                                               (.prefetch, "prefetch"), (.invalidate, "invalidate"),
+                                               (.cancellation, "cancellation")]
+        var names = named.filter { contains($0.0) }.map(\.1)
+        let known = named.reduce(Capabilities()) { $0.union($1.0) }
+        for bit in 0..<64 where rawValue & ~known.rawValue & (1 << UInt64(bit)) != 0 { names.append("bit \(bit)") }
+        return "[" + names.joined(separator: ", ") + "]"
+    }
+}
+
 /// Protocol versions this code speaks.
 public enum ProtocolVersion {
     public static let current: UInt16 = 1

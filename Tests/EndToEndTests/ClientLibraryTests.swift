@@ -28,6 +28,29 @@ struct ClientLibraryTests {
         daemon.stop()
     }
 
+    @Test("file URLs, relative paths (this process's), Data of a result, and a readable Capabilities")
+    func conveniences() async throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.stop() }
+        let path = try Fixtures.write(daemon.directory + "/u.jpg", width: 300, height: 200)
+        let client = try await ViewerClient.connect(socketPath: daemon.socketPath, clientName: "e2e-conveniences")
+        let spec = RenditionSpec(width: 64, height: 64)
+        let byURL = try await client.render(URL(fileURLWithPath: path), spec: spec)
+        #expect(byURL.width == 64)
+        #expect(byURL.data == Data(byURL.bytes))
+        await #expect(throws: ViewerClientError.self) {
+            _ = try await client.render(URL(string: "https://example.com/a.jpg")!, spec: spec)
+        }
+        // A relative path is resolved against this process's directory, not sent as is (the
+        // way up from here to /, then down to the file: tests share the directory, so it stays)
+        let depth = FileManager.default.currentDirectoryPath.split(separator: "/").count
+        let up = String(repeating: "../", count: depth)
+        let relative = try await client.render(up + String(path.dropFirst()), spec: spec)
+        #expect(relative.fromCache, "the same file as by URL: a hit")
+        #expect((try await client.server).capabilities.description.contains("descriptor-passing"))
+        #expect(Capabilities(rawValue: 1 << 1 | 1 << 9).description == "[previews, bit 9]")
+    }
+
     @Test("a cancelled task throws CancellationError and the daemon answers the next request")
     func taskCancellation() async throws {
         let daemon = try DaemonProcess(extraArguments: ["--workers", "1"])

@@ -108,7 +108,7 @@ struct DocsAgreementTests {
     func completionWithSpaces() throws {
         let directory = try DaemonProcess.makeTemporaryDirectory(prefix: "viewerd-completion")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        FileManager.default.createFile(atPath: directory + "/my photo.jpg", contents: Data())
+        _ = FileManager.default.createFile(atPath: directory + "/my photo.jpg", contents: Data())
         try FileManager.default.createDirectory(atPath: directory + "/my album", withIntermediateDirectories: true)
         let script = """
             source '\(Self.repository)/completion/viewerctl.bash'
