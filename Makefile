@@ -2,20 +2,31 @@
 # with only the Swift toolchain: `deps` installs the C libraries with apt-get.
 
 SWIFT ?= swift
-# Debian packages: libvips, LMDB and libseccomp (the workers' sandbox) to build against, pkg-config to find them,
-# libvips-tools (vipsthumbnail) as the reference the tests compare against, systemd for
-# systemd-analyze and systemd-socket-activate in the service tests.
-APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev pkg-config libvips-tools systemd
+# Debian packages to build and run: libvips, LMDB and libseccomp (the workers' sandbox) to
+# build against, pkg-config to find them.
+APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev pkg-config
+# And to test (and bench): libvips-tools (vips, vipsthumbnail) as the reference the tests
+# compare against, systemd for systemd-analyze and systemd-socket-activate in the service
+# tests, e2fsprogs for the coarse-timestamp file system (mkfs.ext2).
+TEST_APT_PACKAGES := libvips-tools systemd e2fsprogs
 ARGS ?=
 
-.PHONY: all deps build debug run test clean install uninstall
+.PHONY: all deps test-deps build debug run test clean install uninstall
 
 all: build
 
-## deps: install missing Debian packages (does nothing when all are present)
+## deps: install missing Debian packages to build and run (does nothing when all are present);
+## test-deps: also those the tests and the bench use
 deps:
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(APT_PACKAGES)"
+
+test-deps:
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(APT_PACKAGES) $(TEST_APT_PACKAGES)"
+
+.PHONY: apt-install
+apt-install:
 	@missing=""; \
-	for p in $(APT_PACKAGES); do \
+	for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -41,7 +52,7 @@ run: build
 
 ## test: the whole suite (unit tests and end-to-end tests of the real daemon), then the Python
 ## client's tests (clients/python: codec vectors, and its clients against the debug daemon)
-test: deps
+test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	VIEWERD_BUILD_DIR="$$($(SWIFT) build --show-bin-path)" python3 -m unittest discover -s clients/python/tests -v
@@ -61,7 +72,7 @@ SANITIZE_BUILD_PATH ?= .build/sanitize
 
 ## torture-deps: what make torture needs beyond make deps: python3 (the hostile-file generator);
 ## the fuzzer's runtime (libclang_rt.fuzzer) ships with the Swift toolchain, no package needed
-torture-deps: deps
+torture-deps: test-deps
 	@command -v python3 >/dev/null || { SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends python3; }
 
@@ -87,7 +98,7 @@ fuzz: torture-deps
 	echo "fuzz: no crash in $(FUZZ_SECONDS) s"
 
 ## sanitize: the test suite under ThreadSanitizer, then AddressSanitizer (torture/sanitize.sh)
-sanitize: deps
+sanitize: test-deps
 	torture/sanitize.sh thread $(SANITIZE_BUILD_PATH)-thread
 	torture/sanitize.sh address $(SANITIZE_BUILD_PATH)-address
 
@@ -140,12 +151,12 @@ clean:
 .PHONY: bench bench-smoke
 
 ## bench: the benchmarks of BENCHMARKS.md (fetches its corpus; about 10 minutes on 2 cores after the build)
-bench: deps
+bench: test-deps
 	$(SWIFT) build -c release
 	bench/fetch-corpus.sh
 	.build/release/viewerd-bench
 
 ## bench-smoke: the bench harness on a tiny generated corpus (well under a minute; no figures)
-bench-smoke: deps
+bench-smoke: test-deps
 	$(SWIFT) build -c release
 	.build/release/viewerd-bench --smoke
