@@ -123,8 +123,10 @@ struct StatusCommand: Subcommand {
         print("queued    " + Priority.allCases.map { "\($0.name) \(value("queued_\($0.name)"))" }.joined(separator: ", "))
         print("memory    \(ByteCount.format(value("memory_in_use_bytes"))) of \(ByteCount.format(value("memory_budget_bytes"))) budget in use by renders")
         print("cache     \(ByteCount.format(value("store_bytes"))) of \(ByteCount.format(value("store_budget_bytes"))) budget, " +
-              "\(value("store_entries")) renditions")
-        print("requests  \(value("requests")): \(value("hits")) hits, \(value("renders")) renders, \(value("coalesced")) coalesced")
+              "\(value("store_entries")) \(value("store_entries") == 1 ? "rendition" : "renditions")")
+        let counted = { (n: UInt64, one: String) in "\(n) \(one)\(n == 1 ? "" : "s")" }
+        print("requests  \(value("requests")): \(counted(value("hits"), "hit")), \(counted(value("renders"), "render")), " +
+              "\(value("coalesced")) coalesced")
         print("failures  " + (failures.isEmpty ? "none" : failures.map { "\($0.0) \($0.1)" }.joined(separator: ", ")))
         return ExitCode.success
     }

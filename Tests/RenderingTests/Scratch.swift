@@ -51,7 +51,7 @@ extension Scratch {
         return file
     }
 
-    /// Runs a libvips command-line tool (from libvips-tools, installed by `make deps`).
+    /// Runs a libvips command-line tool (from libvips-tools, installed by `make test-deps`).
     func tool(_ name: String, _ arguments: [String]) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/" + name)
