@@ -144,6 +144,6 @@ struct RenamedSourceTests {
         #expect(try Self.renders(client) == 2)
         // And the new rendition is stored in place of the old one
         #expect(try eventually { try client.render(RenderRequest(path: path, spec: Self.spec)).fromCache })
-        #expect(try client.stats()["store_entries"] == 1)
+        #expect(try eventually { try client.stats()["store_entries"] == 1 })
     }
 }
