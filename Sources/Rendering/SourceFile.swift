@@ -4,6 +4,13 @@ import Glibc
 
 /// What a file is now: changing its content changes at least one of these.
 /// Times are nanoseconds since the epoch (a one-second mtime misses quick rewrites).
+///
+/// Renditions are keyed by `bytes`, which leave the change time out: a rename, a move within
+/// the file system or a chmod change it and keep the content. A rewrite that puts the
+/// modification time back changes only it too; the store tells the two apart by a content
+/// fingerprint (RenditionStore's `SourceRecord`, docs/DECISIONS.md "When a file has changed").
+/// Equality compares every field, the change time included (a file that changed while it
+/// was rendered is not stored).
 public struct AssetIdentity: Hashable, Sendable {
     public var device: UInt64
     public var inode: UInt64
@@ -60,11 +67,12 @@ public struct AssetIdentity: Hashable, Sendable {
         return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
     }
 
-    /// Fixed 40-byte little-endian encoding, for keys and value headers.
+    /// Fixed 32-byte little-endian encoding of device, inode, size and modification time, for
+    /// keys, value headers and failure records. The change time is left out (see above).
     public var bytes: [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(40)
-        for v in [device, inode, size, UInt64(bitPattern: mtimeNanos), UInt64(bitPattern: ctimeNanos)] {
+        out.reserveCapacity(32)
+        for v in [device, inode, size, UInt64(bitPattern: mtimeNanos)] {
             withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) }
         }
         return out

@@ -61,6 +61,9 @@ final class Environment: @unchecked Sendable {
     let longPaths: MDB_dbi
     /// source identity -> FailureRecord
     let failures: MDB_dbi
+    /// source identity -> SourceRecord (the change time and content fingerprint its
+    /// renditions were made from, the path it was last seen at)
+    let sources: MDB_dbi
     /// LMDB's page size (the OS page size when the file was made): the unit of disk it uses.
     let pageSize: Int
 
@@ -92,9 +95,15 @@ final class Environment: @unchecked Sendable {
             var handles: [MDB_dbi] = []
             let create = readOnly ? 0 : UInt32(MDB_CREATE)
             for (name, flags) in [("renditions", 0), ("meta", 0), ("entries", 0), ("queue", 0), ("ghosts", 0),
-                                  ("paths", MDB_DUPSORT), ("longpaths", 0), ("failures", 0)] {
+                                  ("paths", MDB_DUPSORT), ("longpaths", 0), ("failures", 0), ("sources", 0)] {
                 var dbi = MDB_dbi()
                 let rc = mdb_dbi_open(txn, name, create | UInt32(flags), &dbi)
+                // A store the daemon has not opened since `sources` came (a read-only open for
+                // stats, which never reads it): the main database's handle stands in.
+                if rc == MDB_NOTFOUND && readOnly && name == "sources" {
+                    handles.append(0)
+                    continue
+                }
                 if rc != 0 {
                     mdb_txn_abort(txn)
                     throw StoreError(code: rc, operation: "mdb_dbi_open \(name)")
@@ -109,6 +118,7 @@ final class Environment: @unchecked Sendable {
             self.readOnly = readOnly
             (renditions, meta, entries, queue) = (handles[0], handles[1], handles[2], handles[3])
             (ghosts, paths, longPaths, failures) = (handles[4], handles[5], handles[6], handles[7])
+            sources = handles[8]
         } catch {
             mdb_env_close(env)
             throw error

@@ -100,8 +100,9 @@ extension RenditionStore {
     ///   - permanent: not retried until the file changes; otherwise retried after
     ///     `StoreConfiguration.failureBackoff`.
     ///   - attempts: how many times in a row it failed so (see `failureHistory(source:)`).
+    ///   - stamp: what the file was when it failed (`SourceRecord`).
     public func recordFailure(source: [UInt8], path: String, code: UInt16, message: String, permanent: Bool,
-                              attempts: Int = 1) {
+                              attempts: Int = 1, stamp: SourceStamp? = nil) {
         let pathBytes = Array(path.utf8)
         guard !source.isEmpty, source.count + 2 <= PathIndex.maximumItemSize, source.count <= 255 else {
             log("event=store-failure-refused reason=\"identity of \(source.count) bytes\" path=\(path)")
@@ -111,7 +112,7 @@ extension RenditionStore {
                                    recordedMillis: configuration.nowMillis,
                                    pathKey: PathIndex.key(for: pathBytes),
                                    message: Array(message.utf8.prefix(FailureRecord.maximumMessage)))
-        writer.recordFailure(identity: source, path: pathBytes, record: record)
+        writer.recordFailure(identity: source, path: pathBytes, record: record, stamp: stamp)
     }
 
     /// The failure recorded for this identity, if the caller should not retry yet: a
@@ -140,13 +141,16 @@ extension RenditionStore {
 }
 
 extension StoreTransaction {
-    mutating func recordFailure(identity: [UInt8], path: [UInt8], _ record: FailureRecord) throws {
+    mutating func recordFailure(identity: [UInt8], path: [UInt8], _ record: FailureRecord, stamp: SourceStamp? = nil) throws {
         let item = PathIndex.Item.failure(identity: identity)
-        if let old = try txn.get(env.failures, identity).flatMap(FailureRecord.init), old.pathKey != record.pathKey {
+        try stampSource(identity, stamp, path: path)
+        let old = try txn.get(env.failures, identity).flatMap(FailureRecord.init)
+        if let old, old.pathKey != record.pathKey {
             try unindex(old.pathKey, item)
         }
         try index(record.pathKey, path: path, item)
         try txn.put(env.failures, identity, record.encoded())
+        if old == nil { try retainSource(identity) }
         state.failuresRecorded += 1
     }
 
@@ -155,6 +159,8 @@ extension StoreTransaction {
     mutating func removeFailure(_ identity: [UInt8]) throws -> Bool {
         guard !identity.isEmpty, let raw = try txn.get(env.failures, identity) else { return false }
         if let record = FailureRecord(raw) { try unindex(record.pathKey, .failure(identity: identity)) }
-        return try txn.delete(env.failures, identity)
+        let removed = try txn.delete(env.failures, identity)
+        if removed { try releaseSource(identity) }
+        return removed
     }
 }

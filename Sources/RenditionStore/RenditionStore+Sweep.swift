@@ -1,9 +1,23 @@
 import CLMDB
 
+/// What a sweep finds at an indexed path, for one source identity.
+public enum SweepVerdict: Sendable, Equatable {
+    /// The file there still has this identity: what is stored of it stays.
+    case current
+    /// Another file is there now: what is stored of the old one goes.
+    case changed
+    /// Nothing is there: the file was deleted, or moved to a name the store has not seen
+    /// yet. Its renditions stay, out of the path's index, until eviction or until a request
+    /// finds the file under its new name (`moveSource`); its failure goes.
+    case gone
+}
+
 /// What one sweep call decided to remove, handed to the writer thread.
 struct SweepPlan: Sendable {
     /// Items to remove, with the path key they are indexed under.
     var items: [(pathKey: [UInt8], item: PathIndex.Item)] = []
+    /// Renditions of vanished paths: only their index items go.
+    var unindexed: [(pathKey: [UInt8], item: PathIndex.Item)] = []
     /// Where the next call starts (empty: from the beginning).
     var cursor: [UInt8] = []
 
@@ -31,6 +45,13 @@ extension RenditionStore {
     /// - Returns: the number of renditions and failures removed. Blocks until committed.
     @discardableResult
     public func sweep(limit: Int, isCurrent: (_ path: String, _ identity: [UInt8]) -> Bool) -> Int {
+        sweep(limit: limit) { path, identity in isCurrent(path, identity) ? .current : .changed }
+    }
+
+    /// `sweep(limit:isCurrent:)` with the three answers of `SweepVerdict`: a vanished path's
+    /// renditions are kept (unindexed), for a file that was only moved.
+    @discardableResult
+    public func sweep(limit: Int, check: (_ path: String, _ identity: [UInt8]) -> SweepVerdict) -> Int {
         sweepLock.withLock { _ -> Int in
             let env = environment
             let now = configuration.nowMillis, backoff = configuration.failureBackoffMillis
@@ -38,13 +59,17 @@ extension RenditionStore {
             var plan = SweepPlan(cursor: next)
             for group in groups {
                 let path = String(decoding: group.path, as: UTF8.self)
-                var verdicts: [[UInt8]: Bool] = [:]
+                var verdicts: [[UInt8]: SweepVerdict] = [:]
                 for (item, failure) in group.items {
                     let identity = item.identity
-                    let current = verdicts[identity] ?? isCurrent(path, identity)
-                    verdicts[identity] = current
+                    let verdict = verdicts[identity] ?? check(path, identity)
+                    verdicts[identity] = verdict
                     let expired = failure.map { !$0.isLive(now: now, backoff: backoff) } ?? false
-                    if !current || expired { plan.items.append((group.pathKey, item)) }
+                    switch (verdict, item) {
+                    case (.gone, .rendition): plan.unindexed.append((group.pathKey, item))
+                    case (.current, _) where !expired: break
+                    default: plan.items.append((group.pathKey, item))
+                    }
                 }
             }
             return writer.perform { reply in .sweep(plan, reply: reply) }
@@ -92,6 +117,7 @@ extension StoreTransaction {
             }
             try unindex(pathKey, item)
         }
+        for (pathKey, item) in plan.unindexed { try unindex(pathKey, item) }
         if plan.cursor.isEmpty {
             try txn.delete(env.meta, SweepPlan.cursorKey)
         } else {

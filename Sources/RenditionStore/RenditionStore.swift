@@ -125,7 +125,11 @@ public final class RenditionStore: Sendable {
     ///
     /// - Parameters:
     ///   - path: the source file's path, for `invalidate` and `sweep`.
-    public func put(_ key: RenditionKey, path: String, metadata: RenditionMetadata, bytes: [UInt8]) {
+    ///   - source: what the file was when it was rendered: its change time and content
+    ///     fingerprint (`SourceRecord`), so that a later change of the change time alone can
+    ///     be told a rename from a rewrite. Without it nothing is recorded.
+    public func put(_ key: RenditionKey, path: String, metadata: RenditionMetadata, bytes: [UInt8],
+                    source: SourceStamp? = nil) {
         let size = StoredValue.headerSize + bytes.count
         let charge = EntryRecord.charge(valueSize: size, pathKeyCount: PathIndex.key(for: Array(path.utf8)).count,
                                         pageSize: environment.pageSize)
@@ -135,7 +139,8 @@ public final class RenditionStore: Sendable {
             log("event=store-put-refused bytes=\(size) budget=\(configuration.budgetBytes) key_bytes=\(key.bytes.count) path=\(path)")
             return
         }
-        writer.put(key, path: Array(path.utf8), value: StoredValue.encode(metadata, source: key.source, bytes: bytes))
+        writer.put(key, path: Array(path.utf8), value: StoredValue.encode(metadata, source: key.source, bytes: bytes),
+                   source: source)
     }
 
     /// Queues the removal of one rendition.

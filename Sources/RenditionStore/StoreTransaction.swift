@@ -22,8 +22,12 @@ struct StoreTransaction {
     }
 
     /// Stores a rendition (new, or overwriting one: the old keeps its queue position and
-    /// frequency) and indexes it under `path`.
-    mutating func put(_ key: RenditionKey, path: [UInt8], value: [UInt8]) throws {
+    /// frequency) and indexes it under `path`; `source` is what it was made from
+    /// (`SourceRecord`).
+    mutating func put(_ key: RenditionKey, path: [UInt8], value: [UInt8], source: SourceStamp? = nil) throws {
+        let identity = Array(key.source)
+        // First: a record of other content takes its renditions with it, this key's too.
+        try stampSource(identity, source, path: path)
         let pathKey = PathIndex.key(for: path)
         let item = PathIndex.Item.rendition(key: key.bytes, sourceCount: key.sourceCount)
         if var record = try entry(key.bytes) {
@@ -48,6 +52,7 @@ struct StoreTransaction {
             try txn.put(env.entries, key.bytes, record.encoded())
             try index(pathKey, path: path, item)
             account(record, removing: false)
+            try retainSource(identity)
         }
         try txn.put(env.renditions, key.bytes, value)
         // A rendition of this very file supersedes a failure recorded for it.
@@ -66,6 +71,10 @@ struct StoreTransaction {
         try txn.delete(env.entries, key)
         try unindex(record.pathKey, .rendition(key: key, sourceCount: Int(record.sourceCount)))
         account(record, removing: true)
+        let start = RenditionKey.identityOffset, count = Int(record.sourceCount)
+        if key.first == RenditionKey.format, key.count >= start + count {
+            try releaseSource(Array(key[start..<start + count]))
+        }
         return true
     }
 

@@ -12,7 +12,7 @@ extension StoreWriter {
     /// retried.
     func commit(_ batch: [Operation], hits: [[UInt8]]) -> [Int] {
         let incoming = batch.reduce(UInt64(0)) { sum, op in
-            if case .put(_, _, let value, _) = op { sum + UInt64(value.count) } else { sum }
+            if case .put(_, _, let value, _, _) = op { sum + UInt64(value.count) } else { sum }
         }
         var skipPuts = false
         for _ in 1...12 {
@@ -56,16 +56,20 @@ extension StoreWriter {
         var results = Array(repeating: 0, count: batch.count)
         for (index, op) in batch.enumerated() {
             switch op {
-            case .put(let key, let path, let value, _):
-                if !skipPuts { try tx.put(key, path: path, value: value) }
+            case .put(let key, let path, let value, let source, _):
+                if !skipPuts { try tx.put(key, path: path, value: value, source: source) }
             case .delete(let key):
                 try tx.removeRendition(key)
             case .invalidate(.path(let path), _):
                 results[index] = try tx.invalidate(path: path)
             case .invalidate(.directory(let directory), _):
                 results[index] = try tx.invalidate(directory: directory)
-            case .recordFailure(let identity, let path, let record, _):
-                try tx.recordFailure(identity: identity, path: path, record)
+            case .recordFailure(let identity, let path, let record, let stamp, _):
+                try tx.recordFailure(identity: identity, path: path, record, stamp: stamp)
+            case .moveSource(let identity, let path, let changeTime, _):
+                results[index] = try tx.moveSource(identity, to: path, changeTimeNanos: changeTime)
+            case .forgetSource(let identity, _):
+                results[index] = try tx.forgetSource(identity)
             case .sweep(let plan, _):
                 results[index] = try tx.apply(plan)
             case .trim(let target, _):

@@ -14,10 +14,14 @@ import Synchronization
 final class StoreWriter: Sendable {
     enum Operation: Sendable {
         /// generation matches the `pending` entry it came with
-        case put(RenditionKey, path: [UInt8], value: [UInt8], generation: UInt64)
+        case put(RenditionKey, path: [UInt8], value: [UInt8], source: SourceStamp?, generation: UInt64)
         case delete([UInt8])
         case invalidate(Invalidation, reply: @Sendable (Int) -> Void)
-        case recordFailure(identity: [UInt8], path: [UInt8], FailureRecord, generation: UInt64)
+        case recordFailure(identity: [UInt8], path: [UInt8], FailureRecord, stamp: SourceStamp?, generation: UInt64)
+        /// A source renamed or moved: re-index under the path, take the change time.
+        case moveSource([UInt8], path: [UInt8], changeTimeNanos: Int64, reply: @Sendable (Int) -> Void)
+        /// A source rewritten: remove everything of it.
+        case forgetSource([UInt8], reply: @Sendable (Int) -> Void)
         case sweep(SweepPlan, reply: @Sendable (Int) -> Void)
         /// Evict down to this many stored bytes (the policy's order); replies the count.
         case trim(UInt64, reply: @Sendable (Int) -> Void)
@@ -44,6 +48,8 @@ final class StoreWriter: Sendable {
         var operations: [Operation] = []
         var pendingValues: [[UInt8]: PendingPut] = [:]
         var pendingFailures: [[UInt8]: (generation: UInt64, record: FailureRecord)] = [:]
+        /// The source records a queued put or failure will write (their references aside).
+        var pendingSources: [[UInt8]: (generation: UInt64, record: SourceRecord)] = [:]
         var generation: UInt64 = 0
     }
 
@@ -106,11 +112,12 @@ final class StoreWriter: Sendable {
 
     // MARK: Enqueueing (any thread)
 
-    func put(_ key: RenditionKey, path: [UInt8], value: [UInt8]) {
+    func put(_ key: RenditionKey, path: [UInt8], value: [UInt8], source: SourceStamp?) {
         queue.withLock { q in
             q.generation += 1
             q.pendingValues[key.bytes] = PendingPut(generation: q.generation, key: key, path: path, value: value)
-            q.operations.append(.put(key, path: path, value: value, generation: q.generation))
+            if let source { q.pendingSources[Array(key.source)] = (q.generation, SourceRecord(stamp: source, path: path)) }
+            q.operations.append(.put(key, path: path, value: value, source: source, generation: q.generation))
         }
         wakeup.signal()
     }
@@ -123,11 +130,12 @@ final class StoreWriter: Sendable {
         wakeup.signal()
     }
 
-    func recordFailure(identity: [UInt8], path: [UInt8], record: FailureRecord) {
+    func recordFailure(identity: [UInt8], path: [UInt8], record: FailureRecord, stamp: SourceStamp?) {
         queue.withLock { q in
             q.generation += 1
             q.pendingFailures[identity] = (q.generation, record)
-            q.operations.append(.recordFailure(identity: identity, path: path, record, generation: q.generation))
+            if let stamp { q.pendingSources[identity] = (q.generation, SourceRecord(stamp: stamp, path: path)) }
+            q.operations.append(.recordFailure(identity: identity, path: path, record, stamp: stamp, generation: q.generation))
         }
         wakeup.signal()
     }
@@ -141,6 +149,19 @@ final class StoreWriter: Sendable {
     func pendingKeys(path: [UInt8], source: [UInt8]) -> [RenditionKey] {
         queue.withLock { q in
             q.pendingValues.values.filter { $0.path == path && $0.key.source.elementsEqual(source) }.map(\.key)
+        }
+    }
+
+    func pendingSource(for identity: [UInt8]) -> SourceRecord? {
+        queue.withLock { $0.pendingSources[identity]?.record }
+    }
+
+    /// Readers stop seeing what is queued of this source at once (its removal follows).
+    func forget(source identity: [UInt8]) {
+        queue.withLock { q in
+            q.pendingSources[identity] = nil
+            q.pendingFailures[identity] = nil
+            q.pendingValues = q.pendingValues.filter { !$0.value.key.source.elementsEqual(identity) }
         }
     }
 
@@ -215,11 +236,13 @@ final class StoreWriter: Sendable {
             queue.withLock { q in
                 for op in batch {
                     switch op {
-                    case .put(let key, _, _, let generation) where q.pendingValues[key.bytes]?.generation == generation:
-                        q.pendingValues[key.bytes] = nil
-                    case .recordFailure(let identity, _, _, let generation)
-                        where q.pendingFailures[identity]?.generation == generation:
-                        q.pendingFailures[identity] = nil
+                    case .put(let key, _, _, _, let generation):
+                        if q.pendingValues[key.bytes]?.generation == generation { q.pendingValues[key.bytes] = nil }
+                        let identity = Array(key.source)
+                        if q.pendingSources[identity]?.generation == generation { q.pendingSources[identity] = nil }
+                    case .recordFailure(let identity, _, _, _, let generation):
+                        if q.pendingFailures[identity]?.generation == generation { q.pendingFailures[identity] = nil }
+                        if q.pendingSources[identity]?.generation == generation { q.pendingSources[identity] = nil }
                     default: break
                     }
                 }
@@ -227,7 +250,8 @@ final class StoreWriter: Sendable {
             var stopping: DispatchSemaphore?
             for (index, op) in batch.enumerated() {
                 switch op {
-                case .invalidate(_, let reply), .sweep(_, let reply), .trim(_, let reply): reply(replies[index])
+                case .invalidate(_, let reply), .sweep(_, let reply), .trim(_, let reply),
+                     .moveSource(_, _, _, let reply), .forgetSource(_, let reply): reply(replies[index])
                 case .flush(let done): done.signal()
                 case .stop(let done): stopping = done
                 default: break

@@ -3,21 +3,26 @@ import CChecksum
 /// The identity of a stored rendition: source identity + spec + renderer version, as bytes
 /// built by the caller. The store treats the parts as opaque.
 ///
-/// Layout: `[1, rendererVersion lo, hi] + source + spec`. The store reads the source part
-/// back only to index it (path index, sweep) and never interprets it.
+/// Layout: `[2, rendererVersion lo, hi] + source + spec`. The store reads the source part
+/// back to index it (path index, sweep) and to find every rendition of one source (a file
+/// moved or rewritten: `SourceRecord`), and never interprets it. The leading byte is the
+/// key's format: 1 had a 40-byte identity with the change time, and its keys never match
+/// again (they leave by eviction or the sweep).
 public struct RenditionKey: Hashable, Sendable {
     /// The key as stored in LMDB.
     public let bytes: [UInt8]
     /// Length of the source identity, which starts at `identityOffset`.
     let sourceCount: Int
     static let identityOffset = 3
+    /// The key's format, its first byte.
+    static let format: UInt8 = 2
 
     /// - Parameters:
     ///   - source: the source file's identity (device, inode, size, times).
     ///   - spec: the normalized spec's stable encoding.
     ///   - rendererVersion: bumped when output for the same input changes.
     public init(source: [UInt8], spec: [UInt8], rendererVersion: UInt16) {
-        var bytes: [UInt8] = [1, UInt8(rendererVersion & 0xff), UInt8(rendererVersion >> 8)]
+        var bytes: [UInt8] = [Self.format, UInt8(rendererVersion & 0xff), UInt8(rendererVersion >> 8)]
         bytes.append(contentsOf: source)
         bytes.append(contentsOf: spec)
         self.bytes = bytes

@@ -6,7 +6,8 @@ import ViewerTestSupport
 /// A temporary cache directory, removed when released (the name the store's tests use).
 typealias StoreDirectory = TemporaryDirectory
 
-/// 40 bytes like Rendering.AssetIdentity: device, inode (= n), size, mtime, ctime (= version).
+/// 40 opaque identity bytes (the store does not read them): device, inode (= n), size, and two
+/// times (= version). The daemon's AssetIdentity is 32 bytes since issue 20.
 func identity(_ n: Int, version: Int = 0) -> [UInt8] {
     var out: [UInt8] = []
     for value in [1, UInt64(n), 1000 + UInt64(n), UInt64(version), UInt64(version)] as [UInt64] {
@@ -19,7 +20,7 @@ func key(_ n: Int, version: Int = 0, spec: UInt8 = 1) -> RenditionKey {
     RenditionKey(source: identity(n, version: version), spec: [spec, 2, 3], rendererVersion: 1)
 }
 
-/// A key read back from the store (layout: [1, version lo, hi] + 40-byte identity + spec).
+/// A key read back from the store (layout: [2, version lo, hi] + identity, 40 bytes in these tests, + spec).
 func renditionKey(bytes: [UInt8]) -> RenditionKey {
     RenditionKey(source: Array(bytes[3..<43]), spec: Array(bytes[43...]),
                  rendererVersion: UInt16(bytes[1]) | UInt16(bytes[2]) << 8)

@@ -1,5 +1,6 @@
 import Foundation
 import Rendering
+import RenditionStore
 import Testing
 @testable import ViewerDaemon
 
@@ -7,15 +8,20 @@ import Testing
 struct StoreMaintenanceTests {
     let identity = AssetIdentity(device: 1, inode: 2, size: 3, mtimeNanos: 4, ctimeNanos: 5)
 
-    @Test("the sweep drops what changed or vanished, and keeps what it cannot stat")
+    @Test("the sweep drops what changed, keeps what it cannot stat, and tells a vanished path apart")
     func verdicts() {
         var changed = identity
         changed.mtimeNanos += 1
-        #expect(StoreMaintenance.isCurrent(.found(identity), identity: identity.bytes))
-        #expect(!StoreMaintenance.isCurrent(.found(changed), identity: identity.bytes))
-        #expect(!StoreMaintenance.isCurrent(.gone, identity: identity.bytes))
+        var chmodded = identity
+        chmodded.ctimeNanos += 1
+        #expect(StoreMaintenance.verdict(.found(identity), identity: identity.bytes) == .current)
+        #expect(StoreMaintenance.verdict(.found(changed), identity: identity.bytes) == .changed)
+        // A chmod or a rename changes only the change time, which is not in the identity.
+        #expect(StoreMaintenance.verdict(.found(chmodded), identity: identity.bytes) == .current)
+        // Deleted, or moved: the renditions stay for a request under the new name.
+        #expect(StoreMaintenance.verdict(.gone, identity: identity.bytes) == .gone)
         // Another user's file, passed by descriptor: the daemon may not stat it.
-        #expect(StoreMaintenance.isCurrent(.unknown(errno: EACCES), identity: identity.bytes))
+        #expect(StoreMaintenance.verdict(.unknown(errno: EACCES), identity: identity.bytes) == .current)
     }
 
     @Test("a stat that fails for another reason than a missing file is unknown, not gone")

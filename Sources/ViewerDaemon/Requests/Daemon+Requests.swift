@@ -33,17 +33,21 @@ extension Daemon {
             return send(connection, .error(ErrorReply(error.code, error.description)), requestID: requestID)
         }
         opening[ref] = OpeningRenders.Entry(request: request, spec: spec, priority: request.priority)
-        let access = sourceAccess, peer = connection.peerUID, path = request.path
+        let access = sourceAccess, peer = connection.peerUID, path = request.path, store = store
         offLoop {
-            .opened(ref, Result { () throws(RenderError) in
+            let result = Result { () throws(RenderError) in
                 try access.open(path: path, descriptor: descriptor, peerUID: peer, lease: lease)
-            })
+            }
+            // Before the loop looks in the store: a rewrite that kept the identity has its
+            // renditions removed by now, a moved file has them under its new path.
+            let continuity = (try? result.get()).map { SourceContinuity.check($0, store: store) } ?? .unchanged
+            return .opened(ref, result, continuity)
         }
     }
 
     /// The source of an opening RENDER is open (or is not): answered from the store when it
     /// can be, else its header is read next.
-    func sourceOpened(_ ref: RequestRef, _ result: Result<SourceFile, RenderError>) {
+    func sourceOpened(_ ref: RequestRef, _ result: Result<SourceFile, RenderError>, _ continuity: SourceContinuity = .unchanged) {
         guard var entry = opening[ref] else { return }  // answered meanwhile (cancelled, closed)
         guard let connection = connections.byID[ref.connection] else { return opening[ref] = nil }
         let request = entry.request
@@ -55,6 +59,14 @@ extension Daemon {
             return send(connection, .error(ErrorReply(error.code, error.description)), requestID: ref.id)
         case .success(let opened):
             source = opened
+        }
+        switch continuity {
+        case .unchanged: break
+        case .moved(let from) where from != source.path:
+            Log.info("event=source-moved from=\(Log.quote(from)) to=\(Log.quote(source.path))")
+        case .moved: break  // chmodded, touched: nothing to tell
+        case .rewritten:
+            Log.info("event=source-rewritten path=\(Log.quote(source.path)) detail=\"same identity, other content\"")
         }
         let key = RenditionKey(source: source.identity.bytes, spec: entry.spec.keyBytes, rendererVersion: Renderer.version)
         if serveFromStore(key, requestID: ref.id, on: connection) {
@@ -69,7 +81,7 @@ extension Daemon {
         }
         (entry.source, entry.key) = (source, key)
         opening[ref] = entry
-        offLoop { .headerRead(ref, HeaderSniffer.sniff(descriptor: source.descriptor)) }
+        offLoop { .headerRead(ref, HeaderSniffer.sniff(source)) }
     }
 
     /// The header of an opening RENDER's source is read: a stored larger rendition, a
@@ -179,7 +191,7 @@ extension Daemon {
         let cost = base.map { Renderer.estimateCost(SourceHeader(width: $0.width, height: $0.height, bands: 4, loader: "derived"), spec: spec) }
             ?? HeaderSniffer.cost(of: source, sniffed, spec: spec)
         return RenderJob(key: key, source: source, spec: spec, priority: .normal, sequence: id, cost: cost,
-                         derivedFrom: base?.bytes)
+                         derivedFrom: base?.bytes, fingerprint: sniffed.fingerprint)
     }
 
     /// Carries out the in-flight table's actions, in order.
@@ -266,11 +278,12 @@ extension Daemon {
     func remember(_ error: RenderError, cause: FailureCause, of job: RenderJob) {
         // A file still being written (a download) fails now and decodes in a moment: where the
         // timestamps cannot tell, its failure is not remembered.
-        guard job.sourceWasSteady else { return }
+        guard job.sourceWasSteady, let stamp = job.stamp else { return }
         let identity = job.source.identity.bytes
         guard let memory = FailurePolicy.memory(for: error, cause: cause, derivation: job.derivedFrom != nil,
                                                 previous: store.failureHistory(source: identity)) else { return }
         store.recordFailure(source: identity, path: job.source.path, code: error.code.rawValue,
-                            message: error.description, permanent: memory.permanent, attempts: memory.attempts)
+                            message: error.description, permanent: memory.permanent, attempts: memory.attempts,
+                            stamp: stamp)
     }
 }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Rendering
+import RenditionStore
 import ViewerProtocol
 
 /// Reads the dimensions of common formats from the first bytes of a file, in plain Swift,
@@ -17,15 +18,21 @@ enum HeaderSniffer {
         var header: SourceHeader?
         /// The format the bytes begin, of those viewerd reads (`ImageSignature`); nil: none.
         var format: ImageSignature?
+        /// `SourceFingerprint` of the file, stored with what is rendered from it (nil: it
+        /// could not be read, and nothing of it is stored).
+        var fingerprint: UInt64?
     }
 
-    /// Reads the start of the file open on `descriptor` once, for both questions.
-    static func sniff(descriptor: Int32) -> Sniffed {
+    /// Reads the start of the source once, for both questions, and its fingerprint (the
+    /// start again, from the page cache, and the end).
+    static func sniff(_ source: SourceFile) -> Sniffed {
+        let descriptor = source.descriptor
+        let fingerprint = SourceFingerprint.of(descriptor: descriptor, size: source.identity.size)
         var bytes = [UInt8](repeating: 0, count: prefixSize)
         let n = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
-        guard n > 0 else { return Sniffed(header: nil, format: nil) }
+        guard n > 0 else { return Sniffed(header: nil, format: nil, fingerprint: fingerprint) }
         let prefix = bytes[0..<n]
-        return Sniffed(header: sniff(Array(prefix)), format: ImageSignature.detect(prefix))
+        return Sniffed(header: sniff(Array(prefix)), format: ImageSignature.detect(prefix), fingerprint: fingerprint)
     }
 
     static func sniff(_ b: [UInt8]) -> SourceHeader? {

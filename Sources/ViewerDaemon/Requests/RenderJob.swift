@@ -24,6 +24,10 @@ final class RenderJob: Sendable {
     let derivedFrom: [UInt8]?
     /// The estimated memory and costliness the scheduler admits it by.
     let cost: RenderCost
+    /// What the source was when its header was read (change time, content fingerprint),
+    /// stored with the rendition or failure; nil when it could not be read: then nothing
+    /// is stored, since a later rewrite that keeps the identity could not be told.
+    let stamp: SourceStamp?
     /// When a worker began it (wall clock, nanoseconds since the epoch; 0 before): a file
     /// with coarse timestamps changed just before is not remembered (`AssetIdentity.mayChangeUnseen`).
     let startedNanos = Atomic<Int64>(0)
@@ -36,8 +40,10 @@ final class RenderJob: Sendable {
     }
 
     init(key: RenditionKey, source: SourceFile, spec: RenditionSpec, priority: Priority, sequence: UInt64,
-         cost: RenderCost = RenderCost(memoryBytes: 0, costly: false), derivedFrom: [UInt8]? = nil) {
+         cost: RenderCost = RenderCost(memoryBytes: 0, costly: false), derivedFrom: [UInt8]? = nil,
+         fingerprint: UInt64? = nil) {
         self.key = key
+        self.stamp = fingerprint.map { SourceStamp(changeTimeNanos: source.identity.ctimeNanos, fingerprint: $0) }
         self.cost = cost
         self.derivedFrom = derivedFrom
         self.source = source
@@ -87,8 +93,9 @@ enum LoopEvent: Sendable {
 
 /// What the I/O threads (`SourceIO`) found, for the event loop to act on.
 enum SourceEvent: Sendable {
-    /// A RENDER's source, opened, or why it could not be.
-    case opened(RequestRef, Result<SourceFile, RenderError>)
+    /// A RENDER's source, opened, or why it could not be, and what the store's record of
+    /// it said (`SourceContinuity`, already acted on).
+    case opened(RequestRef, Result<SourceFile, RenderError>, SourceContinuity)
     /// The header of a RENDER's source (a miss that may render).
     case headerRead(RequestRef, HeaderSniffer.Sniffed)
     /// The files of a connection's PREFETCH that could be opened (the others are skipped).

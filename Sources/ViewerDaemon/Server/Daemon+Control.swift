@@ -52,10 +52,15 @@ extension Daemon {
                     guard let lease = try? claimSource(for: connection, descriptor: nil) else { break }
                     claimed.append((path, lease))
                 }
-                let access = sourceAccess, peer = connection.peerUID, leased = claimed
+                let access = sourceAccess, peer = connection.peerUID, leased = claimed, store = store
                 return offLoop {
                     .prefetchOpened(connection: id, leased.compactMap { path, lease in
-                        try? access.open(path: path, descriptor: nil, peerUID: peer, lease: lease)
+                        guard let source = try? access.open(path: path, descriptor: nil, peerUID: peer, lease: lease) else {
+                            return nil
+                        }
+                        // As for a RENDER: a rewrite is rendered again, a move keeps its renditions.
+                        _ = SourceContinuity.check(source, store: store)
+                        return source
                     })
                 }
             case .stopPrefetch(_, let request):
@@ -78,8 +83,8 @@ extension Daemon {
     /// Acts on what an I/O thread found for a RENDER or a prefetch step.
     func handle(_ event: SourceEvent) {
         switch event {
-        case .opened(let ref, let result):
-            sourceOpened(ref, result)
+        case .opened(let ref, let result, let continuity):
+            sourceOpened(ref, result, continuity)
             if let connection = connections.byID[ref.connection] { openingFinished(on: connection) }
         case .headerRead(let ref, let sniffed):
             headerRead(ref, sniffed)
@@ -111,7 +116,7 @@ extension Daemon {
             finishControlStep(of: id, count: 0)
             return startControlSteps(of: id)
         }
-        offLoop { .prefetchHeadersRead(connection: id, candidates.map { ($0, HeaderSniffer.sniff(descriptor: $0.descriptor)) }) }
+        offLoop { .prefetchHeadersRead(connection: id, candidates.map { ($0, HeaderSniffer.sniff($0)) }) }
     }
 
     /// Queues renders of the prefetched files; returns how many were queued.

@@ -91,7 +91,14 @@ public final class Daemon {
             store.close()
             throw StartupError("cannot start the decode pool: \(error)")
         }
-        maintenance = StoreMaintenance(store: store)
+        // Test-only: a sweep every few milliseconds, so an end-to-end test sees it pass.
+        let environment = ProcessInfo.processInfo.environment
+        if environment["VIEWERD_TEST_FAULTS"] == "1",
+           let millis = environment["VIEWERD_TEST_SWEEP_INTERVAL_MS"].flatMap({ Int($0) }), millis > 0 {
+            maintenance = StoreMaintenance(store: store, interval: .milliseconds(millis))
+        } else {
+            maintenance = StoreMaintenance(store: store)
+        }
         // A closed connection leaves every job it waited for (the daemon lives as long as
         // the process: unowned is safe).
         connections.onClose = { [unowned self] connection in

@@ -13,6 +13,8 @@ final class StoreMaintenance: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let stopped = Atomic<Bool>(false)
 
+    /// - Parameter interval: 30 s; a test may set it through `VIEWERD_TEST_SWEEP_INTERVAL_MS`
+    ///   (with `VIEWERD_TEST_FAULTS=1`, see `Daemon`).
     init(store: RenditionStore, interval: Duration = .seconds(30), batch: Int = 500) {
         self.store = store
         self.interval = interval
@@ -27,7 +29,7 @@ final class StoreMaintenance: Sendable {
         let nanos = interval.components.seconds * 1_000_000_000 + interval.components.attoseconds / 1_000_000_000
         while stopSignal.wait(timeout: .now() + .nanoseconds(Int(nanos))) == .timedOut {
             let removed = store.sweep(limit: batch) { path, identity in
-                Self.isCurrent(Lookup(path: path), identity: identity)
+                Self.verdict(Lookup(path: path), identity: identity)
             }
             if removed > 0 { Log.info("event=store-swept removed=\(removed)") }
         }
@@ -56,12 +58,14 @@ final class StoreMaintenance: Sendable {
     /// daemon cannot `stat` stays: a client of another user passed it by descriptor precisely
     /// because the daemon cannot reach the file (a 0700 home), and a failed `stat` says
     /// nothing about whether the file changed. The key (the identity) still keeps stale
-    /// pixels from ever being served, and eviction reclaims the space.
-    static func isCurrent(_ lookup: Lookup, identity: [UInt8]) -> Bool {
+    /// pixels from ever being served, and eviction reclaims the space. A rendition of a path
+    /// where nothing is left stays too, out of that path's index: the file may have been
+    /// moved, and its next request under the new name finds it (`SourceContinuity`).
+    static func verdict(_ lookup: Lookup, identity: [UInt8]) -> SweepVerdict {
         switch lookup {
-        case .found(let now): return now.bytes == identity
-        case .gone: return false
-        case .unknown: return true
+        case .found(let now): return now.bytes == identity ? .current : .changed
+        case .gone: return .gone
+        case .unknown: return .current
         }
     }
 

@@ -175,15 +175,16 @@ final class WorkerPool: Sendable {
             running.add(-1, ordering: .relaxed)
             if case .rendered(let rendition) = outcome {
                 settings.setFailing(false)
-                if job.sourceWasSteady {
-                    // A file rewritten during the render would store old pixels under the old
-                    // identity: wasteful where timestamps are fine (that key never matches
-                    // again), wrong where they are coarse (it may match): not stored.
+                // A file rewritten during the render would store old pixels under the old
+                // identity: wasteful where timestamps are fine (that key never matches
+                // again), wrong where they are coarse (it may match): not stored. Nor is one
+                // without its stamp: a later rewrite keeping the identity could not be told.
+                if job.sourceWasSteady, let stamp = job.stamp {
                     store.put(job.key, path: job.source.path,
                               metadata: RenditionMetadata(format: rendition.format.rawValue, width: rendition.width,
                                                           height: rendition.height,
                                                           created: UInt64(Date().timeIntervalSince1970)),
-                              bytes: rendition.bytes)
+                              bytes: rendition.bytes, source: stamp)
                 }
             }
             // Its memory is free (admission may let others start), and the loop may queue the
