@@ -115,7 +115,7 @@ struct StatusCommand: Subcommand {
 
 /// `viewerctl status`'s line on the workers' protections (STATS' `sandbox_*` counters).
 enum SandboxLine {
-    static let names = ["seccomp", "landlock", "namespaces", "no_new_privs", "limits"]
+    static let names = ["seccomp", "landlock", "read_kill", "namespaces", "no_new_privs", "limits"]
 
     static func text(_ value: (String) -> UInt64) -> String {
         guard value("sandbox_reported") != 0 else { return "not known yet (no decoder process started)" }
