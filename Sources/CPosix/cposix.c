@@ -276,6 +276,21 @@ int vd_poll2(int fd1, int fd2, int timeout_ms) {
     return mask;
 }
 
+int vd_poll3(int fd1, int fd2, int fd3, int timeout_ms) {
+    struct pollfd fds[3] = {{.fd = fd1, .events = POLLIN}, {.fd = fd2, .events = POLLIN}, {.fd = fd3, .events = POLLIN}};
+    int n;
+    do {
+        n = poll(fds, 3, timeout_ms);
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) return n;
+    int mask = 0;
+    if (fds[0].revents & POLLIN) mask |= 1;
+    if (fds[0].revents & (POLLHUP | POLLERR)) mask |= 4;
+    if (fds[1].revents & POLLIN) mask |= 2;
+    if (fds[2].revents & POLLIN) mask |= 8;
+    return mask;
+}
+
 long vd_raise_nofile(void) {
     struct rlimit limit;
     if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return -1;

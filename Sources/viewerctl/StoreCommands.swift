@@ -193,7 +193,7 @@ func printJSON(_ value: some Encodable) throws {
 }
 
 enum SandboxLine {
-    static let names = ["seccomp", "landlock", "namespaces", "no_new_privs", "limits"]
+    static let names = ["seccomp", "landlock", "read_kill", "namespaces", "no_new_privs", "limits"]
 
     static func text(_ value: (String) -> UInt64) -> String {
         guard value("sandbox_reported") != 0 else { return "not known yet (no decoder process started)" }

@@ -19,10 +19,38 @@ guard CommandLine.arguments.dropFirst().first == "--worker" else {
 
 exit(WorkerProcess.run(arguments: Array(CommandLine.arguments.dropFirst(2))) { path throws(RenderError) in
     if path.contains("probe-read-passwd") {
-        // Read-only opens fail (EACCES) rather than kill: answered `unreadable`.
+        // With the daemon checking opens (read_kill), this kills; without, it fails (EACCES):
+        // answered `unreadable`.
         let fd = open("/etc/passwd", O_RDONLY)
         if fd >= 0 { escaped() }
         throw .unreadable(path: "/etc/passwd", errno: errno)
+    } else if path.contains("probe-read-home") {
+        let home = ProcessInfo.processInfo.environment["HOME"] ?? "/root"
+        let fd = open(home + "/.profile", O_RDONLY)
+        if fd >= 0 { escaped() }
+        throw .unreadable(path: home + "/.profile", errno: errno)
+    } else if path.contains("probe-time-opens") {
+        // The cost of a checked open (BENCHMARKS.md): 2000 opens of a font, timed, logged.
+        let font = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+        func now() -> UInt64 {
+            var t = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &t)
+            return UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_nsec)
+        }
+        let start = now()
+        for _ in 0..<2000 {
+            let fd = open(font, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw .unreadable(path: font, errno: errno) }
+            close(fd)
+        }
+        let nanoseconds = (now() - start) / 2000
+        FileHandle.standardError.write(Data("probe-time-opens ns_per_open=\(nanoseconds)\n".utf8))
+    } else if path.contains("probe-read-font") {
+        // A font in the view, as cairo reopens one inside a job: it opens, and the job goes on.
+        let font = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+        let fd = open(font, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .unreadable(path: font, errno: errno) }
+        close(fd)
     } else if path.contains("probe-write-home") {
         let home = ProcessInfo.processInfo.environment["HOME"] ?? "/tmp"
         _ = open(home + "/viewerd-sandbox-probe-\(getpid())", O_WRONLY | O_CREAT | O_TRUNC, 0o600)

@@ -77,6 +77,10 @@ int vd_limit_address_space(unsigned long long bytes);
 /// ready, 4: first hung up or errored), 0 on timeout, -1 on error. Retries EINTR.
 int vd_poll2(int fd1, int fd2, int timeout_ms);
 
+/// As vd_poll2 with a third descriptor (negative: ignored, as poll does): bit 8 when it is
+/// readable (a worker's seccomp listener has a notification).
+int vd_poll3(int fd1, int fd2, int fd3, int timeout_ms);
+
 /// Raises the soft limit of open descriptors to the hard limit; returns the new soft limit.
 long vd_raise_nofile(void);
 

@@ -29,7 +29,8 @@ void vd_filter_free(vd_filter *filter);
 enum { VD_ARG_ANY = 0, VD_ARG_EQ = 1, VD_ARG_MASKED_EQ = 2 };
 
 /// Adds a rule for the system call `name`: `errno_value` 0 allows it, a positive value makes
-/// it fail with that errno instead of running. With `op` VD_ARG_EQ or VD_ARG_MASKED_EQ the
+/// it fail with that errno instead of running, a negative value hands it to the supervisor
+/// (SCMP_ACT_NOTIFY: the calling thread waits until the listener's holder answers). With `op` VD_ARG_EQ or VD_ARG_MASKED_EQ the
 /// rule applies only when argument `arg` compares so (else the default action: kill).
 /// Returns 0; 1 when this architecture has no such call (nothing to allow); a negative errno.
 int vd_filter_add(vd_filter *filter, const char *name, int errno_value, int op, unsigned arg,
@@ -38,6 +39,39 @@ int vd_filter_add(vd_filter *filter, const char *name, int errno_value, int op, 
 /// Loads the filter into the kernel for every thread of the process (TSYNC). Needs
 /// no_new_privs (set first). Returns 0 or a negative errno.
 int vd_filter_load(vd_filter *filter);
+
+/// The listener of a loaded filter with notify rules (seccomp_notify_fd), or a negative errno.
+int vd_filter_notify_fd(vd_filter *filter);
+
+/// prctl(PR_SET_DUMPABLE, dumpable). 0 or -1.
+int vd_set_dumpable(int dumpable);
+
+/// A read-only open a worker's thread is waiting in, as the daemon reads it.
+typedef struct {
+    uint64_t id;
+    /// The calling thread, in the daemon's pid namespace.
+    int pid;
+    /// openat's descriptor (-100, AT_FDCWD, for open).
+    int dirfd;
+    /// 0, or why the path could not be read from the worker's memory (EPERM: not dumpable
+    /// or Yama; EFAULT; ENAMETOOLONG).
+    int read_errno;
+} vd_open_request;
+
+/// The size of each of vd_notify_receive's buffers: PATH_MAX and its NUL.
+enum { VD_PATH_BUFFER = 4097 };
+
+/// Waits for the next notification on `notify_fd` and reads its path from the caller's
+/// memory (process_vm_readv) into `path` (VD_PATH_BUFFER bytes, NUL-terminated; empty when
+/// it could not be read); for a relative path, `base` (as large) gets the directory it is
+/// relative to (the target of /proc/PID/cwd or /proc/PID/fd/DIRFD), else is empty. Returns 0 when the request is still pending (answer it with
+/// vd_notify_answer), or a negative errno (-ENOENT: the thread is gone, nothing to answer).
+int vd_notify_receive(int notify_fd, vd_open_request *request, char *path, char *base);
+
+/// Answers request `id`: `allow` lets the call run as if unfiltered (SECCOMP_USER_NOTIF_FLAG_
+/// CONTINUE: Landlock still decides where it may open), else it fails with EACCES. Returns 0
+/// or a negative errno (-ENOENT: the thread is gone).
+int vd_notify_answer(int notify_fd, uint64_t id, int allow);
 
 /// prctl(PR_SET_NO_NEW_PRIVS): no execve can gain privileges any more. 0 or -1.
 int vd_no_new_privs(void);

@@ -50,7 +50,7 @@ enum FailurePolicy {
         case .workerDied(let death):
             switch death {
             case .failedToStart, .killedForCancel: return nil
-            case .crashed: return Memory(permanent: true, attempts: 1)
+            case .crashed, .stoppedForRead: return Memory(permanent: true, attempts: 1)
             case .killedFromOutside, .exited: return Memory(permanent: false, attempts: 1)
             case .killedForTimeout:
                 let before = previous.map { $0.code == ErrorCode.timeout.rawValue ? $0.attempts : 0 } ?? 0

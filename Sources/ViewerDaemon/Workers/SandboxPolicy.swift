@@ -20,6 +20,9 @@ enum SandboxPolicy {
         case allow
         /// The call fails with this errno without running.
         case fail(Int32)
+        /// The calling thread waits while the daemon reads its arguments and decides
+        /// (seccomp user notification: `OpenSupervisor`): run it, or kill the worker.
+        case notify
     }
 
     /// A condition on one argument of the call.
@@ -43,9 +46,13 @@ enum SandboxPolicy {
     static let threadFlags = UInt64(VD_CLONE_THREAD_FLAGS)
     static let atEmptyPath = UInt64(VD_AT_EMPTY_PATH)
 
-    /// - Parameter filesConfined: Landlock confines the worker's file system view; read-only
-    ///   opens may then run (Landlock refuses those outside it), else they fail.
-    static func rules(channel: Int32, pid: pid_t, filesConfined: Bool) -> [Rule] {
+    /// - Parameters:
+    ///   - filesConfined: Landlock confines the worker's file system view; read-only opens may
+    ///     then run (Landlock refuses those outside it), else they fail.
+    ///   - superviseOpens: with `filesConfined`, read-only opens go to the daemon first
+    ///     (`OpenSupervisor`), which kills the worker for a path outside its view and lets the
+    ///     others run (under Landlock still).
+    static func rules(channel: Int32, pid: pid_t, filesConfined: Bool, superviseOpens: Bool = false) -> [Rule] {
         func allow(_ calls: [String], _ reason: String) -> [Rule] {
             calls.map { Rule(call: $0, action: .allow, argument: nil, reason: reason) }
         }
@@ -97,10 +104,14 @@ enum SandboxPolicy {
             // refuses (EACCES) anything outside the fonts and shared data, and fail (EACCES)
             // without it: text then renders without its glyphs. An open that writes, creates
             // or truncates kills, always.
+            // With user notification the daemon sees each such open first and kills the worker
+            // for one outside the view (issue 15: /etc/passwd, a file in the home).
             + readOnlyOpens(filesConfined
-                ? .allow : .fail(EACCES), reason: filesConfined
-                ? "read-only open of a path, under Landlock (fonts, poppler data)"
-                : "read-only open of a path without Landlock: refused (text loses its glyphs), not killed")
+                ? (superviseOpens ? .notify : .allow) : .fail(EACCES), reason: !filesConfined
+                ? "read-only open of a path without Landlock: refused (text loses its glyphs), not killed"
+                : superviseOpens
+                ? "read-only open of a path: the daemon checks it (fonts, poppler data run under Landlock; elsewhere kills)"
+                : "read-only open of a path, under Landlock (fonts, poppler data)")
             // Probes of a path (cairo checks access(font, R_OK) before opening it; GLib stats
             // /etc/localtime for a log line's time): under Landlock they run, leaking at most a
             // path's existence and metadata (Landlock does not cover them); without, they fail.

@@ -17,6 +17,9 @@ enum WorkerDeath: Sendable, Equatable, CustomStringConvertible {
     /// SIGKILL the daemon did not send: the out-of-memory killer (acting for the whole
     /// cgroup) or an administrator, not the file.
     case killedFromOutside
+    /// Killed by the daemon: a read-only open of a path outside the worker's view
+    /// (`OpenSupervisor`), the mark of an exploit looking for the user's files.
+    case stoppedForRead
     /// No worker could be started for the job (socketpair or posix_spawn failed, or the new
     /// worker died before it was sent the job): EMFILE, EAGAIN, ENOMEM and the like.
     case failedToStart(errno: Int32)
@@ -36,7 +39,7 @@ enum WorkerDeath: Sendable, Equatable, CustomStringConvertible {
     /// Killed by the kernel for a system call the sandbox forbids (seccomp's SIGSYS): the
     /// decoder tried what no decode needs, the mark of an exploit (or of a call missing from
     /// `SandboxPolicy`).
-    var isSandboxKill: Bool { self == .crashed(signal: SIGSYS) }
+    var isSandboxKill: Bool { self == .crashed(signal: SIGSYS) || self == .stoppedForRead }
 
     var description: String {
         switch self {
@@ -45,6 +48,7 @@ enum WorkerDeath: Sendable, Equatable, CustomStringConvertible {
         case .crashed(SIGXCPU): "stopped at the worker's CPU time limit (signal \(SIGXCPU), SIGXCPU)"
         case .crashed(let signal): "killed by signal \(signal) (\(String(cString: strsignal(signal))))"
         case .exited(let status): "exited with status \(status)"
+        case .stoppedForRead: "stopped by the sandbox (read of a file outside the decoder's view)"
         case .killedForCancel: "killed after a cancel"
         case .killedForTimeout: "killed at the job timeout"
         case .killedFromOutside: "killed by signal \(SIGKILL) (SIGKILL not sent by viewerd)"

@@ -15,6 +15,8 @@ final class WorkerPoolSettings: Sendable {
         var killed: UInt64 = 0
         /// Workers the sandbox killed (SIGSYS).
         var sandboxKills: UInt64 = 0
+        /// Read-only opens of workers the daemon checked (`OpenSupervisor`).
+        var openChecks: UInt64 = 0
         var failing = false
         /// What the last worker started reported of its sandbox; nil before any started.
         var protections: WorkerProtections?

@@ -34,8 +34,10 @@ public enum WorkerProcess {
         // then libvips warmed, then the filter, all before the first command is read.
         let environment = ProcessInfo.processInfo.environment
         let faults = environment["VIEWERD_TEST_FAULTS"] == "1"
-        // Test-only: the sandbox's cost is measured against workers without it (BENCHMARKS.md).
+        // Test-only: the sandbox's cost is measured against workers without it, and that of
+        // the daemon's check of opens against workers without that (BENCHMARKS.md).
         let sandboxed = !(faults && environment["VIEWERD_TEST_SANDBOX"] == "off")
+        let superviseOpens = !(faults && environment["VIEWERD_TEST_SANDBOX"] == "no-read-kill")
         var protections: WorkerProtections = []
         if sandboxed {
             protections = WorkerSandbox.isolate()
@@ -60,11 +62,18 @@ public enum WorkerProcess {
             return 70
         }
         let renderer = Renderer(limits: limits)
+        var listener: Int32 = -1
         if sandboxed {
             WorkerSandbox.warmUp(renderer)
-            protections.formUnion(WorkerSandbox.confine(channel: channel, filesConfined: protections.contains(.filesystem)))
+            let confined = WorkerSandbox.confine(channel: channel, filesConfined: protections.contains(.filesystem),
+                                                 superviseOpens: superviseOpens)
+            protections.formUnion(confined.0)
+            listener = confined.listener
         }
-        send(.sandbox(protections))
+        // The filter's listener goes to the daemon with this first frame, before any job
+        // (no file has been seen yet), and is closed here: only the daemon answers it.
+        send(.sandbox(protections), descriptor: listener)
+        if listener >= 0 { Glibc.close(listener) }
         let jobs = WorkerInbox()
         let reader = Thread { readCommands(into: jobs) }
         reader.name = "viewerd-worker-reader"
@@ -218,10 +227,16 @@ public enum WorkerProcess {
     /// (CANCELLED of a queued job, ERROR of a malformed command) must not interleave.
     private static let writeLock = Locked<Void>(())
 
-    static func send(_ reply: WorkerReply) {
+    static func send(_ reply: WorkerReply, descriptor: Int32 = -1) {
         let bytes = WorkerWire.encode(reply)
         writeLock.withLock { _ in
             var offset = 0
+            if descriptor >= 0 {
+                // The descriptor travels with the frame's first byte (SCM_RIGHTS).
+                var passed = descriptor
+                guard bytes.withUnsafeBytes({ vd_send_with_fds(channel, $0.baseAddress, 1, &passed, 1) }) == 1 else { exit(0) }
+                offset = 1
+            }
             while offset < bytes.count {
                 let n = bytes.withUnsafeBytes { Glibc.send(channel, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
                 if n < 0 && errno == EINTR { continue }

@@ -23,8 +23,12 @@ struct WorkerProtections: OptionSet, Sendable, Hashable {
     /// directories (`WorkerSandbox.readable`), and nothing may be written, created or removed.
     static let filesystem = WorkerProtections(rawValue: 16)
     /// RLIMIT_CPU and RLIMIT_CORE = 0 set, RLIMIT_AS too outside the sanitizers, and not
-    /// dumpable.
+    /// dumpable (dumpable again under `readKill`: the daemon reads the worker's memory).
     static let resourceLimits = WorkerProtections(rawValue: 8)
+    /// A read-only open outside the Landlock view kills the worker: the daemon holds the
+    /// filter's user-notification listener and checks each such open's path
+    /// (`OpenSupervisor`). Without it those opens fail with EACCES and the worker lives.
+    static let readKill = WorkerProtections(rawValue: 32)
 }
 
 /// Puts the worker in its sandbox: namespaces first (only a single-threaded process may
@@ -115,13 +119,42 @@ enum WorkerSandbox {
     }
 
     /// Step 5: the seccomp filter of `SandboxPolicy` (no_new_privs is on since step 2).
-    /// `filesConfined`: Landlock is on, so read-only opens may run (it decides where).
-    static func confine(channel: Int32, filesConfined: Bool) -> WorkerProtections {
-        if sanitized { return [] }
-        guard let filter = vd_filter_new() else { return [] }
+    /// `filesConfined`: Landlock is on, so read-only opens may run (it decides where). With
+    /// Landlock, the filter first hands those opens to the daemon (user notification); where
+    /// the kernel cannot (before 5.7 with the filter on every thread), the plain filter.
+    /// Returns what is on, and the listener to pass to the daemon (-1 when none).
+    static func confine(channel: Int32, filesConfined: Bool, superviseOpens: Bool = true) -> (WorkerProtections, listener: Int32) {
+        if sanitized { return ([], -1) }
+        if filesConfined && superviseOpens {
+            // The daemon reads each open's path from this process's memory
+            // (process_vm_readv), which the kernel allows a process of the same user only
+            // while this one is dumpable; RLIMIT_CORE stays 0 (the filter keeps it so), and
+            // docs/DECISIONS.md says why that loses nothing.
+            _ = vd_set_dumpable(1)
+            if let listener = load(channel: channel, filesConfined: true, superviseOpens: true) {
+                // Loaded: a second filter would not lift this one. Without its listener (not
+                // seen: libseccomp keeps it from the load) the opens fail, ENOSYS, unkilled.
+                if listener >= 0 { return ([.seccomp, .readKill], listener) }
+                _ = vd_not_dumpable()
+                return (.seccomp, -1)
+            }
+            _ = vd_not_dumpable()
+        }
+        return (load(channel: channel, filesConfined: filesConfined, superviseOpens: false) != nil ? .seccomp : [], -1)
+    }
+
+    /// Builds and loads the filter; nil when it could not be (logged), else its listener
+    /// (-1 without notify rules).
+    private static func load(channel: Int32, filesConfined: Bool, superviseOpens: Bool) -> Int32? {
+        guard let filter = vd_filter_new() else { return nil }
         defer { vd_filter_free(filter) }
-        for rule in SandboxPolicy.rules(channel: channel, pid: getpid(), filesConfined: filesConfined) {
-            let errnoValue: Int32 = if case .fail(let e) = rule.action { e } else { 0 }
+        for rule in SandboxPolicy.rules(channel: channel, pid: getpid(), filesConfined: filesConfined,
+                                        superviseOpens: superviseOpens) {
+            let errnoValue: Int32 = switch rule.action {
+            case .fail(let e): e
+            case .notify: -1
+            case .allow: 0
+            }
             var op = Int32(VD_ARG_ANY), index: UInt32 = 0, mask: UInt64 = 0, value: UInt64 = 0
             switch rule.argument {
             case .equals(let i, let v)?: (op, index, value) = (Int32(VD_ARG_EQ), i, v)
@@ -131,15 +164,21 @@ enum WorkerSandbox {
             let rc = vd_filter_add(filter, rule.call, errnoValue, op, index, mask, value)
             if rc < 0 {
                 Log.error("event=sandbox-rule-failed call=\(rule.call) error=\(Log.quote(String(cString: strerror(-rc))))")
-                return []
+                return nil
             }
         }
         let rc = vd_filter_load(filter)
         guard rc == 0 else {
-            Log.error("event=sandbox-load-failed error=\(Log.quote(String(cString: strerror(-rc))))")
-            return []
+            // Without user notification (a kernel before 5.0, or before 5.7 with TSYNC) the
+            // plain filter follows: only an error then.
+            if superviseOpens {
+                Log.info("event=sandbox-read-kill-unavailable error=\(Log.quote(String(cString: strerror(-rc))))")
+            } else {
+                Log.error("event=sandbox-load-failed error=\(Log.quote(String(cString: strerror(-rc))))")
+            }
+            return nil
         }
-        return .seccomp
+        return superviseOpens ? vd_filter_notify_fd(filter) : -1
     }
 
     /// 100x70 black RGB PNG: shrunk to 16x16 it goes through reduce, hence Orc.

@@ -20,6 +20,12 @@ final class WorkerSlot: @unchecked Sendable {
     // Owned by the slot's thread:
     private var pid: pid_t = -1
     private var socket: Int32 = -1
+    /// The worker's seccomp listener (`OpenSupervisor`), -1 when it has none (yet).
+    private var listener: Int32 = -1
+    /// The worker's first frame (`sandbox`) was read: a descriptor arriving later is not its
+    /// listener and is closed.
+    private var sandboxSeen = false
+    private let supervisor: OpenSupervisor
     private var decoder = FrameDecoder(maxBodyLength: WorkerWire.maxBodyLength)
     private var consecutiveEarlyDeaths = 0
 
@@ -27,6 +33,7 @@ final class WorkerSlot: @unchecked Sendable {
         self.index = index
         self.pool = settings
         self.control = try SlotControl()
+        self.supervisor = OpenSupervisor(environment: settings.environment.variables)
     }
 
     /// Read by the event loop (STATS' workers_alive) while the slot's thread starts and reaps
@@ -120,7 +127,9 @@ final class WorkerSlot: @unchecked Sendable {
             do {
                 while let frame = try decoder.next() {
                     let reply = try WorkerWire.decodeReply(frame)
-                    if case .sandbox(let protections) = reply {
+                    if case .sandbox(var protections) = reply {
+                        sandboxSeen = true
+                        if listener < 0 { protections.remove(.readKill) }  // claimed, not passed
                         pool.record(protections)  // a new worker's first frame, before any answer
                         continue
                     }
@@ -158,7 +167,21 @@ final class WorkerSlot: @unchecked Sendable {
                                cause: .workerDied(.killedForTimeout))
             }
             let wait = Int32(clamping: (limit - now).components.seconds * 1000 + (limit - now).components.attoseconds / 1_000_000_000_000_000 + 1)
-            let ready = vd_poll2(socket, control.wakeup.fd, wait)
+            let ready = vd_poll3(socket, control.wakeup.fd, listener, wait)
+            let verdict: OpenSupervisor.Verdict = ready & 8 != 0 ? supervisor.next(listener: listener) : .gone
+            if verdict != .gone { pool.count(\.openChecks) }
+            if case .kill(let path, let request) = verdict {
+                // An open outside the view: the worker dies before it can do anything else.
+                Glibc.kill(pid, SIGKILL)
+                OpenSupervisor.refuse(listener: listener, id: request)
+                let death = reap(killing: .stoppedForRead)
+                pool.count(\.crashes)
+                pool.count(\.sandboxKills)
+                Log.warning("event=worker-crashed path=\(Log.quote(job.source.path)) detail=\(Log.quote(death.description)) "
+                            + "opened=\(Log.quote(String(path.prefix(256))))")
+                if cancelDeadline != nil { return .cancelled }
+                return .failed(.decoderCrashed(path: job.source.path, detail: death.description), cause: .workerDied(death))
+            }
             if ready & 2 != 0 {
                 control.wakeup.drain()
                 switch control.request(for: job.sequence) {
@@ -176,7 +199,16 @@ final class WorkerSlot: @unchecked Sendable {
                 }
             }
             if ready & (1 | 4) != 0 {
-                let n = buffer.withUnsafeMutableBytes { Glibc.read(socket, $0.baseAddress, $0.count) }
+                var passed = [Int32](repeating: -1, count: 4)
+                var count: Int32 = 0
+                let n = buffer.withUnsafeMutableBytes { raw in
+                    passed.withUnsafeMutableBufferPointer { vd_recv_with_fds(socket, raw.baseAddress, raw.count, $0.baseAddress, 4, &count) }
+                }
+                for fd in passed.prefix(Int(count)) {
+                    // Only the first frame may carry one, the filter's listener, sent before
+                    // the worker saw any file; anything else is closed unused.
+                    if listener < 0 && !sandboxSeen { listener = fd } else { Glibc.close(fd) }
+                }
                 if n > 0 {
                     decoder.append(buffer[0..<n])
                     continue
@@ -240,6 +272,8 @@ final class WorkerSlot: @unchecked Sendable {
         pid = child
         alive.store(true, ordering: .relaxed)
         socket = pair[0]
+        listener = -1
+        sandboxSeen = false
         decoder = FrameDecoder(maxBodyLength: WorkerWire.maxBodyLength)
         pool.count(\.spawned)
         consecutiveEarlyDeaths += 1  // until it answers a job
@@ -253,6 +287,7 @@ final class WorkerSlot: @unchecked Sendable {
         guard pid > 0 else { return reason ?? .exited(status: 0) }
         if reason != nil { Glibc.kill(pid, SIGKILL) }
         Glibc.close(socket)
+        closeListener()
         var status: Int32 = 0
         _ = vd_wait(pid, &status, 1)
         pid = -1
@@ -262,6 +297,11 @@ final class WorkerSlot: @unchecked Sendable {
         let death = WorkerDeath(waitStatus: status)
         if case .exited = death {} else { pool.setFailing(consecutiveEarlyDeaths >= 3) }
         return death
+    }
+
+    private func closeListener() {
+        if listener >= 0 { Glibc.close(listener) }
+        listener = -1
     }
 
     /// RLIMIT_CPU counts a worker's whole life: once it has used half, it is replaced between
@@ -279,6 +319,7 @@ final class WorkerSlot: @unchecked Sendable {
     func shutdown() {
         guard pid > 0 else { return }
         Glibc.close(socket)
+        closeListener()  // an open waiting on it fails (ENOSYS) and the worker can exit
         var status: Int32 = 0
         if vd_wait(pid, &status, 0) == 0 {
             usleep(100_000)
