@@ -5,8 +5,8 @@ import Glibc
 
 /// The environment a worker starts with: a few variables the libraries it runs read, not the
 /// daemon's (which may hold a session bus address, an SSH agent socket, tokens). Immutable C
-/// strings made once and freed never (the pool lives as long as the daemon): `@unchecked
-/// Sendable` because nothing writes them after `init`.
+/// strings made once and freed with the pool's settings: `@unchecked Sendable` because nothing
+/// writes them after `init`.
 final class WorkerEnvironment: @unchecked Sendable {
     /// Variables passed on as they are: locale (text in SVG and PDF), where fontconfig finds
     /// a user's fonts and caches, the sanitizers' options (make sanitize), and the test-only
@@ -31,5 +31,14 @@ final class WorkerEnvironment: @unchecked Sendable {
         pointers = .allocate(capacity: entries.count + 1)
         for (i, entry) in entries.enumerated() { pointers[i] = entry }
         pointers[entries.count] = nil
+    }
+
+    deinit {
+        var entry = pointers
+        while let string = entry.pointee {
+            free(string)
+            entry += 1
+        }
+        pointers.deallocate()
     }
 }
