@@ -34,7 +34,7 @@ extension Daemon {
         }
         opening[ref] = OpeningRenders.Entry(request: request, spec: spec, priority: request.priority)
         let access = sourceAccess, peer = connection.peerUID, path = request.path, store = store
-        offLoop {
+        offLoop(priority: request.priority) {
             let result = Result { () throws(RenderError) in
                 try access.open(path: path, descriptor: descriptor, peerUID: peer, lease: lease)
             }
@@ -81,7 +81,7 @@ extension Daemon {
         }
         (entry.source, entry.key) = (source, key)
         opening[ref] = entry
-        offLoop { .headerRead(ref, HeaderSniffer.sniff(source)) }
+        offLoop(priority: entry.priority) { .headerRead(ref, HeaderSniffer.sniff(source)) }
     }
 
     /// The header of an opening RENDER's source is read: a stored larger rendition, a
@@ -143,10 +143,11 @@ extension Daemon {
         return false
     }
 
-    /// Runs file system work on an I/O thread; what it finds comes back to the loop.
-    func offLoop(_ work: @escaping @Sendable () -> SourceEvent) {
+    /// Runs file system work on an I/O thread; what it finds comes back to the loop. Work for
+    /// a request at `priority` visible or high goes ahead of the rest.
+    func offLoop(priority: Priority = .normal, _ work: @escaping @Sendable () -> SourceEvent) {
         let completions = self.completions, wakeup = self.wakeup
-        io.run {
+        io.run(urgent: priority <= .high) {
             completions.append(.io(work()))
             wakeup.signal()
         }

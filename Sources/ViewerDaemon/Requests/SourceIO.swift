@@ -9,7 +9,9 @@ import Rendering
 /// another process holds — and on the loop thread that froze every client (review #9).
 ///
 /// Tasks run on a small pool of threads; their results come back to the loop as
-/// `LoopEvent.io`, in no particular order (the caller keeps order where it matters). The
+/// `LoopEvent.io`, in no particular order (the caller keeps order where it matters). Urgent
+/// tasks (a visible or high RENDER's) go before the others: a background warm's opens must not
+/// queue ahead of the file the user is looking at. The
 /// pool starts with `baseThreads` and adds a thread, up to `maxThreads`, whenever a task
 /// waits while every thread has been busy with one task for longer than `stuckAfter`: a
 /// file system that hangs takes some threads, not the daemon.
@@ -21,9 +23,30 @@ final class SourceIO: Sendable {
     /// A task running this long counts as stuck: the next task may get a new thread.
     static let stuckAfter: Duration = .milliseconds(50)
 
-    private struct State {
-        var queue: [@Sendable () -> Void] = []
+    /// A FIFO of tasks that does not move what is queued on each take.
+    private struct Queue {
+        var tasks: [@Sendable () -> Void] = []
         var head = 0
+
+        var isEmpty: Bool { head == tasks.count }
+
+        mutating func append(_ task: @escaping @Sendable () -> Void) { tasks.append(task) }
+
+        mutating func take() -> (@Sendable () -> Void)? {
+            guard head < tasks.count else { return nil }
+            let task = tasks[head]
+            head += 1
+            if head == tasks.count {
+                tasks.removeAll(keepingCapacity: true)
+                head = 0
+            }
+            return task
+        }
+    }
+
+    private struct State {
+        var urgent = Queue()
+        var queue = Queue()
         var threads = 0
         var idle = 0
         /// When each busy thread took its current task, by thread number.
@@ -33,10 +56,10 @@ final class SourceIO: Sendable {
     private let state = Locked(State())
     private let available = DispatchSemaphore(value: 0)
 
-    /// Runs `body` on a pool thread.
-    func run(_ body: @escaping @Sendable () -> Void) {
+    /// Runs `body` on a pool thread; `urgent` ones before the others.
+    func run(urgent: Bool = false, _ body: @escaping @Sendable () -> Void) {
         let spawn: Int? = state.withLock { s in
-            s.queue.append(body)
+            if urgent { s.urgent.append(body) } else { s.queue.append(body) }
             guard s.idle == 0, s.threads < Self.maxThreads else { return nil }
             let now = ContinuousClock.now
             let allStuck = s.busySince.values.allSatisfy { now - $0 > Self.stuckAfter }
@@ -71,13 +94,7 @@ final class SourceIO: Sendable {
         while true {
             available.wait()
             let task: (@Sendable () -> Void)? = state.withLock { s in
-                guard s.head < s.queue.count else { return nil }
-                let task = s.queue[s.head]
-                s.head += 1
-                if s.head == s.queue.count {
-                    s.queue.removeAll(keepingCapacity: true)
-                    s.head = 0
-                }
+                guard let task = s.urgent.take() ?? s.queue.take() else { return nil }
                 s.idle -= 1
                 s.busySince[number] = .now
                 return task

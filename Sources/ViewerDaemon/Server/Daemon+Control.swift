@@ -53,7 +53,7 @@ extension Daemon {
                     claimed.append((path, lease))
                 }
                 let access = sourceAccess, peer = connection.peerUID, leased = claimed, store = store
-                return offLoop {
+                return offLoop(priority: request.priority) {
                     .prefetchOpened(connection: id, leased.compactMap { path, lease in
                         guard let source = try? access.open(path: path, descriptor: nil, peerUID: peer, lease: lease) else {
                             return nil
