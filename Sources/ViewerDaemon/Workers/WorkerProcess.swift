@@ -64,7 +64,7 @@ public enum WorkerProcess {
         let renderer = Renderer(limits: limits)
         var listener: Int32 = -1
         if sandboxed {
-            WorkerSandbox.warmUp(renderer)
+            WorkerSandbox.warmUp(renderer, text: !protections.contains(.filesystem))
             let confined = WorkerSandbox.confine(channel: channel, filesConfined: protections.contains(.filesystem),
                                                  superviseOpens: superviseOpens)
             protections.formUnion(confined.0)

@@ -111,9 +111,17 @@ enum WorkerSandbox {
     /// shrunk by a fraction: libvips' reduce compiles an Orc program, and Orc maps its first
     /// 64 KiB code region, reused by every later program of the worker). Found with strace
     /// over the corpora (docs/DECISIONS.md).
-    static func warmUp(_ renderer: Renderer) {
+    ///
+    /// `text`: also the SVG and PDF text stack. Needed only where Landlock is missing (then every
+    /// read-only open after the filter fails, and text would render without glyphs); with
+    /// Landlock those files are read when a document first needs them, so a worker that only
+    /// ever decodes photos does not carry pango, cairo's fonts and poppler (make bench: about
+    /// 40 MiB of resident memory over two workers).
+    static func warmUp(_ renderer: Renderer, text: Bool = true) {
         let small = RenditionSpec(width: 16, height: 16, format: .png)
-        for document in [Array(svgWithText.utf8), Array(pdfWithText.utf8), Data(base64Encoded: blackPNG).map(Array.init) ?? []] {
+        var documents = [Data(base64Encoded: blackPNG).map(Array.init) ?? []]
+        if text { documents += [Array(svgWithText.utf8), Array(pdfWithText.utf8)] }
+        for document in documents {
             _ = try? renderer.render(bytes: document, spec: small)
         }
     }
