@@ -102,18 +102,41 @@ extension SchedulerTests {
         #expect(scheduler.next()?.id == 2)
     }
 
-    @Test("one costly work at a time; a costly work waiting for another does not hold back cheap work")
-    func costlyOneAtATime() {
+    @Test("six costly works and nothing else use every worker (work-conserving)")
+    func sixCostlyUseEveryWorker() {
+        // Given six costly renders (progressive JPEGs) and two workers, nothing else queued
+        let scheduler = Scheduler<String>(memoryBudget: 1_000, perClientLimit: 100)
+        scheduler.enqueueAll((1...6).map { work(UInt64($0), .normal, cost: 100, costly: true) })
+        // Then both workers take one (before issue 16 the second waited for the first)
+        #expect(scheduler.next()?.id == 1)
+        #expect(scheduler.next()?.id == 2)
+        #expect(scheduler.stats.runningCostly == 2)
+    }
+
+    @Test("while costly work runs, cheap work of its class goes before another costly one; more urgent classes first")
+    func costlyYieldsWithinItsClass() {
         let scheduler = Scheduler<String>(memoryBudget: 1_000, perClientLimit: 100)
         scheduler.enqueueAll([work(1, .high, cost: 300, costly: true), work(2, .high, cost: 300, costly: true),
-                              work(3, .background, cost: 10)])
+                              work(4, client: 2, .high, cost: 10), work(3, .background, cost: 10)])
         #expect(scheduler.next()?.id == 1)
-        // The second costly one waits for the first; the background work need not
-        #expect(scheduler.next()?.id == 3)
-        #expect(scheduler.next() == nil)
-        #expect(scheduler.stats.runningCostly == 1)
-        scheduler.finished(id: 1)
+        // The cheap high work goes before the second costly one, which goes before background
+        #expect(scheduler.next()?.id == 4)
         #expect(scheduler.next()?.id == 2)
+        #expect(scheduler.next()?.id == 3)
+        #expect(scheduler.stats.runningCostly == 2)
+    }
+
+    @Test("costly background work on every worker, then visible work arriving takes the next free worker")
+    func visibleTakesTheNextFreeWorker() {
+        // Given two workers busy with costly background renders and more queued
+        let scheduler = Scheduler<String>(memoryBudget: 1_000, perClientLimit: 100)
+        scheduler.enqueueAll((1...4).map { work(UInt64($0), .background, cost: 200, costly: true) })
+        #expect(scheduler.next()?.id == 1)
+        #expect(scheduler.next()?.id == 2)
+        // When visible work arrives, then it starts as soon as one of them ends (within one job)
+        scheduler.enqueueAll([work(9, client: 2, .visible, cost: 50)])
+        scheduler.finished(id: 1)
+        #expect(scheduler.next()?.id == 9)
     }
 
     @Test("costly visible work goes after visible work that can run, even when it is newer")

@@ -9,8 +9,7 @@ extension SchedulerState {
         case take(id: UInt64, client: SchedulerClient, passedOver: [UInt64])
         /// Work of this class waits for memory: nothing less urgent may start.
         case holdBack
-        /// Nothing here may start for now (empty, or only costly work while costly work
-        /// runs): less urgent classes may.
+        /// Nothing here may start for now (empty): less urgent classes may.
         case nothing
     }
 
@@ -43,17 +42,15 @@ extension SchedulerState {
         let visible = rank == Int(Priority.visible.rawValue)
         var passedOver: [UInt64] = []
         var waitsForMemory = false
-        // In the visible class costly work yields to any visible work that can run.
+        // Costly work yields to any work of its class that can run: always in the visible
+        // class, and in the others while costly work runs already. When nothing else of the
+        // class can, it starts (work-conserving: six costly files use every worker).
         var costlyFallback: (id: UInt64, client: SchedulerClient, passedOver: Int)?
         for client in queue.rotation {
             let lane = queue.lanes[client]!
             for position in 0..<lane.count {
                 let id = lane.slot(at: position, newestFirst: visible).id
                 let entry = entries[id]!
-                // Waiting only for the running costly work to end does not hold anything
-                // back: what starts meanwhile does not stand in its way (a second costly one
-                // would, and it waits too).
-                if entry.work.costly && runningCostly > 0 { continue }
                 guard fits(entry.work.cost) else {
                     // Passed over often enough: from now on it reserves the memory it needs.
                     if entry.bypassed >= maxBypass { return .holdBack }
@@ -61,7 +58,7 @@ extension SchedulerState {
                     passedOver.append(id)
                     continue
                 }
-                if visible && entry.work.costly {
+                if entry.work.costly && (visible || runningCostly > 0) {
                     if costlyFallback == nil { costlyFallback = (id, client, passedOver.count) }
                     continue
                 }

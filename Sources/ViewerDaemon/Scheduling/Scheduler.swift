@@ -17,8 +17,8 @@ struct ScheduledWork<Payload: Sendable>: Sendable {
     var priority: Priority
     /// Estimated peak memory in bytes (`Renderer.estimateCost`), counted while it runs.
     let cost: UInt64
-    /// A decode much costlier than its output (a large progressive JPEG, ...): one at a time,
-    /// and never ahead of visible work that could run instead.
+    /// A decode much costlier than its output (a large progressive JPEG, ...): it goes after
+    /// cheap work of its class that could run instead (rule 5).
     let costly: Bool
     let payload: Payload
 }
@@ -42,7 +42,7 @@ struct SchedulerStats: Sendable, Equatable {
     var queuedByClass: [Int]
     /// Work taken by `next()` and not yet `finished`.
     var running: Int
-    /// Of which costly (0 or 1).
+    /// Of which costly.
     var runningCostly: Int
     /// Sum of the costs of running work.
     var memoryInUse: UInt64
@@ -76,8 +76,12 @@ struct SchedulerStats: Sendable, Equatable {
 ///    class, so background work cannot fill the memory a visible job waits for. Work passed
 ///    over `maxBypass` times stops its class too, so a big job cannot starve behind a stream
 ///    of small ones.
-/// 5. At most one costly work runs at a time, and in the visible class costly work goes after
-///    visible work that could run instead.
+/// 5. Costly work (a decode much dearer than its output) goes after the cheap work of its class
+///    that could run instead: always in the visible class, and in the others while costly work
+///    runs already. When nothing else of its class can start, it starts, however many costly
+///    works run (work-conserving: six progressive JPEGs and nothing else use every worker;
+///    until issue 16 they ran one at a time). What protects the screen is rule 1: visible work
+///    takes the next free worker.
 ///
 /// The scheduler is passive: it never calls back. Whoever runs work calls `next()` until it
 /// returns nil, and again after anything that can free or add work (`enqueue`, `finished`,
