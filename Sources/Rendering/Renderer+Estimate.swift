@@ -7,10 +7,14 @@ public struct RenderCost: Sendable, Equatable {
     /// A decode much costlier than its output suggests (a large progressive JPEG, an
     /// interlaced PNG, a HEIF): schedulers keep these out of the visible lane's way.
     public var costly: Bool
+    /// A cost no header tells (SVG, PDF: a few hundred bytes of `<use>` fan-out run to the
+    /// job timeout): such work runs one at a time, so a few of them cannot hold every worker.
+    public var exclusive: Bool
 
-    public init(memoryBytes: UInt64, costly: Bool) {
+    public init(memoryBytes: UInt64, costly: Bool, exclusive: Bool = false) {
         self.memoryBytes = memoryBytes
-        self.costly = costly
+        self.costly = costly || exclusive
+        self.exclusive = exclusive
     }
 }
 

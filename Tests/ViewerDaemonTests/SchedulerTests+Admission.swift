@@ -126,6 +126,19 @@ extension SchedulerTests {
         #expect(scheduler.stats.runningCostly == 2)
     }
 
+    @Test("exclusive work (vectors) runs one at a time, and one waiting for another holds nothing back")
+    func exclusiveOneAtATime() {
+        let scheduler = Scheduler<String>(memoryBudget: 1_000, perClientLimit: 100)
+        var first = work(1, .normal, cost: 100, costly: true), second = work(2, .normal, cost: 100, costly: true)
+        (first.exclusive, second.exclusive) = (true, true)
+        scheduler.enqueueAll([first, second, work(3, .background, cost: 10)])
+        #expect(scheduler.next()?.id == 1)
+        #expect(scheduler.next()?.id == 3)
+        #expect(scheduler.next() == nil)
+        scheduler.finished(id: 1)
+        #expect(scheduler.next()?.id == 2)
+    }
+
     @Test("costly background work on every worker, then visible work arriving takes the next free worker")
     func visibleTakesTheNextFreeWorker() {
         // Given two workers busy with costly background renders and more queued

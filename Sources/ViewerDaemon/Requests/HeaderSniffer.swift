@@ -113,8 +113,8 @@ enum HeaderSniffer {
         }
         let guess = max(UInt64(source.identity.size) * 20, 32 << 20)
         // A vector's cost is not in its size: a few hundred bytes of SVG <use> fan-out run to
-        // the job timeout. Costly work runs one at a time, so the other workers stay free.
+        // the job timeout. Such work runs one at a time, so the other workers stay free.
         let vector = format == .svg || format == .pdf
-        return RenderCost(memoryBytes: guess, costly: vector || guess > 256 << 20)
+        return RenderCost(memoryBytes: guess, costly: guess > 256 << 20, exclusive: vector)
     }
 }

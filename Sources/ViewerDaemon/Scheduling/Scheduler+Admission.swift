@@ -51,6 +51,8 @@ extension SchedulerState {
             for position in 0..<lane.count {
                 let id = lane.slot(at: position, newestFirst: visible).id
                 let entry = entries[id]!
+                // An exclusive work waiting for the one running holds nothing back.
+                if entry.work.exclusive && runningExclusive > 0 { continue }
                 guard fits(entry.work.cost) else {
                     // Passed over often enough: from now on it reserves the memory it needs.
                     if entry.bypassed >= maxBypass { return .holdBack }
@@ -75,10 +77,11 @@ extension SchedulerState {
         let entry = entries.removeValue(forKey: id)!
         classes[rank].take(stamp: entry.stamp, client: client)
         dequeued(client: client)
-        running[id] = Running(cost: entry.work.cost, costly: entry.work.costly)
+        running[id] = Running(cost: entry.work.cost, costly: entry.work.costly, exclusive: entry.work.exclusive)
         // No overflow: it fits, or it runs alone.
         memoryInUse += entry.work.cost
         if entry.work.costly { runningCostly += 1 }
+        if entry.work.exclusive { runningExclusive += 1 }
         started += 1
         return entry.work
     }

@@ -15,6 +15,7 @@ struct SchedulerState<Payload: Sendable>: Sendable {
     struct Running: Sendable {
         let cost: UInt64
         let costly: Bool
+        var exclusive = false
     }
 
     let budget: UInt64
@@ -33,6 +34,7 @@ struct SchedulerState<Payload: Sendable>: Sendable {
     var running: [UInt64: Running] = [:]
     var memoryInUse: UInt64 = 0
     var runningCostly = 0
+    var runningExclusive = 0
     var lastStamp: UInt64 = 0
     var started: UInt64 = 0
     var dropped: UInt64 = 0
@@ -68,6 +70,7 @@ struct SchedulerState<Payload: Sendable>: Sendable {
         guard let work = running.removeValue(forKey: id) else { return false }
         memoryInUse -= work.cost
         if work.costly { runningCostly -= 1 }
+        if work.exclusive { runningExclusive -= 1 }
         return true
     }
 

@@ -21,6 +21,8 @@ struct ScheduledWork<Payload: Sendable>: Sendable {
     /// cheap work of its class that could run instead (rule 5).
     let costly: Bool
     let payload: Payload
+    /// Its cost cannot be told from its header (SVG, PDF): at most one such work runs.
+    var exclusive = false
 }
 
 extension ScheduledWork {
@@ -82,6 +84,9 @@ struct SchedulerStats: Sendable, Equatable {
 ///    works run (work-conserving: six progressive JPEGs and nothing else use every worker;
 ///    until issue 16 they ran one at a time). What protects the screen is rule 1: visible work
 ///    takes the next free worker.
+/// 6. Exclusive work (a vector, whose cost no header tells: a few hundred bytes of SVG run to
+///    the job timeout) runs one at a time, so two of them cannot hold every worker for the
+///    timeout; one waiting for another holds nothing back.
 ///
 /// The scheduler is passive: it never calls back. Whoever runs work calls `next()` until it
 /// returns nil, and again after anything that can free or add work (`enqueue`, `finished`,

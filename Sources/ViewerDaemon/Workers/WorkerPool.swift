@@ -108,7 +108,8 @@ final class WorkerPool: Sendable {
     func submit(_ job: RenderJob, client: UInt64, user: UInt32, cost: RenderCost) -> [RenderJob] {
         let dropped = scheduler.enqueue(ScheduledWork(id: job.sequence, client: client, user: user,
                                                       priority: job.currentPriority,
-                                                      cost: cost.memoryBytes, costly: cost.costly, payload: job))
+                                                      cost: cost.memoryBytes, costly: cost.costly, payload: job,
+                                                      exclusive: cost.exclusive))
         wakeup.broadcast()
         return dropped.map(\.payload)
     }
