@@ -25,13 +25,7 @@ extension Daemon {
         }
         let spec = request.spec.normalized()
         if let problem = spec.validate(maxSide: configuration.limits.maxOutputSide) { return fail(.invalidArgument, problem) }
-        let lease: SourceQuota.Lease
-        do throws(RenderError) {
-            lease = try claimSource(for: connection, descriptor: descriptor)
-        } catch {
-            RequestDecision.refused(error.code).log(request, requestID: requestID, client: connection.clientName)
-            return send(connection, .error(ErrorReply(error.code, error.description)), requestID: requestID)
-        }
+        guard let lease = claimSource(for: connection) else { return fail(.busy, sourceQuotaMessage) }
         opening[ref] = OpeningRenders.Entry(request: request, spec: spec, priority: request.priority)
         let access = sourceAccess, peer = connection.peerUID, path = request.path, store = store
         offLoop(priority: request.priority) {

@@ -38,9 +38,10 @@ final class Connection {
     /// outbound limit), sent when it catches up: what a finished render or a hit owes it
     /// counts against the limit like everything else (review #4).
     var deferred: [DeferredAnswer] = []
-    /// The last time the socket took bytes, or the queue went from empty to not: a queue
-    /// that takes nothing for the write timeout closes the connection.
-    var lastProgress = ContinuousClock.now
+    /// What the write timeout's once-a-second look last saw: the bytes sent so far, and since
+    /// when they have not grown while answers waited (`ConnectionSet.closeStalled`). Kept by
+    /// that look alone, so queueing and sending an answer cost no clock reading.
+    var stall: (sent: UInt64, since: ContinuousClock.Instant)?
 
     init(id: UInt64, fd: Int32, maxRequestBody: UInt32) {
         self.id = id
@@ -49,10 +50,11 @@ final class Connection {
     }
 
     var pendingOutbound: Int { outbound.byteCount }
+    /// Bytes the socket has taken since the connection opened.
+    var sentOutbound: UInt64 { outbound.sentCount }
 
     /// Appends a whole frame.
     func enqueue(_ message: Message, requestID: UInt32) {
-        if pendingOutbound == 0 { lastProgress = .now }
         let body = message.body()
         outbound.appendFrame(FrameHeader(type: message.type.rawValue, requestID: requestID, bodyLength: UInt32(body.count))) {
             $0.append(contentsOf: body)
@@ -63,7 +65,6 @@ final class Connection {
     /// a hit, the store's mapped page: the one copy on the hit path, straight into the queue).
     func enqueueRendition(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
                           fromCache: Bool, payload: UnsafeRawBufferPointer) {
-        if pendingOutbound == 0 { lastProgress = .now }
         let prefix = RenderResult.bodyPrefix(format: format, width: width, height: height,
                                              fromCache: fromCache, byteCount: payload.count)
         let header = FrameHeader(type: type.rawValue, requestID: requestID, bodyLength: UInt32(prefix.count + payload.count))
@@ -77,7 +78,6 @@ final class Connection {
     /// same render: only the header and the field prefix are this connection's own bytes.
     func enqueueRendition(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
                           sharing payload: [UInt8]) {
-        if pendingOutbound == 0 { lastProgress = .now }
         let prefix = RenderResult.bodyPrefix(format: format, width: width, height: height,
                                              fromCache: false, byteCount: payload.count)
         let header = FrameHeader(type: type.rawValue, requestID: requestID, bodyLength: UInt32(prefix.count + payload.count))
@@ -87,10 +87,7 @@ final class Connection {
 
     /// Sends what the socket takes now. Returns false if the connection is broken.
     func flush() -> Bool {
-        let before = outbound.byteCount
-        guard outbound.send(to: fd) else { return false }
-        if outbound.byteCount < before { lastProgress = .now }
-        return true
+        outbound.send(to: fd)
     }
 
     /// Whether a rendition answer must wait in `deferred`: the client has more unread than
@@ -99,7 +96,6 @@ final class Connection {
 
     /// Holds back a rendition answer (`mustDefer`).
     func deferAnswer(_ answer: DeferredAnswer) {
-        if deferred.isEmpty && pendingOutbound == 0 { lastProgress = .now }
         deferred.append(answer)
     }
 
@@ -159,6 +155,8 @@ struct OutboundQueue {
     private var offset = 0
     /// Bytes not yet sent.
     private(set) var byteCount = 0
+    /// Bytes sent since the connection opened.
+    private(set) var sentCount: UInt64 = 0
     /// Small frames are packed into one chunk up to this size, so a burst of small answers
     /// goes out in one send.
     private static let packLimit = 64 * 1024
@@ -200,6 +198,7 @@ struct OutboundQueue {
             if n == 0 && !chunk.isEmpty { break }  // the socket is full
             offset += n
             byteCount -= n
+            sentCount += UInt64(n)
             if offset == chunk.count {
                 head += 1
                 offset = 0

@@ -173,13 +173,24 @@ final class ConnectionSet {
     }
 
     /// Closes the connections whose queued answers went untaken for `timeout`; checked at
-    /// most once a second. Returns how many were closed.
+    /// most once a second (so the timeout is kept to within a second). Returns how many were
+    /// closed.
     func closeStalled(timeout: Duration) -> Int {
         let now = ContinuousClock.now
         guard now >= nextStallCheck else { return 0 }
         nextStallCheck = now + .seconds(1)
         var closed = 0
-        for connection in byFD.values where connection.pendingOutbound > 0 && now - connection.lastProgress > timeout {
+        for connection in byFD.values {
+            // Answers waiting (queued or held back) and the socket took nothing since the last look.
+            guard connection.pendingOutbound > 0 || !connection.deferred.isEmpty else {
+                connection.stall = nil
+                continue
+            }
+            guard let stall = connection.stall, stall.sent == connection.sentOutbound else {
+                connection.stall = (connection.sentOutbound, now)
+                continue
+            }
+            guard now - stall.since > timeout else { continue }
             Log.warning("event=write-timeout client=\(Log.quote(connection.clientName)) pid=\(connection.peerPID) " +
                         "uid=\(connection.peerUID) unread_bytes=\(connection.pendingOutbound) " +
                         "held_answers=\(connection.deferred.count)")

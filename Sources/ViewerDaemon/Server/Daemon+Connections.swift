@@ -41,15 +41,11 @@ extension Daemon {
     func processFrames(_ connection: Connection) {
         while !connection.closing && connections.isOpen(connection) {
             if mustPauseReading(connection) {
-                connection.readPaused = true  // resumes when the client reads its answers
-                connections.touch(connection)
-                return
-            }
-            if sourceQuota.count(of: connection.peerUID) >= sourceQuota.limit {
-                // Its user holds all the open sources it may: the next request waits in the
-                // socket until some are closed (`resumeQuotaPaused`), rather than be refused.
+                // Resumes when the client reads its answers, its opens finish, or (no socket
+                // event says so: `resumeQuotaPaused` looks) its user's sources are closed.
                 connection.readPaused = true
-                quotaPaused.insert(connection.id)
+                if userHoldsAllSources(connection) { quotaPaused.insert(connection.id) }
+                connections.touch(connection)
                 return
             }
             let frame: Frame
@@ -96,10 +92,28 @@ extension Daemon {
     static let maxOpeningPerConnection = 64
 
     /// Reading stops while the client has more unread than its outbound limit, answers held
-    /// back, or many requests still opening.
+    /// back, or many requests still opening, or while its user holds all the open sources it
+    /// may (the next request waits in the socket rather than be refused).
     private func mustPauseReading(_ connection: Connection) -> Bool {
         connection.pendingOutbound > configuration.clientOutboundLimit || !connection.deferred.isEmpty
-            || opening.count(of: connection.id) >= Self.maxOpeningPerConnection
+            || opening.count(of: connection.id) >= Self.maxOpeningPerConnection || userHoldsAllSources(connection)
+    }
+
+    private func userHoldsAllSources(_ connection: Connection) -> Bool {
+        sourceQuota.count(of: connection.peerUID) >= sourceQuota.limit
+    }
+
+    /// Reads on (the frames that arrived while paused) once nothing holds reading back. Still
+    /// held back by its user's sources, it is looked at again when they close.
+    private func resumeReading(_ connection: Connection) {
+        guard connection.readPaused else { return }
+        guard !mustPauseReading(connection) else {
+            if userHoldsAllSources(connection) { quotaPaused.insert(connection.id) }
+            return
+        }
+        connection.readPaused = false
+        processFrames(connection)
+        connections.touch(connection)
     }
 
     /// Writes every answer queued since the last flush. A client that caught up gets its
@@ -107,10 +121,7 @@ extension Daemon {
     func flush() {
         connections.flush(outboundLimit: configuration.clientOutboundLimit) { connection in
             sendDeferred(to: connection)
-            if connection.readPaused && !mustPauseReading(connection) {
-                connection.readPaused = false
-                processFrames(connection)  // frames that arrived while paused
-            }
+            resumeReading(connection)
         }
     }
 
@@ -141,13 +152,9 @@ extension Daemon {
                 quotaPaused.remove(id)
                 continue
             }
-            guard sourceQuota.count(of: connection.peerUID) < sourceQuota.limit else { continue }
+            guard !userHoldsAllSources(connection) else { continue }
             quotaPaused.remove(id)
-            if connection.readPaused && !mustPauseReading(connection) {
-                connection.readPaused = false
-                processFrames(connection)
-                connections.touch(connection)
-            }
+            resumeReading(connection)
         }
     }
 

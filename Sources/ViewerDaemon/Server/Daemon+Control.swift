@@ -49,7 +49,7 @@ extension Daemon {
                 // are skipped (not counted in the ACK).
                 var claimed: [(String, SourceQuota.Lease)] = []
                 for path in request.paths {
-                    guard let lease = try? claimSource(for: connection, descriptor: nil) else { break }
+                    guard let lease = claimSource(for: connection) else { break }
                     claimed.append((path, lease))
                 }
                 let access = sourceAccess, peer = connection.peerUID, leased = claimed, store = store

@@ -127,15 +127,19 @@ extension Daemon {
     }
 
     /// A place in the peer's quota of open sources (`SourceQuota`, `max-sources-per-user`),
-    /// claimed on the loop before its file is opened off it; past the quota, `busy` without
-    /// opening anything (a passed descriptor is closed).
-    func claimSource(for connection: Connection, descriptor: Int32?) throws(RenderError) -> SourceQuota.Lease {
+    /// claimed on the loop before its file is opened off it; nil (counted) past the quota.
+    /// Reading pauses at the quota (`mustPauseReading`), so a RENDER rarely meets it.
+    func claimSource(for connection: Connection) -> SourceQuota.Lease? {
         guard let lease = sourceQuota.claim(for: connection.peerUID) else {
-            if let descriptor { Posix.close(descriptor) }
             stats.sourcesRefused += 1
-            throw .reported(code: .busy, message: "this user's requests hold \(sourceQuota.limit) source files open " +
-                            "(max-sources-per-user); try again when some of its renders end")
+            return nil
         }
         return lease
+    }
+
+    /// What a RENDER past its user's quota of open sources is answered (`busy`).
+    var sourceQuotaMessage: String {
+        "this user's requests hold \(sourceQuota.limit) source files open (max-sources-per-user); " +
+            "try again when some of its renders end"
     }
 }
