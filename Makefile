@@ -7,8 +7,9 @@ SWIFT ?= swift
 APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev pkg-config
 # And to test (and bench): libvips-tools (vips, vipsthumbnail) as the reference the tests
 # compare against, systemd for systemd-analyze and systemd-socket-activate in the service
-# tests, e2fsprogs for the coarse-timestamp file system (mkfs.ext2).
-TEST_APT_PACKAGES := libvips-tools systemd e2fsprogs
+# tests, e2fsprogs for the coarse-timestamp file system (mkfs.ext2), libheif-examples for
+# heif-enc (a HEIC with a thumbnail item, as phones write: the preview tests and the bench).
+TEST_APT_PACKAGES := libvips-tools systemd e2fsprogs libheif-examples
 ARGS ?=
 
 .PHONY: all deps test-deps build debug run test clean install uninstall

@@ -40,4 +40,35 @@ public enum ImageFixtures {
         let pixels = [UInt8](UnsafeBufferPointer(start: out, count: Int(w) * Int(h) * Int(b)))
         return (pixels, Int(w), Int(h), Int(b))
     }
+
+    /// A JPEG as a camera writes it: `jpeg` with its APP1 Exif segments replaced by one that
+    /// holds `orientation` (IFD0) and `thumbnail`, a small JPEG, as the EXIF thumbnail (IFD1:
+    /// JPEGInterchangeFormat and its length). Little-endian TIFF, as most cameras write.
+    public static func withExifThumbnail(_ jpeg: [UInt8], thumbnail: [UInt8], orientation: Int = 1) -> [UInt8] {
+        precondition(jpeg.starts(with: [0xFF, 0xD8]) && thumbnail.starts(with: [0xFF, 0xD8]))
+        func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
+        func le32(_ v: Int) -> [UInt8] { le16(v & 0xFFFF) + le16(v >> 16) }
+        func entry(_ tag: Int, type: Int, _ value: Int) -> [UInt8] {
+            le16(tag) + le16(type) + le32(1) + (type == 3 ? le16(value) + [0, 0] : le32(value))
+        }
+        let ifd0 = 8, ifd1 = ifd0 + 2 + 12 + 4, data = ifd1 + 2 + 3 * 12 + 4
+        var tiff: [UInt8] = [0x49, 0x49, 0x2A, 0x00] + le32(ifd0)
+        tiff += le16(1) + entry(0x0112, type: 3, orientation) + le32(ifd1)
+        tiff += le16(3) + entry(0x0103, type: 3, 6) + entry(0x0201, type: 4, data) + entry(0x0202, type: 4, thumbnail.count) + le32(0)
+        tiff += thumbnail
+        let payload = Array("Exif".utf8) + [0, 0] + tiff
+        precondition(payload.count + 2 <= 0xFFFF, "an EXIF segment holds at most 64 KiB")
+        let app1: [UInt8] = [0xFF, 0xE1, UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 0xFF)] + payload
+        // Keep every segment of the original but its Exif ones, the new one first.
+        var rest: [UInt8] = []
+        var i = 2
+        while i + 4 <= jpeg.count, jpeg[i] == 0xFF, jpeg[i + 1] != 0xDA {
+            let length = Int(jpeg[i + 2]) << 8 | Int(jpeg[i + 3])
+            let segment = Array(jpeg[i..<min(jpeg.count, i + 2 + length)])
+            let isExif = jpeg[i + 1] == 0xE1 && segment.count >= 10 && Array(segment[4..<8]) == Array("Exif".utf8)
+            if !isExif { rest += segment }
+            i += 2 + length
+        }
+        return [0xFF, 0xD8] + app1 + rest + Array(jpeg[min(i, jpeg.count)...])
+    }
 }

@@ -1,37 +1,89 @@
 import CVipsShim
 import ViewerProtocol
 
+/// Where a preview came from: the cheapest source of pixels there is, in this order.
+public enum PreviewSource: String, Sendable, CaseIterable {
+    /// A smaller rendition of the same file from the store (already upright, already sRGB).
+    case storedRendition = "stored-rendition"
+    /// The JPEG's EXIF thumbnail, cut to the photo's proportions and turned by its orientation.
+    case exifThumbnail = "exif-thumbnail"
+    /// The HEIF's thumbnail item.
+    case heifThumbnail = "heif-thumbnail"
+}
+
 extension Renderer {
-    /// A fast, degraded rendition for showing something while the final one renders:
-    /// a JPEG decoded with DCT scaling (no resampling filter), or a HEIF's embedded thumbnail,
-    /// brought to the final rendition's exact size (libvips' plan, `plannedSize`) with a
-    /// cheap kernel, as PROTOCOL.md promises. Returns nil when the source has no such
-    /// shortcut (the caller then waits for the final rendition).
+    /// A preview is made only when the pixels it decodes and encodes are at most this
+    /// fraction of the source's: then it costs a few percent of the final and comes almost
+    /// at once. The final reads the whole source whatever its shrink-on-load (a 24 MP JPEG
+    /// decodes in 0.13 s at 1/8 scale and 0.41 s whole: the entropy decoding does not
+    /// shrink), so a decode of the source itself is never cheap enough, and there is no
+    /// "cheap decode" kind: a preview made with the final's own shrink-on-load doubled the
+    /// wait for the final (issue 16's measurement).
+    public static let previewCostFraction = 16
+
+    /// A fast, degraded rendition to show while the final one renders, from the cheapest
+    /// source there is (`PreviewSource`, in its order), brought to exactly the final
+    /// rendition's size (libvips' plan) with a cheap kernel, upright, as PROTOCOL.md
+    /// promises. Nil when no source is cheap enough: what it decodes plus the preview's own
+    /// pixels must be at most 1/`previewCostFraction` of the source's pixels.
     ///
-    /// Only worth it when the source is much larger than the box (k ≥ 4): otherwise the final
-    /// render is about as fast.
-    public func preview(_ source: SourceFile, spec: RenditionSpec, cancellation: RenderCancellation? = nil) throws(RenderError) -> Rendition? {
+    /// - Parameters:
+    ///   - stored: a smaller rendition of the same file with the same geometry (fit, crop,
+    ///     page, background), as the store holds it (JPEG, PNG or WebP).
+    public func preview(_ source: SourceFile, spec: RenditionSpec, stored: [UInt8]? = nil,
+                        cancellation: RenderCancellation? = nil) throws(RenderError) -> Rendition? {
+        try previewWithSource(source, spec: spec, stored: stored, cancellation: cancellation)?.rendition
+    }
+
+    /// `preview`, saying which source it came from.
+    public func previewWithSource(_ source: SourceFile, spec: RenditionSpec, stored: [UInt8]? = nil,
+                                  cancellation: RenderCancellation? = nil) throws(RenderError) -> (rendition: Rendition, from: PreviewSource)? {
         let spec = spec.normalized()
-        let header = try admit(source, spec: spec)
-        let out = Self.outputSize(header, spec: spec)
-        let shrink = Self.jpegShrink(header, out)
-        let isJPEG = header.loader.hasPrefix("jpegload"), isHEIF = header.loader.hasPrefix("heifload")
-        guard (isJPEG && shrink >= 4) || isHEIF else { return nil }
-        return try Self.attributingErrors { () throws(RenderError) -> Rendition? in
-            var loaded: OpaquePointer?
+        return try Self.attributingErrors { () throws(RenderError) -> (Rendition, PreviewSource)? in
+            let header = try admitUngated(source, spec: spec)
             // The final's sides are rounded along libvips' shrink-on-load path, not from the
             // ratio (4000x3001 into 203 is 203x153, not 203x152): ask its plan, no pixel decoded.
             let planned = try thumbnailUngated(source, spec: spec, cancellation: nil).size
-            let status = vs_preview_fd(source.descriptor, Int32(shrink), isHEIF ? 1 : 0, cancellation?.handle, &loaded)
-            if status == -2 { return nil }
-            guard status == 0, let loaded else { throw .corrupt(path: source.path, detail: takeVipsError()) }
-            let image = VipsImageRef(loaded)
-            var fitted: OpaquePointer?
-            guard vs_fit_exact(image.pointer, Int32(planned.width), Int32(planned.height), spec.fit == .fill ? 1 : 0,
-                               &fitted) == 0, let fitted else {
-                throw .corrupt(path: source.path, detail: takeVipsError())
+            let budget = max(header.width, 0) * max(header.height, 0) / Self.previewCostFraction - planned.width * planned.height
+            for kind in PreviewSource.allCases {
+                guard let image = previewImage(kind, source: source, header: header, stored: stored, budget: budget,
+                                                cancellation: cancellation) else { continue }
+                var fitted: OpaquePointer?
+                guard vs_fit_exact(image.pointer, Int32(planned.width), Int32(planned.height), spec.fit == .fill ? 1 : 0,
+                                   &fitted) == 0, let fitted else {
+                    throw .corrupt(path: source.path, detail: takeVipsError())
+                }
+                return (try encode(VipsImageRef(fitted), spec: spec, path: source.path, cancellation: cancellation), kind)
             }
-            return try encode(VipsImageRef(fitted), spec: spec, path: source.path, cancellation: cancellation)
+            return nil
         }
+    }
+
+    /// One source's preview image, lazily, when the source has it and it decodes at most
+    /// `budget` pixels; nil otherwise. A source that fails (a broken EXIF thumbnail) is
+    /// passed over: the final render says what is wrong with the file, if anything.
+    private func previewImage(_ kind: PreviewSource, source: SourceFile, header: SourceHeader, stored: [UInt8]?,
+                              budget: Int, cancellation: RenderCancellation?) -> VipsImageRef? {
+        let cancel = cancellation?.handle
+        var loaded: OpaquePointer?
+        let status: Int32
+        switch kind {
+        case .storedRendition:
+            guard let stored else { return nil }
+            status = stored.withUnsafeBytes { vs_load_rendition($0.baseAddress, $0.count, &loaded) }
+        case .exifThumbnail:
+            guard header.loader.hasPrefix("jpegload") else { return nil }
+            status = vs_preview_fd(source.descriptor, Int32(VS_PREVIEW_EXIF), cancel, &loaded)
+        case .heifThumbnail:
+            guard header.loader.hasPrefix("heifload") else { return nil }
+            status = vs_preview_fd(source.descriptor, Int32(VS_PREVIEW_HEIF), cancel, &loaded)
+        }
+        guard status == 0, let loaded else {
+            if status != -2 { _ = takeVipsError() }
+            return nil
+        }
+        let image = VipsImageRef(loaded)
+        let size = image.size
+        return size.width * size.height <= budget ? image : nil
     }
 }

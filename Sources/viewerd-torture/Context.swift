@@ -102,7 +102,8 @@ final class Context: @unchecked Sendable {
     private(set) var goodImages: [(path: String, width: Int, height: Int)] = []
     /// Larger images whose renders take a while (for cancels, rewrites, worker kills).
     private(set) var slowImages: [String] = []
-    /// JPEGs never rendered larger than a thumbnail (so never derived): they get PREVIEWs.
+    /// Camera JPEGs (an EXIF thumbnail inside) never rendered larger than a thumbnail (so never
+    /// derived): they get PREVIEWs.
     private(set) var previewImages: [String] = []
     private let randomLock = NSLock()
     private var random: SeededGenerator
@@ -152,9 +153,16 @@ final class Context: @unchecked Sendable {
             slowImages.append(path)
         }
         for i in 0..<4 {
-            let path = "\(good)/preview\(i).jpg"
+            // A camera's JPEG: its EXIF thumbnail is the PREVIEW's source.
+            let path = "\(good)/preview\(i).jpg", thumbnail = "\(good)/preview\(i)-exif.jpg"
             try ImageFixtures.write(path: path, pixels: Self.pattern(width: 1200, height: 900, seed: 200 + i), width: 1200,
                                     height: 900, bands: 3)
+            try ImageFixtures.write(path: thumbnail, pixels: Self.pattern(width: 160, height: 120, seed: 200 + i), width: 160,
+                                    height: 120, bands: 3)
+            let camera = ImageFixtures.withExifThumbnail(Array(try Data(contentsOf: URL(fileURLWithPath: path))),
+                                                         thumbnail: Array(try Data(contentsOf: URL(fileURLWithPath: thumbnail))))
+            try Data(camera).write(to: URL(fileURLWithPath: path))
+            try FileManager.default.removeItem(atPath: thumbnail)
             previewImages.append(path)
         }
         let faults = work + "/faults"

@@ -27,4 +27,17 @@ enum Fixtures {
         try ImageFixtures.write(path: path, pixels: pixels, width: width, height: height, bands: bands)
         return path
     }
+
+    /// A camera's JPEG: `write`'s gradient with a 160 × 120 EXIF thumbnail of one colour, the
+    /// cheapest source of a PREVIEW (PROTOCOL.md, PREVIEW).
+    static func cameraJPEG(_ path: String, width: Int, height: Int, seed: Int = 0) throws -> String {
+        try write(path, width: width, height: height, seed: seed)
+        let thumbnail = path + ".thumbnail.jpg"
+        try ImageFixtures.write(path: thumbnail, pixels: [UInt8](repeating: 90, count: 160 * 120 * 3), width: 160, height: 120, bands: 3)
+        let main = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        let exif = ImageFixtures.withExifThumbnail(main, thumbnail: Array(try Data(contentsOf: URL(fileURLWithPath: thumbnail))))
+        try Data(exif).write(to: URL(fileURLWithPath: path))
+        try FileManager.default.removeItem(atPath: thumbnail)
+        return path
+    }
 }

@@ -147,7 +147,7 @@ struct RequestLifecycleTests {
     @Test("opportunistic delivery sends a degraded preview, then the final rendition")
     func opportunistic() throws {
         let daemon = try DaemonProcess()
-        let big = try Fixtures.write(daemon.directory + "/big.jpg", width: 3200, height: 2400)
+        let big = try Fixtures.cameraJPEG(daemon.directory + "/big.jpg", width: 3200, height: 2400)
         let connection = try RawSocket.greeted(path: daemon.socketPath)
         try connection.send(.render(RenderRequest(path: big, spec: RenditionSpec(width: 256, height: 256), delivery: .opportunistic)), id: 9)
         let first = try connection.read()
@@ -165,10 +165,10 @@ struct RequestLifecycleTests {
     /// libvips rounds the final's sides along its shrink-on-load path; a preview fitted into
     /// the box by the ratio came out a pixel off (203x152 for 203x153, 999x562 for 1000x562).
     @Test("a PREVIEW is exactly the size of its final rendition",
-          arguments: [(4000, 3001, 203), (4000, 2248, 1000), (4001, 2250, 1000), (2400, 1601, 300), (1001, 4000, 97)])
+          arguments: [(4000, 3001, 203), (4000, 2248, 500), (4001, 2250, 400), (2400, 1601, 300), (1001, 4000, 97)])
     func previewSize(width: Int, height: Int, box: UInt32) throws {
         let daemon = try DaemonProcess()
-        let big = try Fixtures.write(daemon.directory + "/big.jpg", width: width, height: height)
+        let big = try Fixtures.cameraJPEG(daemon.directory + "/big.jpg", width: width, height: height)
         let connection = try RawSocket.greeted(path: daemon.socketPath)
         try connection.send(.render(RenderRequest(path: big, spec: RenditionSpec(width: box, height: box), delivery: .opportunistic)), id: 3)
         let first = try connection.read()
@@ -182,6 +182,33 @@ struct RequestLifecycleTests {
             return
         }
         #expect((preview.width, preview.height) == (final.width, final.height))
+        daemon.stop()
+    }
+
+    /// A JPEG without an EXIF thumbnail has no cheap preview until a smaller rendition of it
+    /// is stored: then that one, scaled, is the PREVIEW of a larger box (the pager's while
+    /// the grid's thumbnail is in the store).
+    @Test("a smaller stored rendition is the PREVIEW of a plain JPEG; without one there is none")
+    func previewFromStore() throws {
+        let daemon = try DaemonProcess()
+        let plain = try Fixtures.write(daemon.directory + "/plain.jpg", width: 2400, height: 1600)
+        let gridded = try Fixtures.write(daemon.directory + "/gridded.jpg", width: 2400, height: 1600)
+        let connection = try RawSocket.greeted(path: daemon.socketPath)
+        let pager = RenditionSpec(width: 500, height: 500)
+        try connection.send(.render(RenderRequest(path: plain, spec: pager, delivery: .opportunistic)), id: 1)
+        guard case .result = try connection.read().message else { Issue.record("a plain JPEG's render is its RESULT only"); return }
+
+        try connection.send(.render(RenderRequest(path: gridded, spec: RenditionSpec(width: 128, height: 128))), id: 2)
+        guard case .result = try connection.read().message else { Issue.record("expected the grid's RESULT"); return }
+        try connection.send(.render(RenderRequest(path: gridded, spec: pager, delivery: .opportunistic)), id: 3)
+        let first = try connection.read(), second = try connection.read()
+        guard case .preview(let preview) = first.message, case .result(let final) = second.message else {
+            Issue.record("expected PREVIEW then RESULT, got \(first.message.type), \(second.message.type)")
+            return
+        }
+        #expect((preview.width, preview.height) == (final.width, final.height))
+        #expect((final.width, final.height, final.fromCache) == (500, 333, false))
+        #expect(try daemon.connect().stats()["previews"] == 1)
         daemon.stop()
     }
 

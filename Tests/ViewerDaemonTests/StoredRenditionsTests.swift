@@ -23,6 +23,29 @@ let squareOriginal = SourceHeader(width: 1000, height: 1000, bands: 4, loader: "
 struct StoredRenditionsTests {
     // MARK: Derivation bases
 
+    // MARK: Preview bases
+
+    @Test("a preview base is the largest smaller rendition of the same picture, in any format but raw and AVIF")
+    func previewBase() {
+        let candidates = [stored(box(128, 128), 128, 128), stored(box(256, 256, .webp, quality: 30), 256, 256),
+                          stored(box(300, 300, .raw), 300, 300), stored(box(320, 320, .avif), 320, 320),
+                          stored(box(200, 200, .jpeg, fit: .fill), 200, 200), stored(box(800, 800), 800, 800)]
+        // Then a 500 box previews from the 256 WebP (format and quality do not matter), not the
+        // raw, AVIF or filled ones, nor the larger one (a derivation's base)
+        #expect(StoredRenditions.smaller(among: candidates, than: box(500, 500, .png), original: squareOriginal) == candidates[1])
+        // And nothing is smaller than a 100 box; nothing previews a raw request
+        #expect(StoredRenditions.smaller(among: candidates, than: box(100, 100), original: squareOriginal) == nil)
+        #expect(StoredRenditions.smaller(among: candidates, than: box(500, 500, .raw), original: squareOriginal) == nil)
+        // A fill previews from a fill of the box's aspect ratio only
+        #expect(StoredRenditions.smaller(among: candidates, than: box(400, 400, fit: .fill), original: squareOriginal) == candidates[4])
+        #expect(StoredRenditions.smaller(among: candidates, than: box(400, 300, fit: .fill), original: squareOriginal) == nil)
+        // Another background is another picture
+        #expect(StoredRenditions.smaller(among: candidates, than: box(500, 500, background: 0), original: squareOriginal) == nil)
+        // A box larger than the original makes the original's size: a rendition that size is not smaller
+        #expect(StoredRenditions.smaller(among: [stored(box(1000, 1000), 1000, 1000)], than: box(2000, 2000),
+                                         original: squareOriginal) == nil)
+    }
+
     @Test("a base must equal the request but for the box: format, background and quality")
     func baseEqualsButBox() {
         // Given a 500 box stored in each of several outputs

@@ -9,7 +9,8 @@ struct WorkerWireTests {
                                        priority: .visible, delivery: .opportunistic)
     static let rendition = Rendition(format: .png, width: 3, height: 2, bytes: [1, 2, 3, 4, 5])
 
-    static let commands: [WorkerCommand] = [.render(id: 1, request), .derive(id: 2, request), .cancel(id: 3)]
+    static let commands: [WorkerCommand] = [.render(id: 1, request), .derive(id: 2, request), .cancel(id: 3),
+                                            .renderWithPreviewBase(id: 4, request)]
     static let replies: [WorkerReply] = [
         .sandbox([.seccomp, .noNewPrivs, .filesystem, .resourceLimits]),
         .sandbox([]),
@@ -40,14 +41,16 @@ struct WorkerWireTests {
         #expect(decoded == [reply])
     }
 
-    @Test("render and derive are their own messages, and say how many descriptors come with them")
+    @Test("render, derive and render with a preview base are their own messages, and say how many descriptors come with them")
     func kinds() throws {
         let render = try #require(try frames(WorkerWire.encode(.render(id: 1, Self.request))).first)
         let derive = try #require(try frames(WorkerWire.encode(.derive(id: 1, Self.request))).first)
-        #expect(render.type != derive.type)
+        let previewed = try #require(try frames(WorkerWire.encode(.renderWithPreviewBase(id: 1, Self.request))).first)
+        #expect(Set([render.type, derive.type, previewed.type]).count == 3)
         #expect(WorkerWire.Kind(rawValue: render.type)?.descriptorCount == 1)
         #expect(WorkerWire.Kind(rawValue: derive.type)?.descriptorCount == 2)
-        #expect(render.flags & FrameFlags.descriptor != 0 && derive.flags & FrameFlags.descriptor != 0)
+        #expect(WorkerWire.Kind(rawValue: previewed.type)?.descriptorCount == 2)
+        #expect([render, derive, previewed].allSatisfy { $0.flags & FrameFlags.descriptor != 0 })
     }
 
     @Test("a reply is not a command, nor a command a reply, nor a public message either")
@@ -88,6 +91,7 @@ extension WorkerCommand: CustomTestStringConvertible {
         switch self {
         case .render(let id, _): "render \(id)"
         case .derive(let id, _): "derive \(id)"
+        case .renderWithPreviewBase(let id, _): "render with a preview base \(id)"
         case .cancel(let id): "cancel \(id)"
         }
     }

@@ -73,10 +73,19 @@ int vs_thumbnail_fd(int fd, int width, int height, int crop, int size, int page,
 int vs_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int size,
                         int page, int to_srgb, VipsImage **out);
 
-/// A cheap degraded preview: JPEG decoded with DCT scaling by `shrink` (2, 4 or 8) and no
-/// resampling, or HEIF's embedded thumbnail (`heif_thumbnail` = 1). Upright. Returns -2 when
-/// the source has no such shortcut.
-int vs_preview_fd(int fd, int shrink, int heif_thumbnail, vs_cancel *cancel, VipsImage **out);
+/// Where a degraded preview comes from (vs_preview_fd's `kind`).
+enum {
+    VS_PREVIEW_EXIF = 1,  // the JPEG's EXIF thumbnail (IFD1), cut to the image's proportions
+    VS_PREVIEW_HEIF = 2,  // the HEIF's thumbnail item (without one: the primary image, lazily)
+};
+
+/// A cheap degraded preview of the source, upright (turned by its EXIF orientation).
+/// Returns -2 when the source has none of that kind; the image is lazy except the EXIF
+/// thumbnail (decoded into memory: a few KiB).
+int vs_preview_fd(int fd, int kind, vs_cancel *cancel, VipsImage **out);
+
+/// A stored rendition (JPEG, PNG or WebP in memory), lazily, from a copy of `buf`.
+int vs_load_rendition(const void *buf, size_t len, VipsImage **out);
 
 /// Brings an image to exactly width x height with a cheap kernel (for previews, which must
 /// be their final rendition's size): `fill` covers the box and keeps its centre, else the

@@ -113,7 +113,8 @@ extension Daemon {
             return RequestDecision.hit.log(request, requestID: ref.id, client: connection.clientName)
         }
         let actions = inFlight.request(ref, key: key, priority: entry.priority, delivery: request.delivery) { id in
-            makeJob(id, key: key, source: source, spec: entry.spec, sniffed: sniffed)
+            makeJob(id, key: key, source: source, spec: entry.spec, sniffed: sniffed,
+                    wantsPreview: request.delivery == .opportunistic)
         }
         if Log.isDebug { RequestDecision(actions).log(request, requestID: ref.id, client: connection.clientName) }
         perform(actions)
@@ -178,15 +179,18 @@ extension Daemon {
     }
 
     /// The job for `key`: from a larger stored rendition when there is one to derive from,
-    /// else from the original, with the cost the scheduler admits it by.
+    /// else from the original (with a smaller stored one for a PREVIEW, when its first waiter
+    /// wants one), with the cost the scheduler admits it by.
     func makeJob(_ id: JobID, key: RenditionKey, source: SourceFile, spec: RenditionSpec,
-                 sniffed: HeaderSniffer.Sniffed) -> RenderJob {
-        let base = StoredRenditions(store: store, reader: reader).derivationBase(for: source, spec: spec, original: sniffed.header)
+                 sniffed: HeaderSniffer.Sniffed, wantsPreview: Bool) -> RenderJob {
+        let stored = StoredRenditions(store: store, reader: reader)
+        let base = stored.derivationBase(for: source, spec: spec, original: sniffed.header)
         if base != nil { stats.derivations += 1 }
+        let previewBase = base == nil && wantsPreview ? stored.previewBase(for: source, spec: spec, original: sniffed.header) : nil
         let cost = base.map { Renderer.estimateCost(SourceHeader(width: $0.width, height: $0.height, bands: 4, loader: "derived"), spec: spec) }
             ?? HeaderSniffer.cost(of: source, sniffed, spec: spec)
         return RenderJob(key: key, source: source, spec: spec, priority: .normal, sequence: id, cost: cost,
-                         derivedFrom: base?.bytes, fingerprint: sniffed.fingerprint)
+                         derivedFrom: base?.bytes, previewBase: previewBase, fingerprint: sniffed.fingerprint)
     }
 
     /// Carries out the in-flight table's actions, in order.

@@ -22,6 +22,9 @@ final class RenderJob: Sendable {
     /// A larger stored rendition of the same source to render from instead of the original
     /// (a derivation), when that is cheaper.
     let derivedFrom: [UInt8]?
+    /// A smaller stored rendition of the same source, for an `opportunistic` waiter's PREVIEW
+    /// (`StoredRenditions.previewBase`); the worker still renders the final from the source.
+    let previewBase: [UInt8]?
     /// The estimated memory and costliness the scheduler admits it by.
     let cost: RenderCost
     /// What the source was when its header was read (change time, content fingerprint),
@@ -41,11 +44,12 @@ final class RenderJob: Sendable {
 
     init(key: RenditionKey, source: SourceFile, spec: RenditionSpec, priority: Priority, sequence: UInt64,
          cost: RenderCost = RenderCost(memoryBytes: 0, costly: false), derivedFrom: [UInt8]? = nil,
-         fingerprint: UInt64? = nil) {
+         previewBase: [UInt8]? = nil, fingerprint: UInt64? = nil) {
         self.key = key
         self.stamp = fingerprint.map { SourceStamp(changeTimeNanos: source.identity.ctimeNanos, fingerprint: $0) }
         self.cost = cost
         self.derivedFrom = derivedFrom
+        self.previewBase = previewBase
         self.source = source
         self.spec = spec
         self.sequence = sequence

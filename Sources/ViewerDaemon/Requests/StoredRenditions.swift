@@ -66,6 +66,13 @@ struct StoredRenditions {
         return (bytes, base.width, base.height)
     }
 
+    /// The bytes of a stored rendition smaller than `spec` asks for, to make the PREVIEW of a
+    /// render from (a grid's thumbnail while the pager's larger rendition renders); nil when
+    /// there is none. The worker decides whether it is cheap enough (`Renderer.preview`).
+    func previewBase(for source: SourceFile, spec: RenditionSpec, original: SourceHeader?) -> [UInt8]? {
+        Self.smaller(among: candidates(source), than: spec, original: original).flatMap { bytes($0.key) }
+    }
+
     /// The key of a stored rendition that may answer `spec` for a client that set
     /// `allow_larger` (PROTOCOL.md, RENDER field 13); nil when there is none.
     ///
@@ -119,6 +126,29 @@ struct StoredRenditions {
             if spec.fit == .fill && w * wanted.height != h * wanted.width { return false }
             return w >= wanted.width && h >= wanted.height && w * 4 <= wanted.width * 5 && h * 4 <= wanted.height * 5
         }.min { $0.pixels < $1.pixels }
+    }
+
+    /// The largest candidate a preview of `spec` may be made from: the same picture (fit,
+    /// crop, page, background and upscale equal; format and quality may differ, a preview is
+    /// degraded anyway) in a format the worker reads back (not raw, not AVIF: its decode is
+    /// not cheap), for `fill` the box's aspect ratio, and smaller than what `spec` makes
+    /// (a larger one is a derivation's base, which needs no preview).
+    static func smaller(among candidates: [Candidate], than spec: RenditionSpec, original: SourceHeader?) -> Candidate? {
+        let spec = spec.normalized()
+        guard spec.format != .raw else { return nil }
+        return candidates.filter { candidate in
+            var picture = candidate.spec.normalized()
+            guard picture.format != .raw, picture.format != .avif, candidate.width > 0, candidate.height > 0 else { return false }
+            (picture.width, picture.height, picture.format, picture.quality) = (spec.width, spec.height, spec.format, spec.quality)
+            guard picture.normalized() == spec else { return false }
+            if spec.fit == .fill {
+                return candidate.width * Int(spec.height) == candidate.height * Int(spec.width) && candidate.width < Int(spec.width)
+            }
+            guard !derivable(candidate, to: spec) else { return false }
+            guard let original else { return true }
+            let direct = Renderer.outputSize(upright(original, like: candidate, fit: spec.fit), spec: spec)
+            return candidate.width < direct.width || candidate.height < direct.height
+        }.max { $0.pixels < $1.pixels }
     }
 
     /// Whether a rendition holds everything `spec` needs: strictly larger than the box on

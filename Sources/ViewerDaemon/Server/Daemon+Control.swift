@@ -133,7 +133,7 @@ extension Daemon {
             // Rendered and stored while its header was read (a RENDER's job finished).
             guard !reader.contains(key) else { continue }
             let (added, actions) = inFlight.prefetch(key, by: id, priority: request.priority) { job in
-                makeJob(job, key: key, source: source, spec: spec, sniffed: sniffed)
+                makeJob(job, key: key, source: source, spec: spec, sniffed: sniffed, wantsPreview: false)
             }
             perform(actions)
             if added { queued += 1 }

@@ -12,10 +12,10 @@ struct WorkerJob {
     let request: RenderRequest
     /// The source file (for a derivation too: its plan gives the size to make).
     let source: Int32
-    /// For a derivation: a sealed memfd of the stored rendition to render from; else -1.
+    /// A sealed memfd of a stored rendition of the source, or -1: for a derivation the one
+    /// to render from; else the one to make the PREVIEW from.
     let base: Int32
-
-    var isDerivation: Bool { base >= 0 }
+    let isDerivation: Bool
 
     /// For a job that is never served (cancelled while queued).
     func closeDescriptors() {

@@ -131,12 +131,14 @@ public enum WorkerProcess {
                 do throws(WorkerWireError) {
                     switch try WorkerWire.decodeCommand(frame) {
                     case .render(let id, let request) where attached.count == 1:
-                        jobs.put(WorkerJob(id: id, request: request, source: attached[0], base: -1))
+                        jobs.put(WorkerJob(id: id, request: request, source: attached[0], base: -1, isDerivation: false))
                     case .derive(let id, let request) where attached.count == 2:
-                        jobs.put(WorkerJob(id: id, request: request, source: attached[0], base: attached[1]))
+                        jobs.put(WorkerJob(id: id, request: request, source: attached[0], base: attached[1], isDerivation: true))
+                    case .renderWithPreviewBase(let id, let request) where attached.count == 2:
+                        jobs.put(WorkerJob(id: id, request: request, source: attached[0], base: attached[1], isDerivation: false))
                     case .cancel(let id):
                         if jobs.cancel(id) { send(.cancelled(id: id)) }
-                    case .render, .derive:
+                    case .render, .derive, .renderWithPreviewBase:
                         throw WorkerWireError(description: "a command without its descriptors")
                     }
                 } catch {
@@ -168,7 +170,8 @@ public enum WorkerProcess {
                 try hook?(job.request.path)
                 if job.request.delivery == .opportunistic {
                     // A preview is optional: when it fails, the final render says why.
-                    if let preview = try? renderer.preview(source, spec: job.request.spec, cancellation: cancellation) {
+                    let stored = job.base >= 0 ? try? readBase(job.base) : nil
+                    if let preview = try? renderer.preview(source, spec: job.request.spec, stored: stored, cancellation: cancellation) {
                         send(.preview(id: job.id, preview))
                     }
                 }

@@ -86,18 +86,27 @@ final class WorkerSlot: @unchecked Sendable {
 
     /// Sends the command; returns 0, EPIPE when the worker is gone, or another errno.
     private func send(_ job: RenderJob, id: UInt32) -> Int32 {
-        let request = RenderRequest(path: job.source.path, spec: job.spec,
-                                    delivery: job.wantsPreview.load(ordering: .relaxed) ? .opportunistic : .final)
+        let wantsPreview = job.wantsPreview.load(ordering: .relaxed)
+        let request = RenderRequest(path: job.source.path, spec: job.spec, delivery: wantsPreview ? .opportunistic : .final)
         var descriptors = [job.source.descriptor]
         var base: Int32 = -1
         defer { if base >= 0 { Glibc.close(base) } }
-        if let bytes = job.derivedFrom {
-            // The base may be many MiB: it travels as a sealed memfd, not in the frame.
-            base = bytes.withUnsafeBytes { vd_memfd_sealed("viewerd-derivation-base", $0.baseAddress, $0.count) }
+        let command: WorkerCommand
+        let baseBytes: [UInt8]?
+        if let derivedFrom = job.derivedFrom {
+            (command, baseBytes) = (.derive(id: id, request), derivedFrom)
+        } else if wantsPreview, let previewBase = job.previewBase {
+            (command, baseBytes) = (.renderWithPreviewBase(id: id, request), previewBase)
+        } else {
+            (command, baseBytes) = (.render(id: id, request), nil)
+        }
+        if let baseBytes {
+            // A base may be many MiB: it travels as a sealed memfd, not in the frame.
+            base = baseBytes.withUnsafeBytes { vd_memfd_sealed("viewerd-base", $0.baseAddress, $0.count) }
             guard base >= 0 else { return errno }
             descriptors.append(base)
         }
-        let bytes = WorkerWire.encode(job.derivedFrom == nil ? .render(id: id, request) : .derive(id: id, request))
+        let bytes = WorkerWire.encode(command)
         // The descriptors travel with the frame's first byte; the kernel duplicates them into
         // the worker, so the daemon keeps its own.
         let first = bytes.withUnsafeBytes { raw in

@@ -9,12 +9,15 @@ enum WorkerCommand: Sendable, Equatable {
     /// Render from a stored rendition of the source (descriptor 1: a sealed memfd of its
     /// encoded bytes), exactly the size libvips plans for the source itself (descriptor 0).
     case derive(id: UInt32, RenderRequest)
+    /// Render the source file (descriptor 0) to the request's spec, with a smaller stored
+    /// rendition of it (descriptor 1, a sealed memfd) to make the PREVIEW from.
+    case renderWithPreviewBase(id: UInt32, RenderRequest)
     /// Stop the job `id` (answered CANCELLED, or its result if it was done first).
     case cancel(id: UInt32)
 
     var id: UInt32 {
         switch self {
-        case .render(let id, _), .derive(let id, _), .cancel(let id): id
+        case .render(let id, _), .derive(let id, _), .renderWithPreviewBase(let id, _), .cancel(let id): id
         }
     }
 }
@@ -56,14 +59,14 @@ struct WorkerWireError: Error, Sendable, Equatable, CustomStringConvertible {
 /// is broken); the daemon fails the job and kills the worker. Nobody waits for a timeout.
 enum WorkerWire {
     enum Kind: UInt8 {
-        case render = 0x41, derive = 0x42, cancel = 0x43
+        case render = 0x41, derive = 0x42, cancel = 0x43, renderWithPreviewBase = 0x44
         case preview = 0xC1, result = 0xC2, error = 0xC3, cancelled = 0xC4, sandbox = 0xC5
 
         /// Descriptors that come with a command of this kind.
         var descriptorCount: Int {
             switch self {
             case .render: 1
-            case .derive: 2
+            case .derive, .renderWithPreviewBase: 2
             default: 0
             }
         }
@@ -88,6 +91,8 @@ enum WorkerWire {
             frame(.render, id: id, body: Message.render(request).body(), descriptors: true)
         case .derive(let id, let request):
             frame(.derive, id: id, body: Message.render(request).body(), descriptors: true)
+        case .renderWithPreviewBase(let id, let request):
+            frame(.renderWithPreviewBase, id: id, body: Message.render(request).body(), descriptors: true)
         case .cancel(let id):
             frame(.cancel, id: id, body: [], descriptors: false)
         }
@@ -97,6 +102,7 @@ enum WorkerWire {
         switch Kind(rawValue: frame.type) {
         case .render: .render(id: frame.requestID, try request(frame))
         case .derive: .derive(id: frame.requestID, try request(frame))
+        case .renderWithPreviewBase: .renderWithPreviewBase(id: frame.requestID, try request(frame))
         case .cancel: .cancel(id: frame.requestID)
         default: throw WorkerWireError(description: "not a worker command: type 0x\(String(frame.type, radix: 16))")
         }

@@ -26,6 +26,7 @@ class AsyncClientTests(DaemonTestCase):
                 self.assertEqual((first.width, first.height, first.from_cache), (128, 96, False))
                 self.assertTrue((await client.render(small, 128)).from_cache)
 
+                await client.render(big, 64)  # stored: the PREVIEW's source
                 request = await client.start_render(big, 200, 200, delivery="opportunistic")
                 events = [event async for event in request.events()]
                 self.assertEqual([type(e) for e in events], [p.Preview, p.Result])

@@ -106,7 +106,10 @@ class ClientTests(DaemonTestCase):
         self.assertEqual(self.client.render(cut, 64).width, 64)
 
     def test_opportunistic_delivery_sends_a_preview_before_the_result(self) -> None:
+        """PROTOCOL.md, PREVIEW: with a smaller rendition of the file stored (the grid's), a larger
+        box (the pager's) gets a PREVIEW made from it, the final's size, before the RESULT."""
         source = self.image("big.jpg", 2400, 1800)
+        self.client.render(source, 100)
         events = list(self.client.start_render(source, 300, 300, delivery="opportunistic").events())
         self.assertIsInstance(events[-1], p.Result)
         previews = events[:-1]
@@ -116,13 +119,21 @@ class ClientTests(DaemonTestCase):
         events = list(self.client.start_render(source, 310, 310, delivery="final").events())
         self.assertEqual([type(e) for e in events], [p.Result])
 
-    def test_preview_threshold_is_four_times_on_both_sides(self) -> None:
-        """3840x2160 into 960: 4 times on both sides, a PREVIEW; into 961: none."""
-        for box, expected in ((960, 1), (961, 0)):
-            source = self.image(f"uhd-{box}.jpg", 3840, 2160)  # own file: nothing to derive from
-            seen = []
+    def test_no_preview_that_would_cost_a_large_part_of_the_final(self) -> None:
+        """The preview's pixels (the stored 64-wide rendition's, and its own) must be at most a
+        16th of the source's: 2400x1800 into 300 has one, 640x480 into 256 and 2400x1800 into
+        1200 (as many pixels to encode as the final) have none; nor has a plain JPEG without
+        anything stored (a decode of the source itself is never cheap)."""
+        for name, width, height, box, expected in (("a", 2400, 1800, 300, 1), ("b", 640, 480, 256, 0),
+                                                   ("c", 2400, 1800, 1200, 0)):
+            source = self.image(f"cost-{name}.jpg", width, height)
+            self.client.render(source, 64)
+            seen: list = []
             self.client.render(source, box, 0, delivery="opportunistic", on_preview=seen.append)
-            self.assertEqual(len(seen), expected, f"box {box}")
+            self.assertEqual(len(seen), expected, f"{width}x{height} into {box}")
+        seen = []
+        self.client.render(self.image("cost-plain.jpg", 2400, 1800), 300, delivery="opportunistic", on_preview=seen.append)
+        self.assertEqual(seen, [])
 
     def test_a_derived_rendition_comes_without_a_preview(self) -> None:
         """PROTOCOL.md, Derivation: with an 800-wide rendition of a 4000x3000 JPEG stored, width
