@@ -212,6 +212,45 @@ struct RequestLifecycleTests {
         daemon.stop()
     }
 
+    /// The preview lane: with every render worker busy (here the only one, on a job that
+    /// hangs), a camera JPEG scrolled into view still gets its PREVIEW at once; its RESULT
+    /// waits for a render worker. Before the lane, the PREVIEW waited with the final.
+    @Test("a PREVIEW comes while every render worker is busy; the RESULT after")
+    func previewWhileBusy() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "1", "--job-timeout", "4"],
+                                       environment: ["VIEWERD_TEST_FAULTS": "1"])
+        defer { daemon.stop() }
+        let hang = try Fixtures.write(daemon.directory + "/viewerd-test-hang.jpg", width: 300, height: 200)
+        let camera = try Fixtures.cameraJPEG(daemon.directory + "/camera.jpg", width: 3000, height: 2000)
+        let connection = try RawSocket.greeted(path: daemon.socketPath)
+        try connection.send(.render(RenderRequest(path: hang, spec: RenditionSpec(width: 64, height: 64))), id: 1)
+        try #require(eventually { (try? daemon.connect().stats()["jobs_running"]) == 1 })
+        let asked = ContinuousClock.now
+        try connection.send(.render(RenderRequest(path: camera, spec: RenditionSpec(width: 256, height: 256), priority: .visible,
+                                                  delivery: .opportunistic)), id: 2)
+        let first = try connection.read()
+        let waited = ContinuousClock.now - asked
+        guard first.id == 2, case .preview(let preview) = first.message else {
+            Issue.record("expected the PREVIEW of 2 first, got \(first.message.type) of \(first.id)")
+            return
+        }
+        #expect(waited < .seconds(2), "the PREVIEW came after \(waited), not while the worker was busy")
+        #expect((preview.width, preview.height) == (256, 171))
+        // Then the hang times out (an ERROR for 1) and the render worker makes the RESULT, with
+        // no second PREVIEW.
+        var answers: [UInt32: Message] = [:]
+        while answers.count < 2 {
+            let (id, message) = try connection.read()
+            #expect(message.type != .preview, "a second PREVIEW for \(id)")
+            answers[id] = message
+        }
+        guard case .error = answers[1], case .result(let final) = answers[2] else {
+            Issue.record("expected ERROR for 1 and RESULT for 2, got \(answers)")
+            return
+        }
+        #expect((final.width, final.height) == (256, 171))
+    }
+
     @Test("a passed descriptor is the source; a bad one is refused")
     func descriptorPassing() throws {
         let daemon = try DaemonProcess()

@@ -10,7 +10,8 @@ struct WorkerWireTests {
     static let rendition = Rendition(format: .png, width: 3, height: 2, bytes: [1, 2, 3, 4, 5])
 
     static let commands: [WorkerCommand] = [.render(id: 1, request), .derive(id: 2, request), .cancel(id: 3),
-                                            .renderWithPreviewBase(id: 4, request)]
+                                            .renderWithPreviewBase(id: 4, request), .previewOnly(id: 5, request),
+                                            .previewOnlyWithBase(id: 6, request)]
     static let replies: [WorkerReply] = [
         .sandbox([.seccomp, .noNewPrivs, .filesystem, .resourceLimits]),
         .sandbox([]),
@@ -41,12 +42,16 @@ struct WorkerWireTests {
         #expect(decoded == [reply])
     }
 
-    @Test("render, derive and render with a preview base are their own messages, and say how many descriptors come with them")
+    @Test("every kind of render is its own message, and say how many descriptors come with them")
     func kinds() throws {
         let render = try #require(try frames(WorkerWire.encode(.render(id: 1, Self.request))).first)
         let derive = try #require(try frames(WorkerWire.encode(.derive(id: 1, Self.request))).first)
         let previewed = try #require(try frames(WorkerWire.encode(.renderWithPreviewBase(id: 1, Self.request))).first)
-        #expect(Set([render.type, derive.type, previewed.type]).count == 3)
+        let previewOnly = try #require(try frames(WorkerWire.encode(.previewOnly(id: 1, Self.request))).first)
+        let previewOnlyWithBase = try #require(try frames(WorkerWire.encode(.previewOnlyWithBase(id: 1, Self.request))).first)
+        #expect(Set([render.type, derive.type, previewed.type, previewOnly.type, previewOnlyWithBase.type]).count == 5)
+        #expect(WorkerWire.Kind(rawValue: previewOnly.type)?.descriptorCount == 1)
+        #expect(WorkerWire.Kind(rawValue: previewOnlyWithBase.type)?.descriptorCount == 2)
         #expect(WorkerWire.Kind(rawValue: render.type)?.descriptorCount == 1)
         #expect(WorkerWire.Kind(rawValue: derive.type)?.descriptorCount == 2)
         #expect(WorkerWire.Kind(rawValue: previewed.type)?.descriptorCount == 2)
@@ -92,6 +97,8 @@ extension WorkerCommand: CustomTestStringConvertible {
         case .render(let id, _): "render \(id)"
         case .derive(let id, _): "derive \(id)"
         case .renderWithPreviewBase(let id, _): "render with a preview base \(id)"
+        case .previewOnly(let id, _): "preview only \(id)"
+        case .previewOnlyWithBase(let id, _): "preview only with a base \(id)"
         case .cancel(let id): "cancel \(id)"
         }
     }

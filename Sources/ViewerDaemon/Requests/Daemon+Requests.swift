@@ -190,7 +190,9 @@ extension Daemon {
         let cost = base.map { Renderer.estimateCost(SourceHeader(width: $0.width, height: $0.height, bands: 4, loader: "derived"), spec: spec) }
             ?? HeaderSniffer.cost(of: source, sniffed, spec: spec)
         return RenderJob(key: key, source: source, spec: spec, priority: .normal, sequence: id, cost: cost,
-                         derivedFrom: base?.bytes, previewBase: previewBase, fingerprint: sniffed.fingerprint)
+                         derivedFrom: base?.bytes, previewBase: previewBase,
+                         mayHavePreview: base == nil && (sniffed.format == .jpeg || sniffed.format == .heif),
+                         fingerprint: sniffed.fingerprint)
     }
 
     /// Carries out the in-flight table's actions, in order.
@@ -201,6 +203,7 @@ extension Daemon {
                 deliver(answer, to: request)
             case .submit(_, let job, let priority, let wantsPreview, let client):
                 job.retune(priority: priority, wantsPreview: wantsPreview)
+                if wantsPreview && job.mayHavePreview { pool.wantPreview(job, renew: true) }
                 // Over the client's queue limit its least urgent, oldest work gives way.
                 for dropped in pool.submit(job, client: client, user: peerUID(of: client), cost: job.cost) {
                     perform(inFlight.dropped(dropped.sequence, from: client))
@@ -209,6 +212,9 @@ extension Daemon {
                 if pool.abandon(job) { stats.cancelledQueued += 1 } else { stats.cancelledRunning += 1 }
             case .update(_, let job, let priority, let wantsPreview, let renew):
                 job.retune(priority: priority, wantsPreview: wantsPreview)
+                if wantsPreview && job.mayHavePreview && !job.previewSent.load(ordering: .relaxed) {
+                    pool.wantPreview(job, renew: renew)
+                }
                 pool.reprioritize(job, renew: renew)
             }
         }
@@ -249,6 +255,8 @@ extension Daemon {
         for event in completions.takeAll() {
             switch event {
             case .preview(let job, let rendition):
+                // One per job: the preview lane's and the job's own worker's may both come.
+                guard !job.previewSent.exchange(true, ordering: .relaxed) else { continue }
                 perform(inFlight.preview(job.sequence, JobRendition(key: job.key, rendition: rendition)))
             case .finished(let job, let outcome):
                 switch outcome {

@@ -18,6 +18,9 @@ final class RenderJob: Sendable {
 
     /// Some waiter accepts degraded previews before the final rendition.
     let wantsPreview = Atomic<Bool>(false)
+    /// A PREVIEW of it reached the in-flight table (from the preview lane or its own worker):
+    /// there is at most one per job (PROTOCOL.md), and its worker need not make another.
+    let previewSent = Atomic<Bool>(false)
 
     /// A larger stored rendition of the same source to render from instead of the original
     /// (a derivation), when that is cheaper.
@@ -25,6 +28,9 @@ final class RenderJob: Sendable {
     /// A smaller stored rendition of the same source, for an `opportunistic` waiter's PREVIEW
     /// (`StoredRenditions.previewBase`); the worker still renders the final from the source.
     let previewBase: [UInt8]?
+    /// Whether a cheap PREVIEW may exist (a preview base, a JPEG's EXIF thumbnail, a HEIF's
+    /// thumbnail item): only then is the job worth the preview lane's time.
+    let mayHavePreview: Bool
     /// The estimated memory and costliness the scheduler admits it by.
     let cost: RenderCost
     /// What the source was when its header was read (change time, content fingerprint),
@@ -44,12 +50,13 @@ final class RenderJob: Sendable {
 
     init(key: RenditionKey, source: SourceFile, spec: RenditionSpec, priority: Priority, sequence: UInt64,
          cost: RenderCost = RenderCost(memoryBytes: 0, costly: false), derivedFrom: [UInt8]? = nil,
-         previewBase: [UInt8]? = nil, fingerprint: UInt64? = nil) {
+         previewBase: [UInt8]? = nil, mayHavePreview: Bool = false, fingerprint: UInt64? = nil) {
         self.key = key
         self.stamp = fingerprint.map { SourceStamp(changeTimeNanos: source.identity.ctimeNanos, fingerprint: $0) }
         self.cost = cost
         self.derivedFrom = derivedFrom
         self.previewBase = previewBase
+        self.mayHavePreview = previewBase != nil || mayHavePreview
         self.source = source
         self.spec = spec
         self.sequence = sequence

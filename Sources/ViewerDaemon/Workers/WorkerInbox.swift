@@ -16,6 +16,8 @@ struct WorkerJob {
     /// to render from; else the one to make the PREVIEW from.
     let base: Int32
     let isDerivation: Bool
+    /// Only the PREVIEW is wanted, as the job's result (the preview lane).
+    var previewOnly = false
 
     /// For a job that is never served (cancelled while queued).
     func closeDescriptors() {

@@ -63,6 +63,15 @@ final class WorkerPoolSettings: Sendable {
 /// `cancelQueued`.
 final class WorkerPool: Sendable {
     private let slots: [WorkerSlot]
+    /// The preview lane: one more worker that only makes PREVIEWs, newest wanted first, so an
+    /// item scrolled into view gets an image while every render worker is busy with a final
+    /// (a preview from an EXIF thumbnail takes milliseconds; waiting for a render worker took
+    /// a job's time). Its process starts with the first preview asked for.
+    private let previewSlot: WorkerSlot
+    /// Jobs whose waiters want a PREVIEW, oldest wanted first; under `wakeup`'s lock.
+    private let previewWanted = Locked([RenderJob]())
+    /// Wanted previews kept: older ones belong to items long scrolled away.
+    static let previewQueueLimit = 64
     let scheduler: Scheduler<RenderJob>
     private let wakeup = NSConditionBox()
     private let store: RenditionStore
@@ -91,6 +100,14 @@ final class WorkerPool: Sendable {
             slots.append(try WorkerSlot(index: index, settings: settings))
         }
         self.slots = slots
+        previewSlot = try WorkerSlot(index: configuration.workerCount, settings: settings)
+        threadsAlive.enter()
+        let previewThread = Thread { [self] in
+            drivePreviews()
+            threadsAlive.leave()
+        }
+        previewThread.name = "viewerd-previews"
+        previewThread.start()
         for slot in slots {
             threadsAlive.enter()
             let thread = Thread { [self] in
@@ -114,6 +131,23 @@ final class WorkerPool: Sendable {
         return dropped.map(\.payload)
     }
 
+    /// Asks the preview lane for `job`'s PREVIEW; `renew` makes it the newest wanted (it just
+    /// came into view). Nothing happens if a render worker takes the job first: that one
+    /// makes the preview itself.
+    func wantPreview(_ job: RenderJob, renew: Bool) {
+        wakeup.withLock {
+            previewWanted.withLock { wanted in
+                if let index = wanted.firstIndex(where: { $0 === job }) {
+                    guard renew else { return }
+                    wanted.remove(at: index)
+                }
+                wanted.append(job)
+                if wanted.count > Self.previewQueueLimit { wanted.removeFirst(wanted.count - Self.previewQueueLimit) }
+            }
+        }
+        wakeup.broadcast()
+    }
+
     /// Moves a queued job to another class (running jobs keep their slot). `renew` makes it
     /// the newest of its class (a new visible waiter: it just scrolled into view).
     func reprioritize(_ job: RenderJob, renew: Bool) {
@@ -130,6 +164,8 @@ final class WorkerPool: Sendable {
     /// its slot, never between, so the cancel is not lost.
     func abandon(_ job: RenderJob) -> Bool {
         wakeup.withLock {
+            previewWanted.withLock { $0.removeAll { $0 === job } }
+            _ = previewSlot.control.cancel(job.sequence)
             if scheduler.remove(id: job.sequence) { return true }
             for slot in slots where slot.control.cancel(job.sequence) { break }
             return false
@@ -152,10 +188,39 @@ final class WorkerPool: Sendable {
     func stop() {
         stopping.store(true, ordering: .releasing)
         wakeup.broadcast()
-        for slot in slots { slot.control.stop() }
+        for slot in slots + [previewSlot] { slot.control.stop() }
         if threadsAlive.wait(timeout: .now() + .seconds(2)) == .timedOut {
             Log.warning("event=workers-still-busy running=\(runningCount)")
         }
+    }
+
+    /// The preview lane's thread: the most urgent wanted preview, newest first, of a job no
+    /// render worker has begun.
+    private func drivePreviews() {
+        defer { previewSlot.shutdown() }
+        while true {
+            guard let job = wakeup.wait(until: { () -> RenderJob?? in
+                if stopping.load(ordering: .acquiring) { return .some(nil) }
+                guard let job = previewWanted.withLock({ Self.takePreview(from: &$0) }) else { return nil }
+                _ = previewSlot.control.begin(job.sequence)
+                return .some(job)
+            }) else {
+                return
+            }
+            if let preview = previewSlot.preview(job) { onEvent(.preview(job, preview)) }
+        }
+    }
+
+    /// Takes the wanted preview to make next: of the most urgent priority, the newest wanted.
+    /// Jobs a render worker began, or whose preview came already, leave the queue.
+    static func takePreview(from wanted: inout [RenderJob]) -> RenderJob? {
+        wanted.removeAll {
+            $0.startedNanos.load(ordering: .relaxed) != 0 || $0.previewSent.load(ordering: .relaxed)
+                || !$0.wantsPreview.load(ordering: .relaxed)
+        }
+        guard let best = wanted.indices.reversed().min(by: { wanted[$0].currentPriority.rawValue < wanted[$1].currentPriority.rawValue })
+        else { return nil }
+        return wanted.remove(at: best)
     }
 
     private func drive(_ slot: WorkerSlot) {

@@ -136,9 +136,15 @@ public enum WorkerProcess {
                         jobs.put(WorkerJob(id: id, request: request, source: attached[0], base: attached[1], isDerivation: true))
                     case .renderWithPreviewBase(let id, let request) where attached.count == 2:
                         jobs.put(WorkerJob(id: id, request: request, source: attached[0], base: attached[1], isDerivation: false))
+                    case .previewOnly(let id, let request) where attached.count == 1:
+                        jobs.put(WorkerJob(id: id, request: request, source: attached[0], base: -1, isDerivation: false,
+                                           previewOnly: true))
+                    case .previewOnlyWithBase(let id, let request) where attached.count == 2:
+                        jobs.put(WorkerJob(id: id, request: request, source: attached[0], base: attached[1], isDerivation: false,
+                                           previewOnly: true))
                     case .cancel(let id):
                         if jobs.cancel(id) { send(.cancelled(id: id)) }
-                    case .render, .derive, .renderWithPreviewBase:
+                    case .render, .derive, .renderWithPreviewBase, .previewOnly, .previewOnlyWithBase:
                         throw WorkerWireError(description: "a command without its descriptors")
                     }
                 } catch {
@@ -163,6 +169,15 @@ public enum WorkerProcess {
         let outcome: Result<Rendition, RenderError>
         if job.isDerivation {
             outcome = Result { () throws(RenderError) in try derive(job, cancellation: cancellation, renderer: renderer) }
+        } else if job.previewOnly {
+            outcome = Result { () throws(RenderError) in
+                let source = try SourceFile(descriptor: job.source, path: job.request.path)
+                let stored = job.base >= 0 ? try? readBase(job.base) : nil
+                guard let preview = try renderer.preview(source, spec: job.request.spec, stored: stored, cancellation: cancellation) else {
+                    throw .invalidSpec("no source of a preview is cheap enough (\(job.request.path))")
+                }
+                return preview
+            }
         } else {
             outcome = Result { () throws(RenderError) in
                 let source = try SourceFile(descriptor: job.source, path: job.request.path)

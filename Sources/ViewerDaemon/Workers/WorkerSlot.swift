@@ -61,21 +61,39 @@ final class WorkerSlot: @unchecked Sendable {
         return outcome
     }
 
+    /// Makes only the PREVIEW of `job` (the preview lane, `WorkerPool`): its rendition, or nil
+    /// when no source of one was cheap, or it failed or was cancelled. A failure here says
+    /// nothing the final render will not say: it is not reported.
+    func preview(_ job: RenderJob) -> Rendition? {
+        defer { control.end() }
+        guard control.request(for: job.sequence) == .none else { return nil }
+        defer { retireIfSpent() }
+        let id = UInt32(truncatingIfNeeded: job.sequence)
+        guard hand(job, id: id, previewOnly: true) == nil,
+              case .rendered(let rendition) = awaitAnswer(job, id: id, timeout: min(pool.jobTimeout, Self.previewTimeout),
+                                                          onPreview: { _ in })
+        else { return nil }
+        return rendition
+    }
+
+    /// A preview comes from a few KiB of thumbnail: one that takes longer is not worth waiting for.
+    static let previewTimeout: Duration = .seconds(5)
+
     private func attempt(_ job: RenderJob, id: UInt32, onPreview: (Rendition) -> Void) -> JobOutcome {
         if let death = hand(job, id: id) {
             return .failed(.reported(code: .internalError, message: "\(death) (\(job.source.path))"),
                            cause: .workerDied(death))
         }
-        return awaitAnswer(job, id: id, onPreview: onPreview)
+        return awaitAnswer(job, id: id, timeout: pool.jobTimeout, onPreview: onPreview)
     }
 
     /// Sends the job to a live worker (starting one if none runs, or another if it had died
     /// between jobs). Returns why it could not.
-    private func hand(_ job: RenderJob, id: UInt32) -> WorkerDeath? {
+    private func hand(_ job: RenderJob, id: UInt32, previewOnly: Bool = false) -> WorkerDeath? {
         for _ in 0..<2 {
             let failure = ensureProcess()
             guard failure == 0 else { return .failedToStart(errno: failure) }
-            switch send(job, id: id) {
+            switch send(job, id: id, previewOnly: previewOnly) {
             case 0: return nil
             case EPIPE: reap(killing: .killedForCancel)  // it died between jobs: start another
             case let failure: return .failedToStart(errno: failure)
@@ -85,15 +103,18 @@ final class WorkerSlot: @unchecked Sendable {
     }
 
     /// Sends the command; returns 0, EPIPE when the worker is gone, or another errno.
-    private func send(_ job: RenderJob, id: UInt32) -> Int32 {
-        let wantsPreview = job.wantsPreview.load(ordering: .relaxed)
+    private func send(_ job: RenderJob, id: UInt32, previewOnly: Bool) -> Int32 {
+        // A PREVIEW the preview lane already delivered is not made again.
+        let wantsPreview = job.wantsPreview.load(ordering: .relaxed) && !job.previewSent.load(ordering: .relaxed)
         let request = RenderRequest(path: job.source.path, spec: job.spec, delivery: wantsPreview ? .opportunistic : .final)
         var descriptors = [job.source.descriptor]
         var base: Int32 = -1
         defer { if base >= 0 { Glibc.close(base) } }
         let command: WorkerCommand
         let baseBytes: [UInt8]?
-        if let derivedFrom = job.derivedFrom {
+        if previewOnly {
+            (command, baseBytes) = job.previewBase.map { (.previewOnlyWithBase(id: id, request), $0) } ?? (.previewOnly(id: id, request), nil)
+        } else if let derivedFrom = job.derivedFrom {
             (command, baseBytes) = (.derive(id: id, request), derivedFrom)
         } else if wantsPreview, let previewBase = job.previewBase {
             (command, baseBytes) = (.renderWithPreviewBase(id: id, request), previewBase)
@@ -127,8 +148,8 @@ final class WorkerSlot: @unchecked Sendable {
         return true
     }
 
-    private func awaitAnswer(_ job: RenderJob, id: UInt32, onPreview: (Rendition) -> Void) -> JobOutcome {
-        let deadline = ContinuousClock.now + pool.jobTimeout
+    private func awaitAnswer(_ job: RenderJob, id: UInt32, timeout: Duration, onPreview: (Rendition) -> Void) -> JobOutcome {
+        let deadline = ContinuousClock.now + timeout
         var cancelDeadline: ContinuousClock.Instant?
         var buffer = [UInt8](repeating: 0, count: 256 * 1024)
         while true {
@@ -171,8 +192,8 @@ final class WorkerSlot: @unchecked Sendable {
                 }
                 reap(killing: .killedForTimeout)
                 pool.count(\.timeouts)
-                Log.warning("event=render-timeout path=\(Log.quote(job.source.path)) seconds=\(pool.jobTimeout.components.seconds)")
-                return .failed(.timedOut(path: job.source.path, seconds: Int(pool.jobTimeout.components.seconds)),
+                Log.warning("event=render-timeout path=\(Log.quote(job.source.path)) seconds=\(timeout.components.seconds)")
+                return .failed(.timedOut(path: job.source.path, seconds: Int(timeout.components.seconds)),
                                cause: .workerDied(.killedForTimeout))
             }
             let wait = Int32(clamping: (limit - now).components.seconds * 1000 + (limit - now).components.attoseconds / 1_000_000_000_000_000 + 1)

@@ -12,12 +12,18 @@ enum WorkerCommand: Sendable, Equatable {
     /// Render the source file (descriptor 0) to the request's spec, with a smaller stored
     /// rendition of it (descriptor 1, a sealed memfd) to make the PREVIEW from.
     case renderWithPreviewBase(id: UInt32, RenderRequest)
+    /// Make only the request's PREVIEW from the source (descriptor 0), answered as the job's
+    /// `result`, or an `error` when no source of one is cheap (the preview lane).
+    case previewOnly(id: UInt32, RenderRequest)
+    /// `previewOnly` with a smaller stored rendition of the source (descriptor 1).
+    case previewOnlyWithBase(id: UInt32, RenderRequest)
     /// Stop the job `id` (answered CANCELLED, or its result if it was done first).
     case cancel(id: UInt32)
 
     var id: UInt32 {
         switch self {
-        case .render(let id, _), .derive(let id, _), .renderWithPreviewBase(let id, _), .cancel(let id): id
+        case .render(let id, _), .derive(let id, _), .renderWithPreviewBase(let id, _), .previewOnly(let id, _),
+             .previewOnlyWithBase(let id, _), .cancel(let id): id
         }
     }
 }
@@ -59,14 +65,15 @@ struct WorkerWireError: Error, Sendable, Equatable, CustomStringConvertible {
 /// is broken); the daemon fails the job and kills the worker. Nobody waits for a timeout.
 enum WorkerWire {
     enum Kind: UInt8 {
-        case render = 0x41, derive = 0x42, cancel = 0x43, renderWithPreviewBase = 0x44
+        case render = 0x41, derive = 0x42, cancel = 0x43, renderWithPreviewBase = 0x44, previewOnly = 0x45,
+             previewOnlyWithBase = 0x46
         case preview = 0xC1, result = 0xC2, error = 0xC3, cancelled = 0xC4, sandbox = 0xC5
 
         /// Descriptors that come with a command of this kind.
         var descriptorCount: Int {
             switch self {
-            case .render: 1
-            case .derive, .renderWithPreviewBase: 2
+            case .render, .previewOnly: 1
+            case .derive, .renderWithPreviewBase, .previewOnlyWithBase: 2
             default: 0
             }
         }
@@ -93,6 +100,10 @@ enum WorkerWire {
             frame(.derive, id: id, body: Message.render(request).body(), descriptors: true)
         case .renderWithPreviewBase(let id, let request):
             frame(.renderWithPreviewBase, id: id, body: Message.render(request).body(), descriptors: true)
+        case .previewOnly(let id, let request):
+            frame(.previewOnly, id: id, body: Message.render(request).body(), descriptors: true)
+        case .previewOnlyWithBase(let id, let request):
+            frame(.previewOnlyWithBase, id: id, body: Message.render(request).body(), descriptors: true)
         case .cancel(let id):
             frame(.cancel, id: id, body: [], descriptors: false)
         }
@@ -103,6 +114,8 @@ enum WorkerWire {
         case .render: .render(id: frame.requestID, try request(frame))
         case .derive: .derive(id: frame.requestID, try request(frame))
         case .renderWithPreviewBase: .renderWithPreviewBase(id: frame.requestID, try request(frame))
+        case .previewOnly: .previewOnly(id: frame.requestID, try request(frame))
+        case .previewOnlyWithBase: .previewOnlyWithBase(id: frame.requestID, try request(frame))
         case .cancel: .cancel(id: frame.requestID)
         default: throw WorkerWireError(description: "not a worker command: type 0x\(String(frame.type, radix: 16))")
         }
