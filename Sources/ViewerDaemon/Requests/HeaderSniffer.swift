@@ -317,9 +317,10 @@ public enum HeaderSniffer {
     private static func le16(_ b: [UInt8], _ i: Int) -> Int { Int(b[i]) | Int(b[i + 1]) << 8 }
     private static func le24(_ b: [UInt8], _ i: Int) -> Int { le16(b, i) | Int(b[i + 2]) << 16 }
 
-    /// The estimated cost of rendering this source to `spec`: from its header when the
-    /// format is known, else from its size on disk (compressed images rarely expand more
-    /// than 20-fold), so that unknown files are neither free nor unbounded. A file that is
+    /// The estimated cost of rendering this source to `spec`: from its header when it was
+    /// read (the model fitted to measured peaks, docs/RENDERING.md), else (SVG, PDF, a header
+    /// that does not parse) from its size on disk (compressed images rarely expand more than
+    /// 20-fold), so that such files are neither free nor unbounded. A file that is
     /// no image format at all (a sparse 4 GiB file of zeros) costs next to nothing.
     static func cost(of source: SourceFile, _ sniffed: Sniffed, spec: RenditionSpec) -> RenderCost {
         if let header = sniffed.header {
