@@ -28,6 +28,24 @@ struct HeaderSnifferTests {
         #expect((header.width, header.height, header.bands, header.loader) == (width, height, bands, "heifload"))
     }
 
+    @Test("HEIF: the primary item's extent wins over a larger one, with its rotation and bit depth",
+          arguments: [(1, 4032, 3024, 6), (2, 320, 240, 1)])
+    func primaryItem(primary: UInt8, width: Int, height: Int, orientation: Int) {
+        func box(_ type: String, _ payload: [UInt8]) -> [UInt8] {
+            let n = 8 + payload.count
+            return [0, 0, UInt8(n >> 8), UInt8(n & 0xFF)] + Array(type.utf8) + payload
+        }
+        func be32(_ v: Int) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+        let ipco = box("ipco", box("ispe", [0, 0, 0, 0] + be32(4032) + be32(3024)) + box("irot", [3])
+                       + box("pixi", [0, 0, 0, 0, 3, 10, 10, 10]) + box("ispe", [0, 0, 0, 0] + be32(320) + be32(240)))
+        // Item 1: properties 1 (ispe), 2 (irot, essential), 3 (pixi); item 2: property 4.
+        let ipma = box("ipma", [0, 0, 0, 0] + be32(2) + [0, 1, 3, 0x01, 0x82, 0x03] + [0, 2, 1, 0x04])
+        let meta = box("meta", [0, 0, 0, 0] + box("pitm", [0, 0, 0, 0, 0, primary]) + box("iprp", ipco + ipma))
+        let header = HeaderSniffer.sniff(box("ftyp", Array("heic".utf8) + [0, 0, 0, 0] + Array("mif1heic".utf8)) + meta)
+        #expect(header == SourceHeader(width: width, height: height, bands: 3, bitsPerSample: primary == 1 ? 10 : 8,
+                                       orientation: orientation, loader: "heifload"))
+    }
+
     @Test("TIFF: the first directory, where libtiff writes it (after the image data)")
     func tiff() throws {
         let bytes = try vips("x.tif", width: 700, height: 500)

@@ -177,12 +177,12 @@ public enum HeaderSniffer {
         }
         let largest = all.filter { $0.type == "ispe" }.compactMap(extent).max { $0.width * $0.height < $1.width * $1.height }
         guard let size = own.first(where: { $0.type == "ispe" }).flatMap(extent) ?? largest else { return nil }
-        var bands = 3, bits = 8
-        if let pixi = own.first(where: { $0.type == "pixi" }) ?? all.first(where: { $0.type == "pixi" }) {
+        // libvips asks libheif for interleaved RGB (RGBA with alpha) whatever the planes are.
+        var bits = 8
+        if let pixi = (own.isEmpty ? all : own).first(where: { $0.type == "pixi" }) {
             let p = b[pixi.payload]
             if let channels = uint(p, p.startIndex + 4, 1), (1...4).contains(channels) {
-                bands = Int(channels)
-                bits = (0..<bands).compactMap { uint(p, p.startIndex + 5 + $0, 1) }.map(Int.init).max() ?? 8
+                bits = (0..<Int(channels)).compactMap { uint(p, p.startIndex + 5 + $0, 1) }.map(Int.init).max() ?? 8
             }
         }
         let alpha = all.contains { box in
@@ -194,7 +194,7 @@ public enum HeaderSniffer {
         if let irot = own.first(where: { $0.type == "irot" }), let angle = uint(b[irot.payload], irot.payload.lowerBound, 1) {
             orientation = [1, 8, 3, 6][Int(angle & 3)]
         }
-        return SourceHeader(width: Int(size.width), height: Int(size.height), bands: min(bands, 3) + (alpha ? 1 : 0),
+        return SourceHeader(width: Int(size.width), height: Int(size.height), bands: alpha ? 4 : 3,
                             bitsPerSample: min(max(bits, 8), 16), orientation: orientation, loader: "heifload")
     }
 
