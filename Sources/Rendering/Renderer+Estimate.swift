@@ -40,7 +40,8 @@ extension Renderer {
     ///   a 4:2:0 file holds half of it, and its estimate is right at twice the measured peak.
     /// - PNG, TIFF: streamed; w × b × s × 1280 rows. An interlaced PNG decodes whole first:
     ///   w × h × b × s more
-    /// - WebP: libvips decodes at half the shrink it would pick for a JPEG, w/(k/2) × h/(k/2) × 4
+    /// - WebP: measured as a frame decoded at half of k (libvips leaves part of the shrink to
+    ///   its resize), w/(k/2) × h/(k/2) × 4
     /// - HEIF, HEIC, AVIF: libheif's planes, its interleaved image and libvips' copy,
     ///   w × h × b × s × 3 (measured 8.3 bytes a pixel for 8-bit RGB)
     /// - JPEG XL: w × h × 4 × s × 2 (measured 7 bytes a pixel for 8-bit RGB)

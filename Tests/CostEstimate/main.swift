@@ -9,7 +9,7 @@ import Rendering
 import ViewerDaemon
 import ViewerProtocol
 
-var arguments = Array(CommandLine.arguments.dropFirst())
+let arguments = Array(CommandLine.arguments.dropFirst())
 guard arguments.count >= 3, arguments[0] == "--box", let box = UInt32(arguments[1]) else {
     FileHandle.standardError.write(Data("usage: viewerd-cost-estimate --box N FILE...\n".utf8))
     exit(64)
