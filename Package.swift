@@ -65,6 +65,9 @@ let package = Package(
         // make test: the worker of the sandbox tests, which tries a forbidden call inside a
         // job (issue 15); a test daemon starts it with VIEWERD_TEST_WORKER_PROGRAM.
         .executableTarget(name: "viewerd-sandbox-probe", dependencies: ["ViewerDaemon"], path: "Tests/SandboxProbe"),
+        // bench/cost-model.sh: the daemon's cost estimate of a file, beside its measured peak.
+        .executableTarget(name: "viewerd-cost-estimate", dependencies: ["ViewerDaemon", "Rendering", "ViewerProtocol"],
+                          path: "Tests/CostEstimate"),
         .testTarget(name: "EndToEndTests", dependencies: ["ViewerClient", "ViewerProtocol", "Rendering", "SystemCalls", "ViewerTestSupport"]),
         .testTarget(name: "ViewerClientTests", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),

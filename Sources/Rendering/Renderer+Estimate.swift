@@ -2,10 +2,11 @@ import ViewerProtocol
 
 /// What a render is expected to cost, from the header alone.
 public struct RenderCost: Sendable, Equatable {
-    /// Peak memory of the decode and resample, in bytes (an estimate, on the safe side).
+    /// Peak memory of the decode and resample, in bytes, beyond a warmed worker's own (an
+    /// estimate, on the safe side: `Renderer.estimateCost`).
     public var memoryBytes: UInt64
     /// A decode much costlier than its output suggests (a large progressive JPEG, an
-    /// interlaced PNG, a HEIF): schedulers keep these out of the visible lane's way.
+    /// interlaced PNG, a HEIF or JPEG XL decoded whole): schedulers let cheap work go first.
     public var costly: Bool
     /// A cost no header tells (SVG, PDF: a few hundred bytes of `<use>` fan-out run to the
     /// job timeout): such work runs one at a time, so a few of them cannot hold every worker.
@@ -19,58 +20,81 @@ public struct RenderCost: Sendable, Equatable {
 }
 
 extension Renderer {
-    /// Fixed overhead of any render: libvips' own state, line buffers, the encoder.
-    static let baseMemory: UInt64 = 16 << 20
+    /// Fixed cost of any render beyond a warmed worker's own: a worker's libvips state and
+    /// threads are there before its first job (bench/cost-model.sh measures jobs from there).
+    static let baseMemory: UInt64 = 4 << 20
+    /// Rows a streamed decode holds at full width: the sequential read's line cache and the
+    /// vertical shrink's input (measured about 1000 for PNG and TIFF; 1280 keeps a margin).
+    static let streamedRows: UInt64 = 1280
 
     /// Estimates the memory a render of `header` to `spec` needs, before decoding anything.
     ///
-    /// The model, per loader (w × h the source, b bands, s bytes a sample, k the JPEG/WebP
-    /// shrink-on-load factor):
-    /// - baseline JPEG, non-interlaced PNG, TIFF: streamed; a band of rows, w/k × b × 256 rows
-    /// - progressive JPEG: libjpeg keeps every DCT coefficient, w × h × b × 2, whatever k is
-    /// - interlaced PNG, GIF, HEIF, JPEG XL and others: the whole decoded image, w × h × max(b,4) × s
-    /// - WebP: the scaled frame, w/k × h/k × 4
-    /// - SVG, PDF: rasterized at the target size
-    /// plus the output and resampling buffers (4 × output RGBA) and a fixed 16 MiB.
+    /// What it estimates is the job's part of a worker's peak resident memory, on the safe
+    /// side: never below what bench/cost-model.sh measured, and at most twice it, for every
+    /// loader class at the sizes it measured (docs/RENDERING.md, Limits and cost). The decode
+    /// pool admits work against `--memory-budget` with it. The model, per loader (w × h the
+    /// source, b bands, s bytes a sample, k the JPEG shrink-on-load factor, 1 to 8):
+    /// - baseline JPEG: rows of the shrunk image, w/k × b × 256
+    /// - progressive JPEG: libjpeg keeps every DCT coefficient, w × h × b × 2, whatever k is.
+    ///   The header's chroma subsampling is not in `SourceHeader`, so this is the 4:4:4 count:
+    ///   a 4:2:0 file holds half of it, and its estimate is right at twice the measured peak.
+    /// - PNG, TIFF: streamed; w × b × s × 1280 rows. An interlaced PNG decodes whole first:
+    ///   w × h × b × s more
+    /// - WebP: measured as a frame decoded at half of k (libvips leaves part of the shrink to
+    ///   its resize), w/(k/2) × h/(k/2) × 4
+    /// - HEIF, HEIC, AVIF: libheif's planes, its interleaved image and libvips' copy,
+    ///   w × h × b × s × 3 (measured 8.3 bytes a pixel for 8-bit RGB)
+    /// - JPEG XL: w × h × 4 × s × 2 (measured 7 bytes a pixel for 8-bit RGB)
+    /// - GIF: libnsgif's RGBA frame and libvips' copy, w × h × 4 × 2
+    /// - SVG, PDF: rasterized at the target size; others: the whole image, w × h × max(b,4) × s
+    /// plus the output and resampling buffers (4 × output RGBA) and a fixed 4 MiB.
+    /// `costly`: a progressive JPEG, an interlaced PNG, or a whole decode (HEIF, JPEG XL,
+    /// GIF, others) over 4 MP, or any estimate over 256 MiB.
     public static func estimateCost(_ header: SourceHeader, spec: RenditionSpec) -> RenderCost {
         // Headers are untrusted: a PNG may declare 2^31-1 × 2^31-1 pixels of 16-bit RGBA, whose
         // products overflow 64 bits. The arithmetic saturates (such a file is refused as
         // too large by the worker; its estimate only has to be huge, not trap).
         let w = UInt64(max(header.width, 0)), h = UInt64(max(header.height, 0))
-        let b = UInt64(max(header.bands, 1)), s = UInt64(max(header.bitsPerSample / 8, 1))
+        let b = UInt64(max(header.bands, 1)), s = UInt64(max((header.bitsPerSample + 7) / 8, 1))
         let out = outputSize(header, spec: spec)
         let outputBytes = product(UInt64(out.width), UInt64(out.height), 4)
         let shrink = jpegShrink(header, out)
         let loader = header.loader
-        var decode: UInt64
-        var costly = false
         let pixels = product(w, h)
+        let whole = pixels > 4_000_000
+        let (decode, costly): (UInt64, Bool)
         if loader.hasPrefix("jpegload") {
-            if header.interlaced {
-                decode = product(w, h, b, 2)
-                costly = pixels > 4_000_000
-            } else {
-                decode = product(w / shrink, b, 256)
-            }
+            (decode, costly) = header.interlaced ? (product(w, h, b, 2), whole) : (product(w / shrink, b, 256), false)
         } else if loader.hasPrefix("pngload") || loader.hasPrefix("tiffload") {
-            if header.interlaced {
-                decode = product(w, h, b, s)
-                costly = pixels > 4_000_000
-            } else {
-                decode = product(w, b, s, 256)
-            }
+            let streamed = product(w, b, s, streamedRows)
+            (decode, costly) = header.interlaced ? (sum(product(w, h, b, s), streamed), whole) : (streamed, false)
         } else if loader.hasPrefix("webpload") {
-            decode = product(w / shrink, h / shrink, 4)
+            let half = max(shrink / 2, 1)
+            (decode, costly) = (product(w / half, h / half, 4), false)
+        } else if loader.hasPrefix("heifload") {
+            (decode, costly) = (product(w, h, b, s, 3), whole)
+        } else if loader.hasPrefix("jxlload") {
+            (decode, costly) = (product(w, h, 4, s, 2), whole)
+        } else if loader.hasPrefix("gifload") {
+            (decode, costly) = (product(w, h, 4, 2), whole)
         } else if header.isVector {
-            decode = outputBytes
+            (decode, costly) = (outputBytes, false)
         } else {
-            decode = product(w, h, max(b, 4), s)
-            costly = pixels > 4_000_000
+            (decode, costly) = (product(w, h, max(b, 4), s), whole)
         }
-        let (partial, o1) = baseMemory.addingReportingOverflow(decode)
-        let (memory, o2) = partial.addingReportingOverflow(product(outputBytes, 4))
-        let total = o1 || o2 ? UInt64.max : memory
+        let total = sum(baseMemory, decode, product(outputBytes, 4))
         return RenderCost(memoryBytes: total, costly: costly || total > 256 << 20)
+    }
+
+    /// The sum of `terms`, or `UInt64.max` when it does not fit.
+    static func sum(_ terms: UInt64...) -> UInt64 {
+        var result: UInt64 = 0
+        for term in terms {
+            let (next, overflow) = result.addingReportingOverflow(term)
+            if overflow { return .max }
+            result = next
+        }
+        return result
     }
 
     /// The product of `factors`, or `UInt64.max` when it does not fit.

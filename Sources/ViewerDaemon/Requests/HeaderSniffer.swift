@@ -9,12 +9,25 @@ import ViewerProtocol
 /// so the daemon can estimate a render's cost without handing the file to a codec (the
 /// daemon never runs libvips on user files; its workers do, and they check the real
 /// header against the limits).
-enum HeaderSniffer {
-    static let prefixSize = 64 * 1024
+///
+/// Headers are hostile: every read is bounds-checked and returns nil past the bytes at hand,
+/// every loop is bounded by the bytes it consumes or by a count, and no arithmetic on a
+/// declared size can trap. A header that does not parse gives nil (the size-based guess).
+///
+/// ```swift
+/// HeaderSniffer.sniff(prefix)   // SourceHeader(width: 4000, height: 3000, …, loader: "heifload")
+/// ```
+public enum HeaderSniffer {
+    /// How much of a file `sniff(_ source:)` reads from its start.
+    public static let prefixSize = 64 * 1024
+    /// How much is read where a TIFF's first directory lies past the prefix (libtiff writes it
+    /// after the image data): 340 entries, more than any real first directory has.
+    static let directorySize = 4096
 
     /// What the first bytes of a source say.
     struct Sniffed: Sendable {
-        /// The header, for JPEG, PNG, GIF and WebP; nil for other formats (a default cost).
+        /// The header, for JPEG, PNG, GIF, WebP, HEIF/AVIF, TIFF and JPEG XL; nil for other
+        /// formats or a header that does not parse (a default cost).
         var header: SourceHeader?
         /// The format the bytes begin, of those viewerd reads (`ImageSignature`); nil: none.
         var format: ImageSignature?
@@ -32,16 +45,29 @@ enum HeaderSniffer {
         let n = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
         guard n > 0 else { return Sniffed(header: nil, format: nil, fingerprint: fingerprint) }
         let prefix = bytes[0..<n]
-        return Sniffed(header: sniff(Array(prefix)), format: ImageSignature.detect(prefix), fingerprint: fingerprint)
+        let header = sniff(Array(prefix)) { offset, count in
+            guard offset < UInt64(Int.max) else { return [] }
+            var more = [UInt8](repeating: 0, count: count)
+            let m = more.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
+            return m > 0 ? Array(more[0..<m]) : []
+        }
+        return Sniffed(header: header, format: ImageSignature.detect(prefix), fingerprint: fingerprint)
     }
 
-    static func sniff(_ b: [UInt8]) -> SourceHeader? {
+    /// The header `b`, a file's first bytes, declares, or nil.
+    /// - Parameter more: reads `count` bytes at an offset past `b` (fewer at the end of the
+    ///   file); only a TIFF whose first directory lies past the prefix asks, once.
+    public static func sniff(_ b: [UInt8], more: (_ offset: UInt64, _ count: Int) -> [UInt8] = { _, _ in [] }) -> SourceHeader? {
         if b.starts(with: [0xFF, 0xD8]) { return jpeg(b) }
         if b.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return png(b) }
         if b.starts(with: Array("GIF8".utf8)), b.count >= 10 {
             return SourceHeader(width: le16(b, 6), height: le16(b, 8), bands: 4, loader: "gifload")
         }
         if b.count >= 30, b.starts(with: Array("RIFF".utf8)), Array(b[8..<12]) == Array("WEBP".utf8) { return webp(b) }
+        if b.starts(with: [0x49, 0x49, 0x2A, 0x00]) || b.starts(with: [0x4D, 0x4D, 0x00, 0x2A]) { return tiff(b, more: more) }
+        if b.count >= 8, Array(b[4..<8]) == Array("ftyp".utf8) { return heif(b) }
+        if b.starts(with: [0xFF, 0x0A]) { return jxlCodestream(b[...].dropFirst(2)) }
+        if b.starts(with: [0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) { return jxlContainer(b) }
         return nil
     }
 
@@ -94,14 +120,207 @@ enum HeaderSniffer {
         }
     }
 
+    // MARK: ISO base media: HEIF, HEIC, AVIF
+
+    /// A box's type and its payload's place in the buffer, clipped to the bytes at hand (a box
+    /// may run past the prefix: what is there is still read).
+    private struct Box {
+        var type: String
+        var payload: Range<Int>
+    }
+
+    /// The boxes laid end to end in `range` of `b`, at most `limit`. Each box advances by at
+    /// least its 8-byte header, so the loop ends within the range whatever the sizes say.
+    private static func boxes(_ b: [UInt8], in range: Range<Int>, limit: Int = 4096) -> [Box] {
+        var result: [Box] = []
+        var i = range.lowerBound
+        let bytes = b[range]
+        while result.count < limit, let size32 = uint(bytes, i, 4) {
+            guard i + 8 <= range.upperBound else { break }
+            var size = size32, header = 8
+            if size32 == 1 {
+                guard let large = uint(bytes, i + 8, 8) else { break }
+                (size, header) = (large, 16)
+            } else if size32 == 0 {
+                size = UInt64(range.upperBound - i)  // to the end of the file
+            }
+            guard size >= UInt64(header), i + header <= range.upperBound else { break }
+            let end = size >= UInt64(range.upperBound - i) ? range.upperBound : i + Int(size)
+            result.append(Box(type: String(decoding: b[i + 4..<i + 8], as: UTF8.self), payload: i + header..<end))
+            i = end
+        }
+        return result
+    }
+
+    /// The primary item's spatial extent (`ispe`, under `meta` → `iprp` → `ipco`, found by
+    /// `pitm` and `ipma`), else the largest extent of any item (a grid's is its whole image).
+    /// Bit depth from `pixi`, an alpha plane from an `auxC` naming one, a quarter turn from `irot`.
+    private static func heif(_ b: [UInt8]) -> SourceHeader? {
+        guard let meta = boxes(b, in: 0..<b.count, limit: 64).first(where: { $0.type == "meta" }),
+              meta.payload.count >= 4 else { return nil }
+        let children = boxes(b, in: meta.payload.dropFirst(4), limit: 64)  // a full box: version, flags
+        guard let iprp = children.first(where: { $0.type == "iprp" }) else { return nil }
+        let properties = boxes(b, in: iprp.payload, limit: 16)
+        guard let ipco = properties.first(where: { $0.type == "ipco" }) else { return nil }
+        let all = boxes(b, in: ipco.payload)
+        var own: [Box] = []
+        if let pitm = children.first(where: { $0.type == "pitm" }),
+           let version = uint(b[pitm.payload], pitm.payload.lowerBound, 1),
+           let primary = uint(b[pitm.payload], pitm.payload.lowerBound + 4, version == 0 ? 2 : 4),
+           let ipma = properties.first(where: { $0.type == "ipma" }) {
+            own = associations(b[ipma.payload], item: primary).compactMap { all.indices.contains($0 - 1) ? all[$0 - 1] : nil }
+        }
+        func extent(_ box: Box) -> (width: UInt64, height: UInt64)? {
+            let p = b[box.payload]
+            guard let w = uint(p, p.startIndex + 4, 4), let h = uint(p, p.startIndex + 8, 4), w > 0, h > 0 else { return nil }
+            return (w, h)
+        }
+        let largest = all.filter { $0.type == "ispe" }.compactMap(extent).max { $0.width * $0.height < $1.width * $1.height }
+        guard let size = own.first(where: { $0.type == "ispe" }).flatMap(extent) ?? largest else { return nil }
+        // libvips asks libheif for interleaved RGB (RGBA with alpha) whatever the planes are.
+        var bits = 8
+        if let pixi = (own.isEmpty ? all : own).first(where: { $0.type == "pixi" }) {
+            let p = b[pixi.payload]
+            if let channels = uint(p, p.startIndex + 4, 1), (1...4).contains(channels) {
+                bits = (0..<Int(channels)).compactMap { uint(p, p.startIndex + 5 + $0, 1) }.map(Int.init).max() ?? 8
+            }
+        }
+        let alpha = all.contains { box in
+            box.type == "auxC" && (contains(b[box.payload], "alpha") || contains(b[box.payload], "auxid:1"))
+        }
+        // The extent is before the item's rotation (`irot`, quarter turns anticlockwise): a
+        // quarter turn either way is told as the EXIF orientation that swaps the sides too.
+        var orientation = 1
+        if let irot = own.first(where: { $0.type == "irot" }), let angle = uint(b[irot.payload], irot.payload.lowerBound, 1) {
+            orientation = [1, 8, 3, 6][Int(angle & 3)]
+        }
+        return SourceHeader(width: Int(size.width), height: Int(size.height), bands: alpha ? 4 : 3,
+                            bitsPerSample: min(max(bits, 8), 16), orientation: orientation, loader: "heifload")
+    }
+
+    /// The 1-based `ipco` indices `ipma` associates with `item`; none if it does not say.
+    private static func associations(_ p: ArraySlice<UInt8>, item: UInt64) -> [Int] {
+        guard let version = uint(p, p.startIndex, 1), let flags = uint(p, p.startIndex + 1, 3),
+              let entries = uint(p, p.startIndex + 4, 4) else { return [] }
+        let idSize = version < 1 ? 2 : 4, indexSize = flags & 1 == 1 ? 2 : 1
+        var i = p.startIndex + 8
+        // Each entry takes at least 3 bytes: the count cannot outrun the payload.
+        for _ in 0..<min(Int(entries), p.count / 3) {
+            guard let id = uint(p, i, idSize), let count = uint(p, i + idSize, 1) else { return [] }
+            i += idSize + 1
+            var indices: [Int] = []
+            for _ in 0..<count {
+                guard let value = uint(p, i, indexSize) else { return [] }
+                indices.append(Int(value & (indexSize == 2 ? 0x7FFF : 0x7F)))
+                i += indexSize
+            }
+            if id == item { return indices }
+        }
+        return []
+    }
+
+    private static func contains(_ haystack: ArraySlice<UInt8>, _ needle: String) -> Bool {
+        let n = Array(needle.utf8)
+        guard haystack.count >= n.count else { return false }
+        return (haystack.startIndex...(haystack.endIndex - n.count)).contains { haystack[$0..<$0 + n.count].elementsEqual(n) }
+    }
+
+    // MARK: TIFF
+
+    /// ImageWidth (256), ImageLength (257), BitsPerSample (258), SamplesPerPixel (277) and
+    /// Orientation (274) of the first directory, in either byte order. libtiff writes that
+    /// directory after the image data, so it is read where it lies, past the prefix too.
+    private static func tiff(_ b: [UInt8], more: (UInt64, Int) -> [UInt8]) -> SourceHeader? {
+        let little = b[0] == 0x49
+        func read(_ s: ArraySlice<UInt8>, _ i: Int, _ n: Int) -> Int? { uint(s, i, n, littleEndian: little).map { Int($0) } }
+        guard let offset = read(b[...], 4, 4), offset >= 8 else { return nil }
+        var directory = offset < b.count ? b[offset...] : []
+        if offset + directorySize > b.count {
+            let read = more(UInt64(offset), directorySize)
+            if !read.isEmpty { directory = read[...] }
+        }
+        let d = directory.startIndex
+        guard let entries = read(directory, d, 2) else { return nil }
+        var width = 0, height = 0, bands = 1, bits = 8, orientation = 1
+        for k in 0..<min(entries, directorySize / 12) {
+            let e = d + 2 + 12 * k
+            guard let tag = read(directory, e, 2), let type = read(directory, e + 2, 2), let count = read(directory, e + 4, 4) else { break }
+            // SHORT (3) or LONG (4) values fit in the entry when there is one of them.
+            let inline = type == 3 ? read(directory, e + 8, 2) : type == 4 ? read(directory, e + 8, 4) : nil
+            switch tag {
+            case 256: width = inline ?? 0
+            case 257: height = inline ?? 0
+            case 277: bands = inline ?? 1
+            case 274: orientation = inline ?? 1
+            case 258 where type == 3:
+                // One value a sample: two fit in the entry, more lie at an offset (in the prefix, or 8).
+                if count <= 2 { bits = inline ?? 8 } else if let at = read(directory, e + 8, 4) { bits = read(b[...], at, 2) ?? 8 }
+            default: break
+            }
+        }
+        guard width > 0, height > 0 else { return nil }
+        return SourceHeader(width: width, height: height, bands: min(max(bands, 1), 16), bitsPerSample: min(max(bits, 8), 64),
+                            orientation: (1...8).contains(orientation) ? orientation : 1, loader: "tiffload")
+    }
+
+    // MARK: JPEG XL
+
+    /// The container's codestream: the `jxlc` box, or the first `jxlp` part (after its index).
+    private static func jxlContainer(_ b: [UInt8]) -> SourceHeader? {
+        for box in boxes(b, in: 0..<b.count, limit: 64) {
+            if box.type == "jxlc", b[box.payload].starts(with: [0xFF, 0x0A]) { return jxlCodestream(b[box.payload].dropFirst(2)) }
+            if box.type == "jxlp", b[box.payload].dropFirst(4).starts(with: [0xFF, 0x0A]) {
+                return jxlCodestream(b[box.payload].dropFirst(6))
+            }
+        }
+        return nil
+    }
+
+    /// The codestream's SizeHeader (ISO/IEC 18181-1 D.2), which follows the FF 0A signature:
+    /// bits read least significant first; sides in multiples of 8 for small images, else in
+    /// one of four bit widths; the width may be a fixed ratio of the height.
+    private static func jxlCodestream(_ bytes: ArraySlice<UInt8>) -> SourceHeader? {
+        var position = 0
+        func bits(_ n: Int) -> UInt64? {
+            var value: UInt64 = 0
+            for k in 0..<n {
+                let index = bytes.startIndex + position / 8
+                guard index < bytes.endIndex else { return nil }
+                value |= UInt64(bytes[index] >> (position % 8) & 1) << k
+                position += 1
+            }
+            return value
+        }
+        func side(small: Bool) -> UInt64? {
+            if small { return bits(5).map { ($0 + 1) * 8 } }
+            guard let selector = bits(2) else { return nil }
+            return bits([9, 13, 18, 30][Int(selector)]).map { $0 + 1 }
+        }
+        guard let small = bits(1), let height = side(small: small == 1), let ratio = bits(3) else { return nil }
+        let ratios: [(UInt64, UInt64)] = [(1, 1), (12, 10), (4, 3), (3, 2), (16, 9), (5, 4), (2, 1)]
+        let width = ratio == 0 ? side(small: small == 1) : height * ratios[Int(ratio) - 1].0 / ratios[Int(ratio) - 1].1
+        guard let width else { return nil }
+        return SourceHeader(width: Int(width), height: Int(height), bands: 4, loader: "jxlload")
+    }
+
+    /// The unsigned integer of `n` bytes (at most 8) at `i` of `b`, big-endian unless told;
+    /// nil when they are not all within `b` (indices are the whole buffer's).
+    private static func uint(_ b: ArraySlice<UInt8>, _ i: Int, _ n: Int, littleEndian: Bool = false) -> UInt64? {
+        guard n <= 8, i >= b.startIndex, i <= b.endIndex - n else { return nil }
+        var value: UInt64 = 0
+        for k in 0..<n { value |= UInt64(b[littleEndian ? i + k : i + n - 1 - k]) << (8 * k) }
+        return value
+    }
+
     private static func be16(_ b: [UInt8], _ i: Int) -> Int { Int(b[i]) << 8 | Int(b[i + 1]) }
     private static func be32(_ b: [UInt8], _ i: Int) -> Int { be16(b, i) << 16 | be16(b, i + 2) }
     private static func le16(_ b: [UInt8], _ i: Int) -> Int { Int(b[i]) | Int(b[i + 1]) << 8 }
     private static func le24(_ b: [UInt8], _ i: Int) -> Int { le16(b, i) | Int(b[i + 2]) << 16 }
 
-    /// The estimated cost of rendering this source to `spec`: from its header when the
-    /// format is known, else from its size on disk (compressed images rarely expand more
-    /// than 20-fold), so that unknown files are neither free nor unbounded. A file that is
+    /// The estimated cost of rendering this source to `spec`: from its header when it was
+    /// read (the model fitted to measured peaks, docs/RENDERING.md), else (SVG, PDF, a header
+    /// that does not parse) from its size on disk (compressed images rarely expand more than
+    /// 20-fold), so that such files are neither free nor unbounded. A file that is
     /// no image format at all (a sparse 4 GiB file of zeros) costs next to nothing.
     static func cost(of source: SourceFile, _ sniffed: Sniffed, spec: RenditionSpec) -> RenderCost {
         if let header = sniffed.header {
