@@ -237,6 +237,34 @@ int vs_thumbnail_fd(int fd, int width, int height, int crop, int size, int page,
     return result;
 }
 
+int vs_plan_fd(int fd, int width, int height, int crop, int size, int page, int orientation, int *out_width,
+               int *out_height) {
+    VipsSource *source = source_for_fd(fd, NULL);
+    if (!source) return -1;
+    // libvips turns a sequentially read image by copying it to memory while the pipeline is
+    // built: asking a rotated photo's size that way decoded it whole. Unturned, with the box
+    // turned as libvips turns it for orientations 5-8, the plan is the same and lazy.
+    int swap = orientation >= 5 && orientation <= 8;
+    static const VipsInteresting crops[] = {
+        VIPS_INTERESTING_NONE, VIPS_INTERESTING_CENTRE, VIPS_INTERESTING_ATTENTION,
+        VIPS_INTERESTING_ENTROPY,
+    };
+    VipsInteresting interesting = (crop >= 0 && crop <= 3) ? crops[crop] : VIPS_INTERESTING_NONE;
+    char options[32] = "";
+    if (page > 0) snprintf(options, sizeof(options), "page=%d", page);
+    VipsImage *planned = NULL;
+    int result = vips_thumbnail_source(source, &planned, swap ? height : width, "height", swap ? width : height,
+                                       "crop", interesting, "size", (VipsSize)size, "option_string", options,
+                                       "no_rotate", TRUE, NULL);
+    g_object_unref(source);
+    if (result) return result;
+    int w = vips_image_get_width(planned), h = vips_image_get_height(planned);
+    g_object_unref(planned);
+    *out_width = swap ? h : w;
+    *out_height = swap ? w : h;
+    return 0;
+}
+
 int vs_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int size,
                         int page, int to_srgb, VipsImage **out) {
     *out = NULL;

@@ -43,7 +43,7 @@ extension Renderer {
             let header = try admitUngated(source, spec: spec)
             // The final's sides are rounded along libvips' shrink-on-load path, not from the
             // ratio (4000x3001 into 203 is 203x153, not 203x152): ask its plan, no pixel decoded.
-            let planned = try thumbnailUngated(source, spec: spec, cancellation: nil).size
+            let planned = try planUngated(source, spec: spec)
             let budget = max(header.width, 0) * max(header.height, 0) / Self.previewCostFraction - planned.width * planned.height
             for kind in PreviewSource.allCases {
                 guard let image = previewImage(kind, source: source, header: header, stored: stored, budget: budget,

@@ -158,10 +158,21 @@ public struct Renderer: Sendable {
     /// libvips' sides depend on that path (800x600 into 118 is 118x89, while a 188x141
     /// rendition of it into 118 is 118x88), so only this tells a derivation its size.
     public func plannedSize(_ source: SourceFile, spec: RenditionSpec) throws(RenderError) -> (width: Int, height: Int) {
-        try Self.attributingErrors { () throws(RenderError) in
-            let planned = try thumbnailUngated(source, spec: spec.normalized(), cancellation: nil).size
-            return (planned.width, planned.height)
+        try Self.attributingErrors { () throws(RenderError) in try planUngated(source, spec: spec.normalized()) }
+    }
+
+    /// `plannedSize` for callers inside `attributingErrors`. Never builds the turned pipeline:
+    /// for a rotated photo libvips decodes while building it (140 ms for a 24 MP JPEG, the
+    /// whole cost of its final, measured in issue 16's bench).
+    func planUngated(_ source: SourceFile, spec: RenditionSpec) throws(RenderError) -> (width: Int, height: Int) {
+        let header = try admitUngated(source, spec: spec)
+        let box = Self.thumbnailBox(spec, vector: header.isVector)
+        var width: Int32 = 0, height: Int32 = 0
+        guard vs_plan_fd(source.descriptor, box.width, box.height, box.crop, box.size, Int32(spec.page),
+                         Int32(header.orientation), &width, &height) == 0 else {
+            throw .corrupt(path: source.path, detail: takeVipsError())
         }
+        return (Int(width), Int(height))
     }
 
     /// Checks the source's header against the limits and returns it.

@@ -115,4 +115,21 @@ struct PreviewSourceTests {
         #expect(Paint.close(Paint.at(image, 10, 10), [255, 0, 0], within: 60) && Paint.close(Paint.at(image, 200, 150), [0, 0, 255], within: 60))
         #expect(try renderer.preview(SourceFile(path: without), spec: spec) == nil)
     }
+
+    /// The preview asks the final's size from libvips' plan; for a rotated photo that plan is
+    /// made unturned (building the turned pipeline decodes the photo), which must not change it.
+    @Test("the planned size is the rendered size for every orientation, fit and fill", arguments: 1...8)
+    func plannedSize(_ orientation: Int) throws {
+        let scratch = try Scratch()
+        for (width, height) in [(1001, 400), (640, 481)] {
+            let path = try scratch.pixels("p\(orientation)-\(width).jpg", Paint.solid(width, height, Self.green), width: width, height: height,
+                                          orientation: orientation)
+            for spec in [RenditionSpec(width: 97, height: 97), RenditionSpec(width: 203, height: 0),
+                         RenditionSpec(width: 120, height: 80, fit: .fill)] {
+                let planned = try renderer.plannedSize(SourceFile(path: path), spec: spec)
+                let rendered = try renderer.render(SourceFile(path: path), spec: spec)
+                #expect(planned == (Int(rendered.width), Int(rendered.height)), "\(width)x\(height) o\(orientation) \(spec)")
+            }
+        }
+    }
 }

@@ -73,6 +73,11 @@ int vs_thumbnail_fd(int fd, int width, int height, int crop, int size, int page,
 int vs_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int size,
                         int page, int to_srgb, VipsImage **out);
 
+/// The size vs_thumbnail_fd makes for the same arguments, with no pixel decoded, for a source
+/// of EXIF `orientation` (1-8).
+int vs_plan_fd(int fd, int width, int height, int crop, int size, int page, int orientation, int *out_width,
+               int *out_height);
+
 /// Where a degraded preview comes from (vs_preview_fd's `kind`).
 enum {
     VS_PREVIEW_EXIF = 1,  // the JPEG's EXIF thumbnail (IFD1), cut to the image's proportions
