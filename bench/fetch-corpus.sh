@@ -23,7 +23,7 @@
 #                                           and EXIF orientation 1 to 8: viewerd-bench makes
 #                                           these itself from progressive/, at its start,
 #                                           because the EXIF writer is Swift (ImageFixtures)
-#                        About a minute and a half on two cores, the HEIC encodes most of it.
+#                        Under three minutes on two cores, once (the HEIC encodes take most).
 # ROOT/album             2,000 copies of the originals under other names (the scrolled album)
 # ROOT/warm              2,000 more copies (the folder a second client warms in the background)
 #
