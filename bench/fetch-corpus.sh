@@ -11,6 +11,19 @@
 #                        (tiled 2x2, resized, with a little sensor-like noise so that they
 #                        compress like photographs): a 24-megapixel baseline JPEG, the same image
 #                        as a progressive JPEG, and a 50-megapixel PNG
+# ROOT/corpus/library    a real library's kinds of file, 8 distinct images each (the mosaic of
+#                        the four photographs cropped at 8 offsets, each with noise of its own
+#                        seed), one folder per class:
+#                          heic/            12 MP (4032x3024) HEIC with a 320x240 thumbnail
+#                                           item, as phones write (heif-enc -t 320)
+#                          progressive/     24 MP (6000x4000) progressive JPEG
+#                          interlaced-png/  12 MP Adam7-interlaced PNG
+#                          avif/            12 MP AVIF (AV1 at the lowest effort)
+#                          camera/          24 MP baseline JPEG with a 160x120 EXIF thumbnail
+#                                           and EXIF orientation 1 to 8: viewerd-bench makes
+#                                           these itself from progressive/, at its start,
+#                                           because the EXIF writer is Swift (ImageFixtures)
+#                        Under three minutes on two cores, once (the HEIC encodes take most).
 # ROOT/album             2,000 copies of the originals under other names (the scrolled album)
 # ROOT/warm              2,000 more copies (the folder a second client warms in the background)
 #
@@ -30,6 +43,7 @@ need() { command -v "$1" >/dev/null 2>&1 || { echo "fetch-corpus: $1 is missing 
 need apt-get "Debian's apt"
 need dpkg-deb "Debian's dpkg"
 need vips "apt-get install libvips-tools (make deps)"
+need heif-enc "apt-get install libheif-examples (make test-deps)"
 
 mkdir -p "$ORIGINALS" "$GENERATED"
 
@@ -105,6 +119,69 @@ if [ ! -f "$BASE_JPEG" ] || [ ! -f "$PROG_JPEG" ] || [ ! -f "$BIG_PNG" ]; then
     trap - EXIT
 fi
 say "extremes: $(for f in "$BASE_JPEG" "$PROG_JPEG" "$BIG_PNG"; do printf '%s %sx%s  ' "$(basename "$f")" "$(vipsheader -f width "$f" 2>/dev/null)" "$(vipsheader -f height "$f" 2>/dev/null)"; done)"
+
+# 2b. The library classes. Each file is a crop of the 2x2 mosaic at an offset of its own,
+# with noise of a seed of its own, so that a cold run decodes 8 different files per class.
+# Each file is written under a hidden name and renamed, so an interrupted run leaves none half made.
+LIBRARY=$CORPUS/library
+LIBRARY_FILES=8
+if [ ! -f "$LIBRARY/.complete-$LIBRARY_FILES" ]; then
+    say "generating the library classes (heic, progressive, interlaced-png, avif: $LIBRARY_FILES files each)"
+    mkdir -p "$LIBRARY/heic" "$LIBRARY/progressive" "$LIBRARY/interlaced-png" "$LIBRARY/avif"
+    work=$(mktemp -d "${TMPDIR:-/tmp}/viewerd-library.XXXXXX")
+    trap 'rm -rf "$work"' EXIT
+    tiles=""
+    for p in Path Autumn ColdRipple FallenLeaf; do
+        tiles="$tiles $ORIGINALS/plasma-$p-images-2560x1600.jpg"
+    done
+    vips arrayjoin "${tiles# }" "$work/mosaic.v" --across 2
+    # noisy IN OUT SEED: IN plus sensor-like noise (sigma 4), back to 8 bits.
+    noisy() {
+        vips gaussnoise "$work/noise.v" "$(vipsheader -f width "$1")" "$(vipsheader -f height "$1")" --sigma 4 --mean 0 --seed "$3"
+        vips add "$1" "$work/noise.v" "$work/sum.v"
+        vips cast "$work/sum.v" "$2" uchar
+    }
+    i=1
+    while [ $i -le $LIBRARY_FILES ]; do
+        name=$(printf 'photo-%02d' $i)
+        # 24 MP, 3:2: a 4680x3120 crop of the 5120x3200 mosaic, scaled to 6000x4000.
+        if [ ! -f "$LIBRARY/progressive/$name.jpg" ]; then
+            vips crop "$work/mosaic.v" "$work/crop.v" $(( (i - 1) * 60 )) $(( (i - 1) * 10 )) 4680 3120
+            vips resize "$work/crop.v" "$work/big.v" 1.2820513
+            noisy "$work/big.v" "$work/photo24.v" $i
+            vips jpegsave "$work/photo24.v" "$LIBRARY/progressive/.$name.jpg" --Q 90 --interlace --strip
+            mv -f "$LIBRARY/progressive/.$name.jpg" "$LIBRARY/progressive/$name.jpg"
+        fi
+        # 12 MP, 4:3 as phones: a 4160x3120 crop scaled to 4032x3024.
+        if [ ! -f "$LIBRARY/heic/$name.heic" ] || [ ! -f "$LIBRARY/avif/$name.avif" ] \
+            || [ ! -f "$LIBRARY/interlaced-png/$name.png" ]; then
+            vips crop "$work/mosaic.v" "$work/crop.v" $(( (i - 1) * 120 )) $(( (i - 1) * 10 )) 4160 3120
+            vips resize "$work/crop.v" "$work/mid.v" 0.96923077
+            noisy "$work/mid.v" "$work/photo12.v" $(( 100 + i ))
+            if [ ! -f "$LIBRARY/heic/$name.heic" ]; then
+                # heif-enc reads JPEG or PNG, not .v. x265's ultrafast preset: 5 s a file instead of 25.
+                vips jpegsave "$work/photo12.v" "$work/in.jpg" --Q 95 --strip
+                heif-enc -q 50 -t 320 -p preset=ultrafast -o "$LIBRARY/heic/.$name.heic" "$work/in.jpg" >/dev/null
+                heif-info "$LIBRARY/heic/.$name.heic" | grep -q 'thumbnail: 320x240' \
+                    || { echo "fetch-corpus: $name.heic has no thumbnail item" >&2; exit 1; }
+                mv -f "$LIBRARY/heic/.$name.heic" "$LIBRARY/heic/$name.heic"
+            fi
+            if [ ! -f "$LIBRARY/avif/$name.avif" ]; then
+                vips heifsave "$work/photo12.v" "$LIBRARY/avif/.$name.avif" --compression av1 --effort 0 --strip
+                mv -f "$LIBRARY/avif/.$name.avif" "$LIBRARY/avif/$name.avif"
+            fi
+            if [ ! -f "$LIBRARY/interlaced-png/$name.png" ]; then
+                vips pngsave "$work/photo12.v" "$LIBRARY/interlaced-png/.$name.png" --interlace --strip
+                mv -f "$LIBRARY/interlaced-png/.$name.png" "$LIBRARY/interlaced-png/$name.png"
+            fi
+        fi
+        i=$((i + 1))
+    done
+    touch "$LIBRARY/.complete-$LIBRARY_FILES"
+    rm -rf "$work"
+    trap - EXIT
+fi
+say "library: $(for c in heic progressive interlaced-png avif; do printf '%s %s  ' "$c" "$(ls "$LIBRARY/$c" | wc -l)"; done)"
 
 # 3. The album and the warm folder: the originals cycled, copied under new names.
 copies() {  # copies DIR PREFIX OFFSET

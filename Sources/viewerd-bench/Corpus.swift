@@ -8,6 +8,9 @@ struct Corpus {
     var album: [String]
     /// The folder the second viewer warms in the background (other copies).
     var warmFolder: [String]
+    /// The library part: distinct files of each class of a real library, by class (empty
+    /// when fetch-corpus.sh predates it).
+    var library: [(name: String, files: [String])]
     var root: String
 
     static let imageExtensions: Set<String> = ["jpg", "jpeg", "png", "webp"]
@@ -27,11 +30,13 @@ struct Corpus {
         guard !originals.isEmpty, generated.count >= 3, !album.isEmpty, !warm.isEmpty else {
             throw BenchError("no corpus under \(root): run bench/fetch-corpus.sh first (make bench does)")
         }
-        return Corpus(coldFiles: originals + generated, album: album, warmFolder: warm, root: root)
+        return Corpus(coldFiles: originals + generated, album: album, warmFolder: warm,
+                      library: try loadLibrary(root: root), root: root)
     }
 
     /// A tiny corpus for `--smoke`, made with the vips CLI: five small images of four kinds,
-    /// and `copies` real copies of them for the album and for the warm folder.
+    /// `copies` real copies of them for the album and for the warm folder, and the library
+    /// classes.
     static func smoke(in root: String, copies: Int) throws -> Corpus {
         let originals = root + "/corpus/originals"
         try FileManager.default.createDirectory(atPath: originals, withIntermediateDirectories: true)
@@ -50,6 +55,7 @@ struct Corpus {
             let result = spawnAndWait(step)
             guard result.status == 0 else { throw BenchError("smoke corpus: \(step.joined(separator: " ")) failed (\(result.status)); is libvips-tools installed?") }
         }
+        let library = try smokeLibrary(root: root, from: rgb)
         for scratch in [noise, grey, rgb] { try? FileManager.default.removeItem(atPath: scratch) }
         let files = images(in: originals)
         func copy(_ folder: String, _ prefix: String) throws -> [String] {
@@ -62,6 +68,7 @@ struct Corpus {
                 return dest
             }
         }
-        return Corpus(coldFiles: files, album: try copy("album", "photo"), warmFolder: try copy("warm", "warm"), root: root)
+        return Corpus(coldFiles: files, album: try copy("album", "photo"), warmFolder: try copy("warm", "warm"),
+                      library: library, root: root)
     }
 }

@@ -16,6 +16,10 @@ struct Settings {
     /// Connections sending the cold requests (pipelined, all at once).
     var coldClients = 4
 
+    // Library
+    /// Camera JPEGs rendered one at a time with each delivery, `opportunistic` and `final`.
+    var libraryPreviewRenders = 16
+
     // Warm
     var clientLevels = [1, 4, 16]
     var warmSeconds = 3.0
@@ -53,6 +57,7 @@ struct Settings {
         var s = Settings()
         s.smoke = true
         s.coldRuns = 1
+        s.libraryPreviewRenders = 3
         s.warmSeconds = 0.25
         s.pingSeconds = 0.15
         s.coalesceAssets = 4

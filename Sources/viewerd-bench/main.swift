@@ -20,7 +20,7 @@ let usage = """
                            (default: ${XDG_CACHE_HOME:-~/.cache}/viewerd-bench)
       --daemon PATH        the viewerd executable (default: the one next to viewerd-bench)
       --out DIR            where the JSON result goes (default: bench-results)
-      --only LIST          comma-separated scenarios: cold,warm,coalescing,scroll,scale
+      --only LIST          comma-separated scenarios: cold,library,warm,coalescing,scroll,scale
       --workers N          daemon workers and vipsthumbnail parallelism (default: cores)
       --memory-budget SIZE daemon --memory-budget (default: 256M)
       --row-interval S     scroll: seconds per row of 4 (default: 0.8)
@@ -133,6 +133,9 @@ do {
     if wants("cold") {
         warmDaemon = try report.part("1. cold") { try bench.cold() }
     }
+    if wants("library") {
+        try report.part("1b. library") { try bench.library() }
+    }
     if wants("warm") || wants("coalescing") {
         let daemon = try warmDaemon ?? bench.startDaemon("warm")
         warmDaemon = daemon
@@ -175,13 +178,14 @@ var document = report.document(extra: [
     "schema": 1, "smoke": settings.smoke, "date": stamp, "command": CommandLine.arguments.joined(separator: " "),
     "viewerd_version": version, "machine": info, "total_seconds": total,
     "settings": ["workers": settings.workers, "memory_budget": settings.memoryBudget, "cold_runs": settings.coldRuns,
-                 "cold_clients": settings.coldClients, "client_levels": settings.clientLevels, "warm_seconds": settings.warmSeconds,
+                 "cold_clients": settings.coldClients, "library_preview_renders": settings.libraryPreviewRenders, "client_levels": settings.clientLevels, "warm_seconds": settings.warmSeconds,
                  "coalesce_clients": settings.coalesceClients, "coalesce_assets": settings.coalesceAssets,
                  "columns": settings.columns, "visible_rows": settings.visibleRows, "prefetch_rows": settings.prefetchRows,
                  "row_interval_s": settings.rowInterval, "scale_real": settings.scaleReal, "scale_total": settings.scaleTotal,
                  "scale_rounds": settings.scaleRounds, "album_items_scrolled": settings.albumItems ?? corpus.album.count,
                  "daemon_environment": settings.daemonEnvironment] as [String: Any],
-    "corpus": ["root": corpus.root, "cold_files": corpus.coldFiles.count, "album": corpus.album.count, "warm_folder": corpus.warmFolder.count],
+    "corpus": ["root": corpus.root, "cold_files": corpus.coldFiles.count, "album": corpus.album.count, "warm_folder": corpus.warmFolder.count,
+               "library": Dictionary(uniqueKeysWithValues: corpus.library.map { ($0.name, $0.files.count) })] as [String: Any],
 ]) as! [String: Any]
 document["loadavg_end"] = ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
 if let failure { document["failure"] = failure }
