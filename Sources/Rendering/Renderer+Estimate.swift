@@ -35,9 +35,9 @@ extension Renderer {
     /// pool admits work against `--memory-budget` with it. The model, per loader (w × h the
     /// source, b bands, s bytes a sample, k the JPEG shrink-on-load factor, 1 to 8):
     /// - baseline JPEG: rows of the shrunk image, w/k × b × 256
-    /// - progressive JPEG: libjpeg keeps every DCT coefficient, w × h × b × 2, whatever k is.
-    ///   The header's chroma subsampling is not in `SourceHeader`, so this is the 4:4:4 count:
-    ///   a 4:2:0 file holds half of it, and its estimate is right at twice the measured peak.
+    /// - progressive JPEG: libjpeg keeps every DCT coefficient, w × h × b' × 2, whatever k is,
+    ///   b' the bands as subsampled (`sampledBands`: 1.5 for 4:2:0); without it the 4:4:4
+    ///   count, twice the measured peak of a 4:2:0 file.
     /// - PNG, TIFF: streamed; w × b × s × 1280 rows. An interlaced PNG decodes whole first:
     ///   w × h × b × s more
     /// - WebP: measured as a frame decoded at half of k (libvips leaves part of the shrink to
@@ -64,7 +64,8 @@ extension Renderer {
         let whole = pixels > 4_000_000
         let (decode, costly): (UInt64, Bool)
         if loader.hasPrefix("jpegload") {
-            (decode, costly) = header.interlaced ? (product(w, h, b, 2), whole) : (product(w / shrink, b, 256), false)
+            (decode, costly) = header.interlaced ? (coefficients(w, h, bands: b, sampled: header.sampledBands), whole)
+                : (product(w / shrink, b, 256), false)
         } else if loader.hasPrefix("pngload") || loader.hasPrefix("tiffload") {
             let streamed = product(w, b, s, streamedRows)
             (decode, costly) = header.interlaced ? (sum(product(w, h, b, s), streamed), whole) : (streamed, false)
@@ -95,6 +96,13 @@ extension Renderer {
             result = next
         }
         return result
+    }
+
+    /// A progressive JPEG's coefficient memory: 2 bytes each, `sampled` bands' worth (or `bands`).
+    static func coefficients(_ w: UInt64, _ h: UInt64, bands: UInt64, sampled: Double?) -> UInt64 {
+        guard let sampled, sampled > 0, sampled <= Double(bands) else { return product(w, h, bands, 2) }
+        let full = product(w, h, 2)
+        return full == .max ? .max : UInt64((Double(full) * sampled).rounded(.up))
     }
 
     /// The product of `factors`, or `UInt64.max` when it does not fit.

@@ -38,6 +38,9 @@ public struct SourceHeader: Sendable, Equatable {
     public var isCMYK: Bool
     /// libvips' loader, e.g. "jpegload_source".
     public var loader: String
+    /// A JPEG's bands as its coefficients count them, chroma subsampling included (1.5 for
+    /// 4:2:0 YCbCr, 3 for 4:4:4); nil when the header reader did not say (then `bands`).
+    public var sampledBands: Double?
 
     public init(width: Int, height: Int, bands: Int, pages: Int = 1, bitsPerSample: Int = 8, orientation: Int = 1,
                 interlaced: Bool = false, hasICCProfile: Bool = false, isCMYK: Bool = false, loader: String) {

@@ -20,6 +20,17 @@ struct HeaderSnifferTests {
         return Array(try Data(contentsOf: URL(fileURLWithPath: path.components(separatedBy: "[")[0])))
     }
 
+    /// A progressive JPEG's coefficients are its memory (Renderer.estimateCost): 4:2:0 holds
+    /// half of 4:4:4's, and the sniff must tell them apart.
+    @Test("JPEG: bands as subsampled, from the SOF's sampling factors", arguments: [
+        ("s420.jpg[Q=80,interlace,subsample_mode=on]", 3, 1.5), ("s444.jpg[Q=80,interlace,subsample_mode=off]", 3, 3.0),
+        ("grey.jpg[Q=80]", 1, 1.0),
+    ])
+    func jpegSampling(name: String, bands: Int, sampled: Double) throws {
+        let header = try #require(HeaderSniffer.sniff(try vips(name, width: 64, height: 48, bands: bands)))
+        #expect((header.width, header.height, header.bands, header.sampledBands) == (64, 48, bands, sampled))
+    }
+
     @Test("HEIC and AVIF: the primary item's extent, an alpha plane counted", arguments: [
         ("x.heic[compression=hevc]", 640, 480, 3), ("x.avif[compression=av1]", 1001, 777, 3), ("a.avif", 320, 200, 4),
     ])

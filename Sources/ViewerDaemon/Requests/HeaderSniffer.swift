@@ -82,13 +82,26 @@ public enum HeaderSniffer {
             // SOF markers: C0-CF except C4 (DHT), C8 (JPG), CC (DAC).
             if (0xC0...0xCF).contains(marker) && ![0xC4, 0xC8, 0xCC].contains(marker) {
                 let progressive = marker == 0xC2 || marker == 0xC6 || marker == 0xCA || marker == 0xCE
-                return SourceHeader(width: be16(b, i + 7), height: be16(b, i + 5), bands: Int(b[i + 9]),
-                                    interlaced: progressive, isCMYK: b[i + 9] == 4, loader: "jpegload")
+                var header = SourceHeader(width: be16(b, i + 7), height: be16(b, i + 5), bands: Int(b[i + 9]),
+                                          interlaced: progressive, isCMYK: b[i + 9] == 4, loader: "jpegload")
+                header.sampledBands = sampledBands(b, components: Int(b[i + 9]), at: i + 10)
+                return header
             }
             guard length >= 2 else { return nil }
             i += 2 + length
         }
         return nil
+    }
+
+    /// Each component's sampling factors (H, V) follow the SOF's component count; a component
+    /// holds H × V / (Hmax × Vmax) of the full-size plane's coefficients. Nil if cut short
+    /// or a factor is 0 (the decoder will refuse the file).
+    private static func sampledBands(_ b: [UInt8], components: Int, at start: Int) -> Double? {
+        guard components > 0, start + 3 * components <= b.count else { return nil }
+        let factors = (0..<components).map { c in (h: Int(b[start + 3 * c + 1] >> 4), v: Int(b[start + 3 * c + 1] & 0x0F)) }
+        let hmax = factors.map(\.h).max() ?? 0, vmax = factors.map(\.v).max() ?? 0
+        guard factors.allSatisfy({ $0.h > 0 && $0.v > 0 }) else { return nil }
+        return Double(factors.reduce(0) { $0 + $1.h * $1.v }) / Double(hmax * vmax)
     }
 
     private static func png(_ b: [UInt8]) -> SourceHeader? {
