@@ -152,6 +152,7 @@ final class Bench: @unchecked Sendable {
     }
 
     var coldPeak: MemorySampler.Peak?
+    var phonePeak: MemorySampler.Peak?
 
     /// `vipsthumbnail -s 256` over `files`, `workers` processes at a time.
     func vipsthumbnail(_ files: [String], run: Int) throws -> (wall: Double, maxRSS: UInt64, cpu: Double) {

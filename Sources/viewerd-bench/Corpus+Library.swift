@@ -60,6 +60,27 @@ extension Corpus {
         }
     }
 
+    /// A phone's camera roll for the fast scroll: `count` real copies (each its own inode, so
+    /// each its own rendition) cycling through the library's camera JPEGs and HEICs, under
+    /// `directory`; idempotent (a marker names the count made).
+    static func phoneAlbum(library: [(name: String, files: [String])], in directory: String, count: Int) throws -> [String] {
+        let sources = library.filter { $0.name == "camera" || $0.name == "heic" }.flatMap(\.files).sorted()
+        guard !sources.isEmpty, count > 0 else { return [] }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let paths = (0..<count).map { i in
+            let source = sources[i % sources.count]
+            return String(format: "%@/phone-%05d.%@", directory, i, (source as NSString).pathExtension)
+        }
+        let marker = directory + "/.complete-\(count)"
+        if FileManager.default.fileExists(atPath: marker) { return paths }
+        for (i, path) in paths.enumerated() where !FileManager.default.fileExists(atPath: path) {
+            try FileManager.default.copyItem(atPath: sources[i % sources.count], toPath: path + ".part")
+            try FileManager.default.moveItem(atPath: path + ".part", toPath: path)
+        }
+        FileManager.default.createFile(atPath: marker, contents: nil)
+        return paths
+    }
+
     /// Tiny versions of the library classes for `--smoke`, two files each (the second
     /// mirrored), made from `rgb` enlarged 1.5 times: 1200×900 would be too small for the
     /// camera class's EXIF thumbnail to be cheap enough for a PREVIEW (PROTOCOL.md).

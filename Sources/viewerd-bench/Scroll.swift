@@ -361,6 +361,24 @@ extension Bench {
             fast = f
         }
 
+        if settings.fastScrollItems > 0 {
+            // The same scroll through a phone's camera roll (camera JPEGs with EXIF thumbnails,
+            // HEICs with thumbnail items): where a PREVIEW is cheap, an image comes long before
+            // the final (issue 16's goals are on this one).
+            let root = settings.smoke ? workDirectory + "/phone-album" : corpus.root + "/phone-album"
+            let phone = try Corpus.phoneAlbum(library: corpus.library, in: root, count: settings.fastScrollItems)
+            if !phone.isEmpty {
+                print("  fast scroll through a phone's camera roll: \(phone.count) copies of the library's camera JPEGs and HEICs, one row every \(fmt(settings.fastRowInterval, 2)) s, opportunistic")
+                let f = try report.part("4c. fast scroll, phone") {
+                    try scroll(phone, rowInterval: settings.fastRowInterval, background: nil, label: "fast-scroll-phone", delivery: .opportunistic)
+                }
+                addFastScrollRows(f, scenario: "fast scroll, phone")
+                report.results["fast_scroll_phone"] = scrollJSON(f).merging(["items": phone.count, "row_interval_s": settings.fastRowInterval,
+                                                                         "items_per_s": Double(settings.columns) / settings.fastRowInterval]) { a, _ in a }
+                phonePeak = f.peak
+            }
+        }
+
         let warmFolder = corpus.warmFolder
         let two = try report.part("5. two viewers") {
             try scroll(album, rowInterval: settings.rowInterval, background: warmFolder, label: "two-viewers")
@@ -382,7 +400,7 @@ extension Bench {
         ]) { a, _ in a }
 
         let memoryPeaks: [(String, MemorySampler.Peak)] = [("cold", coldPeak), ("scroll", alone.peak), ("fast scroll", fast?.peak),
-                                                          ("two viewers", two.peak)]
+                                                          ("fast scroll, phone", phonePeak), ("two viewers", two.peak)]
             .compactMap { name, peak in peak.map { (name, $0) } }
         let worst = memoryPeaks.max { $0.1.totalRSS < $1.1.totalRSS }!
         let limit = settings.memoryBudgetBytes + (64 << 20)

@@ -249,6 +249,14 @@ struct RequestLifecycleTests {
             return
         }
         #expect((final.width, final.height) == (256, 171))
+        // The render worker runs below the preview lane (nice 5 and 0), every thread of each.
+        let nices = daemon.workerPIDs().map { pid in
+            let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+            // Fields after the command's closing parenthesis: state is field 3, nice field 19.
+            let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+            return fields.count > 16 ? Int(fields[16]) ?? -99 : -99
+        }
+        #expect(nices.sorted() == [0, 5], "nice values of the workers: \(nices)")
     }
 
     @Test("a passed descriptor is the source; a bad one is refused")

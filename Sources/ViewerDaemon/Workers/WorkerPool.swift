@@ -72,6 +72,12 @@ final class WorkerPool: Sendable {
     private let previewWanted = Locked([RenderJob]())
     /// Wanted previews kept: older ones belong to items long scrolled away.
     static let previewQueueLimit = 64
+    /// Render workers' nice value. A preview takes milliseconds and someone looks at the
+    /// empty cell meanwhile; a final takes a job's time. With the machine busy (both render
+    /// workers and anything else) the preview lane still gets a core's share: nice 5 weighs a
+    /// third of nice 0 in Linux's scheduler. Renders also yield to the user's foreground
+    /// programs, as background thumbnailers should.
+    static let renderNice = 5
     let scheduler: Scheduler<RenderJob>
     private let wakeup = NSConditionBox()
     private let store: RenditionStore
@@ -97,7 +103,7 @@ final class WorkerPool: Sendable {
         scheduler = Scheduler(memoryBudget: configuration.memoryBudget, perClientLimit: configuration.maxOutstandingPerClient)
         var slots: [WorkerSlot] = []
         for index in 0..<configuration.workerCount {
-            slots.append(try WorkerSlot(index: index, settings: settings))
+            slots.append(try WorkerSlot(index: index, settings: settings, nice: Self.renderNice))
         }
         self.slots = slots
         previewSlot = try WorkerSlot(index: configuration.workerCount, settings: settings)

@@ -30,6 +30,11 @@ public enum WorkerProcess {
         if let parent = value(of: "--parent", in: arguments).flatMap({ pid_t($0) }), vd_die_with_parent(parent) != 0 {
             return 0
         }
+        // Render workers run below the preview lane (WorkerPool): set while this is the only
+        // thread, so every thread libvips starts inherits it.
+        if let nice = value(of: "--nice", in: arguments).flatMap({ Int32($0) }), nice != 0 {
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice)
+        }
         // The sandbox (WorkerSandbox): namespaces while the process has one thread, limits,
         // then libvips warmed, then the filter, all before the first command is read.
         let environment = ProcessInfo.processInfo.environment

@@ -29,8 +29,12 @@ final class WorkerSlot: @unchecked Sendable {
     private var decoder = FrameDecoder(maxBodyLength: WorkerWire.maxBodyLength)
     private var consecutiveEarlyDeaths = 0
 
-    init(index: Int, settings: WorkerPoolSettings) throws(SystemError) {
+    /// The worker's nice value: render workers yield the CPU to the preview lane's.
+    private let nice: Int
+
+    init(index: Int, settings: WorkerPoolSettings, nice: Int = 0) throws(SystemError) {
         self.index = index
+        self.nice = nice
         self.pool = settings
         self.control = try SlotControl()
         self.supervisor = OpenSupervisor(environment: settings.environment.variables)
@@ -289,7 +293,7 @@ final class WorkerSlot: @unchecked Sendable {
         // --parent: the worker asks to be killed when this thread ends, and checks that its
         // parent is still us when it does (we may have died first).
         let arguments = ["--memory-limit", String(pool.workerMemoryLimit), "--max-pixels", String(pool.maxSourcePixels),
-                         "--cpu-limit", String(pool.cpuLimitSeconds), "--parent", String(getpid())]
+                         "--cpu-limit", String(pool.cpuLimitSeconds), "--nice", String(nice), "--parent", String(getpid())]
         let child = withCStrings(arguments) { args in vd_spawn_worker(pool.executable, pair[1], args, pool.environment.pointers) }
         let failure = errno
         Glibc.close(pair[1])
