@@ -73,6 +73,10 @@ int vs_thumbnail_fd(int fd, int width, int height, int crop, int size, int page,
 int vs_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int size,
                         int page, int to_srgb, VipsImage **out);
 
+/// A thumbnail of an image already in memory, as vs_thumbnail_fd makes it from a source
+/// (same box, crop, size and colour conversion; turned by the image's orientation).
+int vs_thumbnail_image(VipsImage *in, int width, int height, int crop, int size, int to_srgb, VipsImage **out);
+
 /// A progressive JPEG (grey or YCbCr) decoded at scale 1/8 into memory from only the scans
 /// that scale reads: every component libjpeg inverse-transforms with its 1x1 IDCT needs only
 /// its DC scans, so its AC scans are skipped, not Huffman-decoded. The pixels are those of
