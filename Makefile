@@ -3,8 +3,9 @@
 
 SWIFT ?= swift
 # Debian packages to build and run: libvips, LMDB and libseccomp (the workers' sandbox) to
-# build against, pkg-config to find them.
-APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev pkg-config
+# build against, pkg-config to find them, and libjpeg-turbo's headers for the partial decode
+# of progressive JPEGs (libvips-dev pulls them in already; named because we link it directly).
+APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev libjpeg62-turbo-dev pkg-config
 # And to test (and bench): libvips-tools (vips, vipsthumbnail) as the reference the tests
 # compare against, systemd for systemd-analyze and systemd-socket-activate in the service
 # tests, e2fsprogs for the coarse-timestamp file system (mkfs.ext2), libheif-examples for

@@ -17,8 +17,12 @@ let package = Package(
         .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
         .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
-        // Fixed-arity wrappers of the variadic libvips calls we use (Swift cannot call `...`).
-        .target(name: "CVipsShim", dependencies: ["CVips"]),
+        // libjpeg(-turbo) itself, for decoding a progressive JPEG's DC scans alone (issue 16);
+        // libvips links it too, but its pkg-config file does not give -ljpeg.
+        .systemLibrary(name: "CJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg62-turbo-dev"])]),
+        // Fixed-arity wrappers of the variadic libvips calls we use (Swift cannot call `...`),
+        // and the partial progressive JPEG decode.
+        .target(name: "CVipsShim", dependencies: ["CVips", "CJPEG"]),
 
         // The worker's sandbox: libseccomp's variadic rule calls with fixed arguments, and the
         // one-call protections (prctl, setrlimit, unshare). Only ViewerDaemon imports it.

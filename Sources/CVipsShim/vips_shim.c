@@ -237,6 +237,17 @@ int vs_thumbnail_fd(int fd, int width, int height, int crop, int size, int page,
     return result;
 }
 
+int vs_thumbnail_image(VipsImage *in, int width, int height, int crop, int size, int to_srgb, VipsImage **out) {
+    static const VipsInteresting crops[] = {
+        VIPS_INTERESTING_NONE, VIPS_INTERESTING_CENTRE, VIPS_INTERESTING_ATTENTION,
+        VIPS_INTERESTING_ENTROPY,
+    };
+    *out = NULL;
+    return vips_thumbnail_image(in, out, width, "height", height,
+                                "crop", (crop >= 0 && crop <= 3) ? crops[crop] : VIPS_INTERESTING_NONE,
+                                "size", (VipsSize)size, "export_profile", to_srgb ? "srgb" : NULL, NULL);
+}
+
 int vs_plan_fd(int fd, int width, int height, int crop, int size, int page, int orientation, int *out_width,
                int *out_height) {
     VipsSource *source = source_for_fd(fd, NULL);

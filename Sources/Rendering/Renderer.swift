@@ -208,10 +208,55 @@ public struct Renderer: Sendable {
         let box = Self.thumbnailBox(spec, vector: header.isVector)
         var out: OpaquePointer?
         let toSRGB: Int32 = header.hasICCProfile && !header.isCMYK ? 1 : 0
+        if let image = try Self.dcThumbnail(source, header: header, box: box, toSRGB: toSRGB, cancellation: cancellation) {
+            return image
+        }
         let status = vs_thumbnail_fd(source.descriptor, box.width, box.height, box.crop, box.size,
                                      Int32(spec.page), toSRGB, cancellation?.handle, &out)
         guard status == 0, let out else { throw .corrupt(path: source.path, detail: takeVipsError()) }
         return VipsImageRef(out)
+    }
+
+    /// A progressive JPEG that libvips would load at 1/8, decoded from its DC scans alone: the
+    /// same pixels as libvips' load, for a tenth of the Huffman decoding (docs/DECISIONS.md,
+    /// "Progressive JPEGs are decoded only as far as the thumbnail's scale needs"). The
+    /// thumbnail is then made from it with the same box, so it has libvips' size. nil when
+    /// the file is not one or the partial decode gives up: the caller decodes it as usual.
+    private static func dcThumbnail(_ source: SourceFile, header: SourceHeader,
+                                    box: (width: Int32, height: Int32, crop: Int32, size: Int32), toSRGB: Int32,
+                                    cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef? {
+        guard header.loader.hasPrefix("jpegload"), header.interlaced, !header.isCMYK, header.pages == 1,
+              libvipsJPEGShrink(header, box: box) == 8 else { return nil }
+        var decoded: OpaquePointer?
+        let status = withExtendedLifetime(cancellation) {
+            vs_jpeg_dc_load_fd(source.descriptor, Int32(header.orientation), cancellation?.handle, &decoded)
+        }
+        guard status == 0, let decoded else { return nil }
+        let image = VipsImageRef(decoded)
+        var out: OpaquePointer?
+        guard vs_thumbnail_image(image.pointer, box.width, box.height, box.crop, box.size, toSRGB, &out) == 0, let out else {
+            throw .corrupt(path: source.path, detail: takeVipsError())
+        }
+        return VipsImageRef(out)
+    }
+
+    /// The factor libvips' thumbnail shrinks a JPEG by on load for `box` (8.14's
+    /// vips_thumbnail_find_jpegshrink): the shrink both sides of the upright box need, fit
+    /// taking the larger of the two and fill the smaller, leaving at least 2 for its resize.
+    static func libvipsJPEGShrink(_ header: SourceHeader, box: (width: Int32, height: Int32, crop: Int32, size: Int32)) -> Int {
+        let turned = header.orientation >= 5 && header.orientation <= 8
+        let targetWidth = Double(turned ? box.height : box.width), targetHeight = Double(turned ? box.width : box.height)
+        let horizontal = Double(header.width) / targetWidth, vertical = Double(header.height) / targetHeight
+        var shrink = box.crop != 0 ? min(horizontal, vertical) : max(horizontal, vertical)
+        if box.size == 1 { shrink = min(1, shrink) }  // VIPS_SIZE_UP
+        if box.size == 2 { shrink = max(1, shrink) }  // VIPS_SIZE_DOWN
+        shrink = min(shrink, Double(header.width), Double(header.height))
+        switch shrink {
+        case 16...: return 8
+        case 8...: return 4
+        case 4...: return 2
+        default: return 1
+        }
     }
 
     private func renderUngated(bytes: [UInt8], spec: RenditionSpec, size: (width: Int, height: Int)?,

@@ -73,6 +73,20 @@ int vs_thumbnail_fd(int fd, int width, int height, int crop, int size, int page,
 int vs_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int size,
                         int page, int to_srgb, VipsImage **out);
 
+/// A thumbnail of an image already in memory, as vs_thumbnail_fd makes it from a source
+/// (same box, crop, size and colour conversion; turned by the image's orientation).
+int vs_thumbnail_image(VipsImage *in, int width, int height, int crop, int size, int to_srgb, VipsImage **out);
+
+/// A progressive JPEG (grey or YCbCr) decoded at scale 1/8 into memory from only the scans
+/// that scale reads: every component libjpeg inverse-transforms with its 1x1 IDCT needs only
+/// its DC scans, so its AC scans are skipped, not Huffman-decoded. The pixels are those of
+/// libjpeg's full decode at 1/8 (what libvips' jpegload makes with shrink=8). Tagged with
+/// `orientation` and the file's ICC profile. The descriptor is read with pread, not closed.
+/// Returns 0, or -2 when the file is not for this path (baseline, CMYK, nothing to skip) or
+/// on any error, warning or cancel, with nothing in libvips' error buffer: the caller then
+/// renders the file the usual way.
+int vs_jpeg_dc_load_fd(int fd, int orientation, vs_cancel *cancel, VipsImage **out);
+
 /// The size vs_thumbnail_fd makes for the same arguments, with no pixel decoded, for a source
 /// of EXIF `orientation` (1-8).
 int vs_plan_fd(int fd, int width, int height, int crop, int size, int page, int orientation, int *out_width,
