@@ -2,6 +2,7 @@
 #include "cposix.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -229,10 +230,23 @@ pid_t vd_spawn_worker(const char *exe, int sock, const char *const *args, char *
     sigaddset(&defaults, SIGPIPE);
     posix_spawnattr_setsigdefault(&attr, &defaults);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    char *argv[11] = {(char *)exe, "--worker"};
-    for (int i = 0; i < 8 && args[i]; i++) argv[2 + i] = (char *)args[i];
+    // Every argument: a fixed array once dropped the last ones silently (--parent, when
+    // --nice came before it, and with it the worker's death with its daemon).
+    size_t count = 0;
+    while (args[count]) count++;
+    char **argv = calloc(count + 3, sizeof(char *));
+    if (!argv) {
+        posix_spawn_file_actions_destroy(&actions);
+        posix_spawnattr_destroy(&attr);
+        errno = ENOMEM;
+        return -1;
+    }
+    argv[0] = (char *)exe;
+    argv[1] = "--worker";
+    for (size_t i = 0; i < count; i++) argv[2 + i] = (char *)args[i];
     pid_t pid = -1;
     int rc = posix_spawn(&pid, exe, &actions, &attr, argv, envp);
+    free(argv);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
     if (rc != 0) {

@@ -58,7 +58,7 @@ int vd_memfd_sealed(const char *name, const void *bytes, size_t len);
 /// parent is still `parent`. Returns 0, or -1 if the request failed or the parent is gone.
 int vd_die_with_parent(pid_t parent);
 
-/// Starts `exe --worker ARG...` (up to 8 arguments; NULL ends them early) with `sock` as its
+/// Starts `exe --worker ARG...` (`args` NULL-terminated, any number) with `sock` as its
 /// descriptor 3, /dev/null as 0 and 1, our standard error as 2, no other descriptor, and the
 /// environment `envp` (NULL-terminated). Returns the pid, or -1 with errno.
 pid_t vd_spawn_worker(const char *exe, int sock, const char *const *args, char *const *envp);
