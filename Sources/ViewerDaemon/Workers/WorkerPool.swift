@@ -208,6 +208,9 @@ final class WorkerPool: Sendable {
             guard let job = wakeup.wait(until: { () -> RenderJob?? in
                 if stopping.load(ordering: .acquiring) { return .some(nil) }
                 guard let job = previewWanted.withLock({ Self.takePreview(from: &$0) }) else { return nil }
+                // A lane that must start its process first (100 ms) leaves this one to the
+                // render worker, if that takes the job meanwhile.
+                if previewSlot.isAlive { job.previewClaimed.store(true, ordering: .relaxed) }
                 _ = previewSlot.control.begin(job.sequence)
                 return .some(job)
             }) else {

@@ -108,8 +108,9 @@ final class WorkerSlot: @unchecked Sendable {
 
     /// Sends the command; returns 0, EPIPE when the worker is gone, or another errno.
     private func send(_ job: RenderJob, id: UInt32, previewOnly: Bool) -> Int32 {
-        // A PREVIEW the preview lane already delivered is not made again.
+        // A PREVIEW the preview lane made, or is making, is not made again.
         let wantsPreview = job.wantsPreview.load(ordering: .relaxed) && !job.previewSent.load(ordering: .relaxed)
+            && !job.previewClaimed.load(ordering: .relaxed)
         let request = RenderRequest(path: job.source.path, spec: job.spec, delivery: wantsPreview ? .opportunistic : .final)
         var descriptors = [job.source.descriptor]
         var base: Int32 = -1
