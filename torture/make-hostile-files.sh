@@ -180,6 +180,37 @@ add(write("bombs/progressive-65500.jpg", patch_jpeg(prog, 65500, 65500)), BOMB,
 add(write("bombs/jpeg-12000.jpg", patch_jpeg(jpeg, 12000, 12000)), "result,corrupt-image,timeout",
     "JPEG declaring 12000x12000 with 640x480 of data")
 
+# Progressive JPEGs damaged where viewerd's own scan parser reads them (jpeg_partial.c copies a
+# file without the AC scans a 1/8 thumbnail cannot use): scan headers, segment lengths, a cut
+# inside a scan. A clear answer each, never a crashed decoder.
+def sos_offsets(data):
+    return [i for i in range(len(data) - 1) if data[i] == 0xFF and data[i + 1] == 0xDA]
+sos = sos_offsets(prog)
+if len(sos) < 3:
+    raise SystemExit("the base progressive JPEG has fewer than 3 scans")
+def patched(data, at, value):
+    out = bytearray(data)
+    out[at] = value
+    return bytes(out)
+PARTIAL = "result,corrupt-image,timeout"
+add(write("flipped/prog-scan-count-0.jpg", patched(prog, sos[1] + 4, 0)), PARTIAL, "progressive JPEG: a scan of 0 components")
+add(write("flipped/prog-scan-count-9.jpg", patched(prog, sos[1] + 4, 9)), PARTIAL, "progressive JPEG: a scan of 9 components")
+add(write("flipped/prog-scan-length.jpg", patched(patched(prog, sos[2] + 2, 0xFF), sos[2] + 3, 0xFF)), PARTIAL,
+    "progressive JPEG: a scan header 65535 bytes long")
+add(write("flipped/prog-scan-length-1.jpg", patched(patched(prog, sos[2] + 2, 0), sos[2] + 3, 1)), PARTIAL,
+    "progressive JPEG: a scan header 1 byte long")
+add(write("flipped/prog-spectral.jpg", patched(prog, sos[2] + 6 + 2 * prog[sos[2] + 4], 70)), PARTIAL,
+    "progressive JPEG: a scan's spectral end past 63")
+add(write("flipped/prog-cut-in-header.jpg", prog[:sos[2] + 5]), PARTIAL, "progressive JPEG cut inside a scan header")
+add(write("flipped/prog-cut-mid-scan.jpg", prog[:(sos[1] + sos[2]) // 2]), PARTIAL, "progressive JPEG cut inside a scan")
+prog_rng = random.Random(16)
+for n in range(4):
+    flipped = bytearray(prog)
+    for _ in range(24):
+        at = prog_rng.randrange(sos[0], len(flipped) - 2)
+        flipped[at] = prog_rng.randrange(256)
+    add(write(f"flipped/prog-flipped-{n}.jpg", bytes(flipped)), PARTIAL, f"progressive JPEG with 24 random bytes changed ({n})")
+
 gif = bytearray(open(os.path.join(root, "base/good.gif"), "rb").read())
 gif[6:10] = struct.pack("<HH", 65535, 65535)
 add(write("bombs/gif-screen.gif", bytes(gif)), BOMB + ",result", "GIF logical screen 65535x65535")
