@@ -84,6 +84,16 @@ else
     say "originals present ($(ls "$ORIGINALS" | wc -l) files)"
 fi
 
+# mosaic OUT: the 2x2 mosaic (5120x3200) of four 2560x1600 photographs of the plasma set,
+# what the extremes and the library classes are made from.
+mosaic() {
+    tiles=""
+    for p in Path Autumn ColdRipple FallenLeaf; do
+        tiles="$tiles $ORIGINALS/plasma-$p-images-2560x1600.jpg"
+    done
+    vips arrayjoin "${tiles# }" "$1" --across 2
+}
+
 # 2. The extremes, from four 2560x1600 photographs of the plasma set.
 BASE_JPEG=$GENERATED/photo-24mp-baseline.jpg
 PROG_JPEG=$GENERATED/photo-24mp-progressive.jpg
@@ -92,12 +102,8 @@ if [ ! -f "$BASE_JPEG" ] || [ ! -f "$PROG_JPEG" ] || [ ! -f "$BIG_PNG" ]; then
     say "generating the 24 MP JPEGs and the 50 MP PNG with vips"
     work=$(mktemp -d "${TMPDIR:-/tmp}/viewerd-extremes.XXXXXX")
     trap 'rm -rf "$work"' EXIT
-    tiles=""
-    for p in Path Autumn ColdRipple FallenLeaf; do
-        tiles="$tiles $ORIGINALS/plasma-$p-images-2560x1600.jpg"
-    done
-    # 2x2 mosaic, 5120x3200, then 6000x4000 (24 MP) with mild noise (sigma 4) like a sensor's.
-    vips arrayjoin "${tiles# }" "$work/mosaic.v" --across 2
+    # The mosaic at 6000x4000 (24 MP) with mild noise (sigma 4) like a sensor's.
+    mosaic "$work/mosaic.v"
     vips resize "$work/mosaic.v" "$work/big.v" 1.171875 --vscale 1.25
     vips gaussnoise "$work/noise.v" 6000 4000 --sigma 4 --mean 0
     vips add "$work/big.v" "$work/noise.v" "$work/noisy.v"
@@ -130,11 +136,7 @@ if [ ! -f "$LIBRARY/.complete-$LIBRARY_FILES" ]; then
     mkdir -p "$LIBRARY/heic" "$LIBRARY/progressive" "$LIBRARY/interlaced-png" "$LIBRARY/avif"
     work=$(mktemp -d "${TMPDIR:-/tmp}/viewerd-library.XXXXXX")
     trap 'rm -rf "$work"' EXIT
-    tiles=""
-    for p in Path Autumn ColdRipple FallenLeaf; do
-        tiles="$tiles $ORIGINALS/plasma-$p-images-2560x1600.jpg"
-    done
-    vips arrayjoin "${tiles# }" "$work/mosaic.v" --across 2
+    mosaic "$work/mosaic.v"
     # noisy IN OUT SEED: IN plus sensor-like noise (sigma 4), back to 8 bits.
     noisy() {
         vips gaussnoise "$work/noise.v" "$(vipsheader -f width "$1")" "$(vipsheader -f height "$1")" --sigma 4 --mean 0 --seed "$3"

@@ -206,13 +206,18 @@ int vs_header_fd(int fd, vs_header *out) {
     return 0;
 }
 
-static int thumbnail_common(VipsSource *source, const void *buf, size_t len, int width, int height,
-                            int crop, int size, int page, int to_srgb, VipsImage **out) {
+// The crop anchors of vips_shim.h, as libvips names them.
+static VipsInteresting interesting_of(int crop) {
     static const VipsInteresting crops[] = {
         VIPS_INTERESTING_NONE, VIPS_INTERESTING_CENTRE, VIPS_INTERESTING_ATTENTION,
         VIPS_INTERESTING_ENTROPY,
     };
-    VipsInteresting interesting = (crop >= 0 && crop <= 3) ? crops[crop] : VIPS_INTERESTING_NONE;
+    return (crop >= 0 && crop <= 3) ? crops[crop] : VIPS_INTERESTING_NONE;
+}
+
+static int thumbnail_common(VipsSource *source, const void *buf, size_t len, int width, int height,
+                            int crop, int size, int page, int to_srgb, int no_rotate, VipsImage **out) {
+    VipsInteresting interesting = interesting_of(crop);
     char options[32] = "";
     if (page > 0) snprintf(options, sizeof(options), "page=%d", page);
     // Without an export profile 8.14 keeps the embedded profile's colour space; we strip
@@ -221,10 +226,10 @@ static int thumbnail_common(VipsSource *source, const void *buf, size_t len, int
     if (source)
         return vips_thumbnail_source(source, out, width, "height", height, "crop", interesting,
                                      "size", (VipsSize)size, "option_string", options,
-                                     "export_profile", export_profile, NULL);
+                                     "export_profile", export_profile, "no_rotate", no_rotate, NULL);
     return vips_thumbnail_buffer((void *)buf, len, out, width, "height", height, "crop", interesting,
                                  "size", (VipsSize)size, "option_string", options,
-                                 "export_profile", export_profile, NULL);
+                                 "export_profile", export_profile, "no_rotate", no_rotate, NULL);
 }
 
 int vs_thumbnail_fd(int fd, int width, int height, int crop, int size, int page, int to_srgb,
@@ -232,19 +237,14 @@ int vs_thumbnail_fd(int fd, int width, int height, int crop, int size, int page,
     *out = NULL;
     VipsSource *source = source_for_fd(fd, cancel);
     if (!source) return -1;
-    int result = thumbnail_common(source, NULL, 0, width, height, crop, size, page, to_srgb, out);
+    int result = thumbnail_common(source, NULL, 0, width, height, crop, size, page, to_srgb, FALSE, out);
     g_object_unref(source);
     return result;
 }
 
 int vs_thumbnail_image(VipsImage *in, int width, int height, int crop, int size, int to_srgb, VipsImage **out) {
-    static const VipsInteresting crops[] = {
-        VIPS_INTERESTING_NONE, VIPS_INTERESTING_CENTRE, VIPS_INTERESTING_ATTENTION,
-        VIPS_INTERESTING_ENTROPY,
-    };
     *out = NULL;
-    return vips_thumbnail_image(in, out, width, "height", height,
-                                "crop", (crop >= 0 && crop <= 3) ? crops[crop] : VIPS_INTERESTING_NONE,
+    return vips_thumbnail_image(in, out, width, "height", height, "crop", interesting_of(crop),
                                 "size", (VipsSize)size, "export_profile", to_srgb ? "srgb" : NULL, NULL);
 }
 
@@ -256,17 +256,9 @@ int vs_plan_fd(int fd, int width, int height, int crop, int size, int page, int 
     // built: asking a rotated photo's size that way decoded it whole. Unturned, with the box
     // turned as libvips turns it for orientations 5-8, the plan is the same and lazy.
     int swap = orientation >= 5 && orientation <= 8;
-    static const VipsInteresting crops[] = {
-        VIPS_INTERESTING_NONE, VIPS_INTERESTING_CENTRE, VIPS_INTERESTING_ATTENTION,
-        VIPS_INTERESTING_ENTROPY,
-    };
-    VipsInteresting interesting = (crop >= 0 && crop <= 3) ? crops[crop] : VIPS_INTERESTING_NONE;
-    char options[32] = "";
-    if (page > 0) snprintf(options, sizeof(options), "page=%d", page);
     VipsImage *planned = NULL;
-    int result = vips_thumbnail_source(source, &planned, swap ? height : width, "height", swap ? width : height,
-                                       "crop", interesting, "size", (VipsSize)size, "option_string", options,
-                                       "no_rotate", TRUE, NULL);
+    int result = thumbnail_common(source, NULL, 0, swap ? height : width, swap ? width : height, crop, size, page,
+                                  FALSE, TRUE, &planned);
     g_object_unref(source);
     if (result) return result;
     int w = vips_image_get_width(planned), h = vips_image_get_height(planned);
@@ -279,7 +271,7 @@ int vs_plan_fd(int fd, int width, int height, int crop, int size, int page, int 
 int vs_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int size,
                         int page, int to_srgb, VipsImage **out) {
     *out = NULL;
-    return thumbnail_common(NULL, buf, len, width, height, crop, size, page, to_srgb, out);
+    return thumbnail_common(NULL, buf, len, width, height, crop, size, page, to_srgb, FALSE, out);
 }
 
 // An EXIF thumbnail larger than this is not used (EXIF's own limit, 64 KiB, allows about

@@ -41,13 +41,16 @@ extension Renderer {
         let spec = spec.normalized()
         return try Self.attributingErrors { () throws(RenderError) -> (Rendition, PreviewSource)? in
             let header = try admitUngated(source, spec: spec)
-            // The final's sides are rounded along libvips' shrink-on-load path, not from the
-            // ratio (4000x3001 into 203 is 203x153, not 203x152): ask its plan, no pixel decoded.
-            let planned = try planUngated(source, spec: spec)
-            let budget = max(header.width, 0) * max(header.height, 0) / Self.previewCostFraction - planned.width * planned.height
+            // The budget needs the output's pixels to within a pixel (`outputSize`); the exact
+            // size, libvips' plan (3.5 ms), only once there is a preview to make.
+            let out = Self.outputSize(header, spec: spec)
+            let budget = max(header.width, 0) * max(header.height, 0) / Self.previewCostFraction - out.width * out.height
             for kind in PreviewSource.allCases {
                 guard let image = previewImage(kind, source: source, header: header, stored: stored, budget: budget,
                                                 cancellation: cancellation) else { continue }
+                // The final's sides are rounded along libvips' shrink-on-load path, not from the
+                // ratio (4000x3001 into 203 is 203x153, not 203x152): its plan, no pixel decoded.
+                let planned = try planUngated(source, spec: spec, admitted: header)
                 var fitted: OpaquePointer?
                 guard vs_fit_exact(image.pointer, Int32(planned.width), Int32(planned.height), spec.fit == .fill ? 1 : 0,
                                    &fitted) == 0, let fitted else {

@@ -166,9 +166,12 @@ public struct Renderer: Sendable {
 
     /// `plannedSize` for callers inside `attributingErrors`. Never builds the turned pipeline:
     /// for a rotated photo libvips decodes while building it (140 ms for a 24 MP JPEG, the
-    /// whole cost of its final, measured in issue 16's bench).
-    func planUngated(_ source: SourceFile, spec: RenditionSpec) throws(RenderError) -> (width: Int, height: Int) {
-        let header = try admitUngated(source, spec: spec)
+    /// whole cost of its final, measured in issue 16's bench). `admitted`: the header when the
+    /// caller has admitted the source already (a preview), so it is not read twice.
+    func planUngated(_ source: SourceFile, spec: RenditionSpec,
+                     admitted: SourceHeader? = nil) throws(RenderError) -> (width: Int, height: Int) {
+        let header: SourceHeader
+        if let admitted { header = admitted } else { header = try admitUngated(source, spec: spec) }
         let box = Self.thumbnailBox(spec, vector: header.isVector)
         var width: Int32 = 0, height: Int32 = 0
         guard vs_plan_fd(source.descriptor, box.width, box.height, box.crop, box.size, Int32(spec.page),

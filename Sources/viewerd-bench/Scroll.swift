@@ -281,6 +281,21 @@ extension Bench {
         return ScrollFigures(p50: p50, p95: p95, p99: p99, outcome: outcome, renders: renders, wasted: wasted, peak: peak, counters: counters)
     }
 
+    /// A scroll through `items` at the fast pace, asked with opportunistic delivery as a grid
+    /// that scrolls asks, on a fresh daemon; its rows and JSON (`key`) recorded.
+    func fastScroll(_ items: [String], part: String, scenario: String, key: String) throws -> ScrollFigures {
+        let rate = Double(settings.columns) / settings.fastRowInterval
+        print("  one row every \(fmt(settings.fastRowInterval, 2)) s = \(fmt(rate, 1)) items/s, opportunistic")
+        let f = try report.part(part) {
+            try scroll(items, rowInterval: settings.fastRowInterval, background: nil,
+                       label: key.replacingOccurrences(of: "_", with: "-"), delivery: .opportunistic)
+        }
+        addFastScrollRows(f, scenario: scenario)
+        report.results[key] = scrollJSON(f).merging(["items": items.count, "row_interval_s": settings.fastRowInterval,
+                                                     "items_per_s": rate]) { a, _ in a }
+        return f
+    }
+
     /// The fast scroll's goals (issue 16): the shown items' time-to-visible p50 <= 100 ms, and
     /// an image (a PREVIEW at least) within 50 ms for p95 of the items that had one on screen.
     func addFastScrollRows(_ f: ScrollFigures, scenario: String) {
@@ -348,34 +363,19 @@ extension Bench {
         var fast: ScrollFigures?
         if settings.fastScrollItems > 0 {
             // A scroll faster than the machine can render, so that cancellation, SET_PRIORITY,
-            // waste and previews are exercised (the steady scroll above never falls behind). The
-            // grid asks with opportunistic delivery, as a grid that scrolls should.
+            // waste and previews are exercised (the steady scroll above never falls behind).
             let items = Array(corpus.album.suffix(min(settings.fastScrollItems, corpus.album.count)))
-            print("  fast scroll: \(items.count) other items of the album, one row every \(fmt(settings.fastRowInterval, 2)) s = \(fmt(Double(settings.columns) / settings.fastRowInterval, 1)) items/s, opportunistic")
-            let f = try report.part("4b. fast scroll") {
-                try scroll(items, rowInterval: settings.fastRowInterval, background: nil, label: "fast-scroll", delivery: .opportunistic)
-            }
-            addFastScrollRows(f, scenario: "fast scroll")
-            report.results["fast_scroll"] = scrollJSON(f).merging(["items": items.count, "row_interval_s": settings.fastRowInterval,
-                                                                   "items_per_s": Double(settings.columns) / settings.fastRowInterval]) { a, _ in a }
-            fast = f
-        }
-
-        if settings.fastScrollItems > 0 {
-            // The same scroll through a phone's camera roll (camera JPEGs with EXIF thumbnails,
-            // HEICs with thumbnail items): where a PREVIEW is cheap, an image comes long before
-            // the final (issue 16's goals are on this one).
+            print("  fast scroll: \(items.count) other items of the album")
+            fast = try fastScroll(items, part: "4b. fast scroll", scenario: "fast scroll", key: "fast_scroll")
+            // The same through a phone's camera roll (camera JPEGs with EXIF thumbnails, HEICs
+            // with thumbnail items): where a PREVIEW is cheap, an image comes long before the
+            // final (issue 16's goals are on this one).
             let root = settings.smoke ? workDirectory + "/phone-album" : corpus.root + "/phone-album"
             let phone = try Corpus.phoneAlbum(library: corpus.library, in: root, count: settings.fastScrollItems)
             if !phone.isEmpty {
-                print("  fast scroll through a phone's camera roll: \(phone.count) copies of the library's camera JPEGs and HEICs, one row every \(fmt(settings.fastRowInterval, 2)) s, opportunistic")
-                let f = try report.part("4c. fast scroll, phone") {
-                    try scroll(phone, rowInterval: settings.fastRowInterval, background: nil, label: "fast-scroll-phone", delivery: .opportunistic)
-                }
-                addFastScrollRows(f, scenario: "fast scroll, phone")
-                report.results["fast_scroll_phone"] = scrollJSON(f).merging(["items": phone.count, "row_interval_s": settings.fastRowInterval,
-                                                                         "items_per_s": Double(settings.columns) / settings.fastRowInterval]) { a, _ in a }
-                phonePeak = f.peak
+                print("  fast scroll through a phone's camera roll: \(phone.count) copies of the library's camera JPEGs and HEICs")
+                phonePeak = try fastScroll(phone, part: "4c. fast scroll, phone", scenario: "fast scroll, phone",
+                                           key: "fast_scroll_phone").peak
             }
         }
 
