@@ -4,13 +4,17 @@
 SWIFT ?= swift
 # Debian packages to build and run: libvips, LMDB and libseccomp (the workers' sandbox) to
 # build against, pkg-config to find them, and libjpeg-turbo's headers for the partial decode
-# of progressive JPEGs (libvips-dev pulls them in already; named because we link it directly).
-APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev libjpeg62-turbo-dev pkg-config
+# of progressive JPEGs (libvips-dev pulls them in already; named because we link it directly),
+# and FFmpeg's libraries for the poster frames and media info of videos (issue 17).
+APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev libjpeg62-turbo-dev pkg-config \
+	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
 # And to test (and bench): libvips-tools (vips, vipsthumbnail) as the reference the tests
 # compare against, systemd for systemd-analyze and systemd-socket-activate in the service
 # tests, e2fsprogs for the coarse-timestamp file system (mkfs.ext2), libheif-examples for
-# heif-enc (a HEIC with a thumbnail item, as phones write: the preview tests and the bench).
-TEST_APT_PACKAGES := libvips-tools systemd e2fsprogs libheif-examples
+# heif-enc (a HEIC with a thumbnail item, as phones write: the preview tests and the bench),
+# ffmpeg (ffmpeg makes the test and bench clips, ffprobe is the media info reference) and
+# ffmpegthumbnailer (the bench's baseline for poster frames).
+TEST_APT_PACKAGES := libvips-tools systemd e2fsprogs libheif-examples ffmpeg ffmpegthumbnailer
 ARGS ?=
 
 .PHONY: all deps test-deps build debug run test clean install uninstall
