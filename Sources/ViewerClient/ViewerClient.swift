@@ -1,3 +1,4 @@
+import SystemCalls
 import Foundation
 import Locking
 import ViewerProtocol
@@ -111,10 +112,12 @@ public final class ViewerClient: Sendable {
     }
 
     /// Sends a request with one answer and waits for it; ERROR becomes `.server`.
-    func call(_ message: Message, requires: Capabilities = []) async throws -> Message {
+    func call(_ message: Message, requires: Capabilities = [], descriptor: Int32? = nil) async throws -> Message {
+        if Task.isCancelled, let descriptor { Posix.close(descriptor) }
         try Task.checkCancellation()
         let call = OneShotCall()
-        connection().submit(message, requires: requires, sink: call)
+        connection().submit(message, flags: descriptor == nil ? 0 : FrameFlags.descriptor, descriptor: descriptor,
+                            requires: descriptor == nil ? requires : requires.union(.descriptorPassing), sink: call)
         let reply = try await call.value()
         if case .error(let error) = reply { throw ViewerClientError.server(error) }
         return reply

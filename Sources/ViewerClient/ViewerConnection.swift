@@ -102,6 +102,39 @@ public final class ViewerConnection {
         }
     }
 
+    /// The media info of a file (INFO): kind, upright size, duration, frames or pages,
+    /// format. As with `render(_:)`, a daemon of another user gets a descriptor of the file.
+    ///
+    /// - Throws: `.unsupported` when the daemon does not announce `media-info`.
+    public func info(path: String) throws(ViewerClientError) -> MediaInfo {
+        guard welcome.capabilities.contains(.mediaInfo) else { throw .unsupported(Capabilities.mediaInfo.names) }
+        var descriptor: Int32?
+        if daemonIsAnotherUser, welcome.capabilities.contains(.descriptorPassing) {
+            descriptor = try? Posix.openForReading(path)
+        }
+        defer { if let descriptor { Posix.close(descriptor) } }
+        return try Self.info(of: call(.info(InfoRequest(path: path)), descriptor: descriptor))
+    }
+
+    /// The media info of the file open at `descriptor` (still the caller's to close); `path`
+    /// only names it.
+    ///
+    /// - Throws: `.unsupported` when the daemon announces no `media-info` or no descriptor passing.
+    public func info(descriptor: Int32, path: String) throws(ViewerClientError) -> MediaInfo {
+        guard welcome.capabilities.isSuperset(of: [.mediaInfo, .descriptorPassing]) else {
+            throw .unsupported(Capabilities.mediaInfo.union(.descriptorPassing).subtracting(welcome.capabilities).names)
+        }
+        return try Self.info(of: call(.info(InfoRequest(path: path)), descriptor: descriptor))
+    }
+
+    private static func info(of reply: Message) throws(ViewerClientError) -> MediaInfo {
+        switch reply {
+        case .infoReply(let info): return info
+        case .error(let error): throw .server(error)
+        case let other: throw .protocolViolation("expected INFO_REPLY, got \(other.type)")
+        }
+    }
+
     /// The daemon's counters.
     public func stats() throws(ViewerClientError) -> StatsReply {
         switch try call(.stats) {

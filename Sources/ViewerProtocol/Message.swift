@@ -14,6 +14,8 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case ping = 0x0A
     /// Evict from the store down to a size (0 empties it).
     case trim = 0x0B
+    /// The media info of one file (kind, upright size, duration, frames, format).
+    case info = 0x0C
 
     case welcome = 0x81
     case result = 0x82
@@ -23,6 +25,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case statsReply = 0x86
     case pong = 0x87
     case ack = 0x88
+    case infoReply = 0x89
 }
 
 /// Frame header flag bits.
@@ -47,6 +50,8 @@ public struct Capabilities: OptionSet, Sendable, Hashable {
     public static let invalidate = Capabilities(rawValue: 1 << 3)
     /// CANCEL and SET_PRIORITY.
     public static let cancellation = Capabilities(rawValue: 1 << 4)
+    /// INFO (and a descriptor with it).
+    public static let mediaInfo = Capabilities(rawValue: 1 << 5)
 }
 
 extension Capabilities: CustomStringConvertible {
@@ -55,7 +60,7 @@ extension Capabilities: CustomStringConvertible {
     public var description: String {
         let named: [(Capabilities, String)] = [(.descriptorPassing, "descriptor-passing"), (.previews, "previews"),
                                                (.prefetch, "prefetch"), (.invalidate, "invalidate"),
-                                               (.cancellation, "cancellation")]
+                                               (.cancellation, "cancellation"), (.mediaInfo, "media-info")]
         var names = named.filter { contains($0.0) }.map(\.1)
         let known = named.reduce(Capabilities()) { $0.union($1.0) }
         for bit in 0..<64 where rawValue & ~known.rawValue & (1 << UInt64(bit)) != 0 { names.append("bit \(bit)") }
@@ -218,6 +223,8 @@ public enum Message: Sendable, Equatable {
     case ping
     /// Store bytes to keep at most.
     case trim(bytes: UInt64)
+    /// The media info of one file; answered by `infoReply` or `error`.
+    case info(InfoRequest)
     case result(RenderResult)
     /// A degraded rendition before the final one (not terminal); `fromCache` is unused.
     case preview(RenderResult)
@@ -229,6 +236,8 @@ public enum Message: Sendable, Equatable {
     /// A control request was done; `count` says how many items it touched (for TRIM, the
     /// renditions evicted).
     case ack(count: UInt64)
+    /// What an INFO asked for (terminal).
+    case infoReply(MediaInfo)
 
     public var type: MessageType {
         switch self {
@@ -244,6 +253,8 @@ public enum Message: Sendable, Equatable {
         case .stats: .stats
         case .ping: .ping
         case .trim: .trim
+        case .info: .info
+        case .infoReply: .infoReply
         case .result: .result
         case .preview: .preview
         case .error: .error
@@ -257,7 +268,7 @@ public enum Message: Sendable, Equatable {
     /// Whether this server → client message ends its request.
     public var isTerminal: Bool {
         switch self {
-        case .result, .error, .cancelled, .statsReply, .pong, .ack, .welcome: true
+        case .result, .error, .cancelled, .statsReply, .pong, .ack, .welcome, .infoReply: true
         default: false
         }
     }

@@ -25,6 +25,11 @@ enum Tag {
     }
     enum Error { static let code: UInt16 = 1, message: UInt16 = 2 }
     enum Stats { static let counters: UInt16 = 1 }
+    enum Info { static let path: UInt16 = 1 }
+    enum InfoReply {
+        static let kind: UInt16 = 1, width: UInt16 = 2, height: UInt16 = 3, durationMillis: UInt16 = 4
+        static let frames: UInt16 = 5, pages: UInt16 = 6, format: UInt16 = 7, hasAlpha: UInt16 = 8
+    }
 }
 
 extension Message {
@@ -75,6 +80,10 @@ extension Message {
         case .result(let m), .preview(let m):
             return RenderResult.body(format: m.format, width: m.width, height: m.height,
                                      fromCache: m.fromCache, bytes: m.bytes)
+        case .info(let m):
+            w.put(Tag.Info.path, m.path)
+        case .infoReply(let m):
+            return m.body()
         case .error(let m):
             w.put(Tag.Error.code, m.rawCode)
             w.put(Tag.Error.message, m.message)
@@ -144,6 +153,8 @@ extension Message {
                                      message: try r.string(Tag.Error.message) ?? ""))
         case .statsReply:
             self = .statsReply(try Self.decodeCounters(r.bytes(Tag.Stats.counters) ?? []))
+        case .info: self = .info(InfoRequest(path: try r.requiredString(Tag.Info.path)))
+        case .infoReply: self = .infoReply(try MediaInfo(r))
         case .stats: self = .stats
         case .ping: self = .ping
         case .pong: self = .pong
@@ -196,7 +207,7 @@ extension Message {
                             bytes: Array(try r.requiredBytes(Tag.Result.bytes)))
     }
 
-    private static func enumValue<E: RawRepresentable>(_ type: E.Type, _ r: FieldReader, _ tag: UInt16,
+    static func enumValue<E: RawRepresentable>(_ type: E.Type, _ r: FieldReader, _ tag: UInt16,
                                                        _ name: String, default fallback: E?) throws(ProtocolError) -> E
     where E.RawValue == UInt8 {
         guard let raw: UInt8 = try r.integer(tag) else {
@@ -246,5 +257,34 @@ extension RenderResult {
         out.appendLE(Tag.Result.bytes)
         out.appendLE(UInt32(byteCount))
         return out
+    }
+}
+
+extension MediaInfo {
+    /// The INFO_REPLY body: also what the daemon stores for the file (behind a version byte).
+    public func body() -> [UInt8] {
+        var w = FieldWriter()
+        w.put(Tag.InfoReply.kind, kind.rawValue)
+        w.put(Tag.InfoReply.width, width)
+        w.put(Tag.InfoReply.height, height)
+        w.put(Tag.InfoReply.durationMillis, durationMillis)
+        w.put(Tag.InfoReply.frames, frames)
+        w.put(Tag.InfoReply.pages, pages)
+        w.put(Tag.InfoReply.format, format)
+        w.put(Tag.InfoReply.hasAlpha, hasAlpha)
+        return w.bytes
+    }
+
+    /// Decodes an INFO_REPLY body (`body()`).
+    public init(body: some Collection<UInt8>) throws(ProtocolError) {
+        try self.init(try FieldReader(Array(body), message: "infoReply"))
+    }
+
+    init(_ r: FieldReader) throws(ProtocolError) {
+        self.init(kind: try Message.enumValue(Kind.self, r, Tag.InfoReply.kind, "media kind", default: nil),
+                  width: try r.required(Tag.InfoReply.width), height: try r.required(Tag.InfoReply.height),
+                  durationMillis: try r.integer(Tag.InfoReply.durationMillis) ?? 0,
+                  frames: try r.integer(Tag.InfoReply.frames) ?? 1, pages: try r.integer(Tag.InfoReply.pages) ?? 1,
+                  format: try r.string(Tag.InfoReply.format) ?? "", hasAlpha: try r.bool(Tag.InfoReply.hasAlpha) ?? false)
     }
 }

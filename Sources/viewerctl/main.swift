@@ -4,8 +4,8 @@ import ViewerClient
 import ViewerProtocol
 
 let commands: [any Subcommand.Type] = [
-    RenderCommand.self, WarmCommand.self, StatsCommand.self, StatusCommand.self, InvalidateCommand.self,
-    TrimCommand.self, ClearCommand.self, PingCommand.self,
+    RenderCommand.self, InfoCommand.self, WarmCommand.self, StatsCommand.self, StatusCommand.self,
+    InvalidateCommand.self, TrimCommand.self, ClearCommand.self, PingCommand.self,
 ]
 
 /// The width of the command names' column in the help: the longest name and two spaces.

@@ -11,12 +11,13 @@ struct WorkerWireTests {
 
     static let commands: [WorkerCommand] = [.render(id: 1, request), .derive(id: 2, request), .cancel(id: 3),
                                             .renderWithPreviewBase(id: 4, request), .previewOnly(id: 5, request),
-                                            .previewOnlyWithBase(id: 6, request)]
+                                            .previewOnlyWithBase(id: 6, request), .info(id: 7, InfoRequest(path: "/videos/c d.mp4"))]
     static let replies: [WorkerReply] = [
         .sandbox([.seccomp, .noNewPrivs, .filesystem, .resourceLimits]),
         .sandbox([]),
         .preview(id: 4, rendition), .result(id: 5, rendition),
         .error(id: 6, ErrorReply(.corruptImage, "corrupt image: bad (x.jpg)")), .cancelled(id: 7),
+        .info(id: 8, MediaInfo(kind: .animated, width: 640, height: 480, frames: 12, format: "gif", hasAlpha: true)),
     ]
 
     /// Feeds `bytes` one byte at a time and returns the frames.
@@ -56,6 +57,9 @@ struct WorkerWireTests {
         #expect(WorkerWire.Kind(rawValue: derive.type)?.descriptorCount == 2)
         #expect(WorkerWire.Kind(rawValue: previewed.type)?.descriptorCount == 2)
         #expect([render, derive, previewed].allSatisfy { $0.flags & FrameFlags.descriptor != 0 })
+        let info = try #require(try frames(WorkerWire.encode(.info(id: 1, InfoRequest(path: "/a.jpg")))).first)
+        #expect(WorkerWire.Kind(rawValue: info.type)?.descriptorCount == 1)
+        #expect(info.flags & FrameFlags.descriptor != 0)
     }
 
     @Test("a reply is not a command, nor a command a reply, nor a public message either")
@@ -100,6 +104,7 @@ extension WorkerCommand: CustomTestStringConvertible {
         case .previewOnly(let id, _): "preview only \(id)"
         case .previewOnlyWithBase(let id, _): "preview only with a base \(id)"
         case .cancel(let id): "cancel \(id)"
+        case .info(let id, _): "info \(id)"
         }
     }
 }
@@ -112,6 +117,7 @@ extension WorkerReply: CustomTestStringConvertible {
         case .result(let id, _): "result \(id)"
         case .error(let id, _): "error \(id)"
         case .cancelled(let id): "cancelled \(id)"
+        case .info(let id, _): "info \(id)"
         }
     }
 }

@@ -37,6 +37,12 @@ struct MessageCodecTests {
         .ack(count: .max),
         .trim(bytes: 0),
         .trim(bytes: 200 << 20),
+        .info(InfoRequest(path: "/ü/clip one.mp4")),
+        .info(InfoRequest(path: "")),
+        .infoReply(MediaInfo(kind: .photo, width: 4000, height: 3000, format: "jpeg")),
+        .infoReply(MediaInfo(kind: .video, width: .max, height: 1, durationMillis: .max, frames: 0, pages: 1,
+                             format: "matroska/vp9", hasAlpha: false)),
+        .infoReply(MediaInfo(kind: .vector, width: 595, height: 842, pages: 12, format: "pdf", hasAlpha: true)),
     ]
 
     /// A message whose decoding is expected to fail, built field by field.
@@ -64,7 +70,7 @@ struct MessageCodecTests {
     }
 
     @Test("an unassigned message type throws unexpectedMessage",
-          arguments: [0x00, 0x0C, 0x55, 0x7F, 0x80, 0x89, 0xFF] as [UInt8])
+          arguments: [0x00, 0x0D, 0x55, 0x7F, 0x80, 0x8A, 0xFF] as [UInt8])
     func unknownType(_ type: UInt8) throws {
         #expect(MessageType(rawValue: type) == nil)
         #expect(throws: ProtocolError.unexpectedMessage(type: type)) {
@@ -77,9 +83,30 @@ struct MessageCodecTests {
         let table = MessageType.allCases.map { String($0.rawValue, radix: 16) + " \($0)" }
         #expect(table == [
             "1 hello", "2 render", "3 cancel", "4 setPriority", "5 prefetch", "6 stopPrefetch", "7 stopPrefetchAll",
-            "8 invalidate", "9 stats", "a ping", "b trim",
+            "8 invalidate", "9 stats", "a ping", "b trim", "c info",
             "81 welcome", "82 result", "83 preview", "84 error", "85 cancelled", "86 statsReply", "87 pong", "88 ack",
+            "89 infoReply",
         ])
+    }
+
+    @Test("INFO without a path, and INFO_REPLY without a kind or with an unknown one, are malformed")
+    func infoRequiredFields() throws {
+        #expect(throws: ProtocolError.missingField(tag: 1, message: "info")) {
+            try decode(.info) { $0.put(2, UInt32(1)) }
+        }
+        #expect(throws: ProtocolError.self) {
+            try decode(.infoReply) { $0.put(2, UInt32(1)); $0.put(3, UInt32(1)) }
+        }
+        #expect(throws: ProtocolError.invalidValue(field: "media kind", detail: "unknown value 4")) {
+            try decode(.infoReply) { $0.put(1, UInt8(4)); $0.put(2, UInt32(1)); $0.put(3, UInt32(1)) }
+        }
+    }
+
+    @Test("INFO_REPLY's optional fields take their defaults: no duration, one frame, one page")
+    func infoReplyDefaults() throws {
+        let message = try decode(.infoReply) { $0.put(1, UInt8(0)); $0.put(2, UInt32(640)); $0.put(3, UInt32(480)) }
+        #expect(message == .infoReply(MediaInfo(kind: .photo, width: 640, height: 480, durationMillis: 0, frames: 1, pages: 1,
+                                                format: "", hasAlpha: false)))
     }
 
     @Test("RENDER without a path is missing a required field")

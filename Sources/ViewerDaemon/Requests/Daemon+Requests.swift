@@ -276,6 +276,8 @@ extension Daemon {
                 send(connection, .ack(count: UInt64(count)), requestID: requestID)
             case .io(let event):
                 handle(event)
+            case .info(let job, let result):
+                infoRead(job, result)
             }
         }
     }

@@ -103,6 +103,8 @@ enum LoopEvent: Sendable {
     case ack(connection: UInt64, requestID: UInt32, count: Int)
     /// File system work done off the loop (`SourceIO`).
     case io(SourceEvent)
+    /// The preview lane read an INFO's media info (or could not); exactly one per `InfoJob`.
+    case info(InfoJob, InfoOutcome)
 }
 
 /// What the I/O threads (`SourceIO`) found, for the event loop to act on.
@@ -118,4 +120,6 @@ enum SourceEvent: Sendable {
     case prefetchHeadersRead(connection: UInt64, [(SourceFile, HeaderSniffer.Sniffed)])
     /// The identities of the files of a connection's STOP_PREFETCH that exist.
     case stopPrefetchIdentified(connection: UInt64, [AssetIdentity])
+    /// An INFO's file, opened (or why not).
+    case infoOpened(RequestRef, Result<SourceFile, RenderError>)
 }

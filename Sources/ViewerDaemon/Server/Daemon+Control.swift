@@ -100,6 +100,8 @@ extension Daemon {
             guard case .stopPrefetch(_, let request)? = controlSteps[id]?.first else { return }
             finishControlStep(of: id, count: stopPrefetch(identities, spec: request.spec.normalized(), connection: id))
             startControlSteps(of: id)
+        case .infoOpened(let ref, let result):
+            infoOpened(ref, result)
         }
     }
 

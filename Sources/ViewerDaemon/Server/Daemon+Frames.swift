@@ -44,9 +44,9 @@ extension Daemon {
             greet(connection, hello)
             return
         }
-        if let descriptor, message.type != .render {
+        if let descriptor, message.type != .render && message.type != .info {
             Posix.close(descriptor)
-            let error = ErrorReply(.invalidArgument, "only RENDER takes a descriptor")
+            let error = ErrorReply(.invalidArgument, "only RENDER and INFO take a descriptor")
             if isControl {
                 fail(RequestRef(connection: connection.id, id: frame.requestID), error)
             } else {
@@ -58,6 +58,8 @@ extension Daemon {
         switch message {
         case .render(let request):
             handleRender(request, descriptor: descriptor, requestID: id, on: connection)
+        case .info(let request):
+            handleInfo(request, descriptor: descriptor, requestID: id, on: connection)
         case .cancel:
             RequestDecision.cancelled.log(nil, requestID: id, client: connection.clientName)
             cancel(RequestRef(connection: connection.id, id: id))
@@ -79,7 +81,7 @@ extension Daemon {
             send(connection, .pong, requestID: id)
         case .hello:
             send(connection, .error(ErrorReply(.invalidArgument, "HELLO was already received")), requestID: id)
-        case .welcome, .result, .preview, .error, .cancelled, .statsReply, .pong, .ack:
+        case .welcome, .result, .preview, .error, .cancelled, .statsReply, .pong, .ack, .infoReply:
             send(connection, .error(ErrorReply(.unknownMessage, "\(message.type) is sent by servers, not clients")),
                  requestID: id)
         }
@@ -99,7 +101,8 @@ extension Daemon {
         send(connection, .welcome(Welcome(version: upper, serverVersion: viewerdVersion,
                                           maxRequestBody: configuration.maxRequestBody,
                                           maxResponseBody: configuration.maxResponseBody,
-                                          capabilities: [.descriptorPassing, .previews, .prefetch, .invalidate, .cancellation],
+                                          capabilities: [.descriptorPassing, .previews, .prefetch, .invalidate, .cancellation,
+                                                                 .mediaInfo],
                                           maxOutstanding: UInt32(configuration.maxOutstandingPerClient))), requestID: 0)
     }
 

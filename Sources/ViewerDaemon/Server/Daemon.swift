@@ -42,6 +42,8 @@ public final class Daemon {
     let io = SourceIO()
     /// RENDERs whose source is being opened (before the in-flight table has them).
     var opening = OpeningRenders()
+    /// INFOs waiting for a worker's read of their file's header.
+    var pendingInfo = PendingInfo()
     /// Each connection's prefetch steps, first one in progress (`ControlStep`).
     var controlSteps: [UInt64: [ControlStep]] = [:]
     /// Connections whose reading waits for their user's open sources to drop under the quota.

@@ -26,6 +26,12 @@ struct DaemonStats {
     var previewsDropped: UInt64 = 0
     /// Connections closed because their answers went unread past the write timeout.
     var writeTimeouts: UInt64 = 0
+    /// INFO requests; those answered from the store; reads of a header by a worker for
+    /// them; and INFOs that joined a read already in flight.
+    var infoRequests: UInt64 = 0
+    var infoHits: UInt64 = 0
+    var infoReads: UInt64 = 0
+    var infoCoalesced: UInt64 = 0
     /// Error answers by wire code.
     var errorsByCode: [UInt16: UInt64] = [:]
 }

@@ -18,6 +18,8 @@ struct WorkerJob {
     let isDerivation: Bool
     /// Only the PREVIEW is wanted, as the job's result (the preview lane).
     var previewOnly = false
+    /// Only the media info is wanted (the info lane): `request.path` names the file.
+    var infoOnly = false
 
     /// For a job that is never served (cancelled while queued).
     func closeDescriptors() {

@@ -70,6 +70,11 @@ final class WorkerPool: Sendable {
     private let previewSlot: WorkerSlot
     /// Jobs whose waiters want a PREVIEW, oldest wanted first; under `wakeup`'s lock.
     private let previewWanted = Locked([RenderJob]())
+    /// INFO reads waiting for the preview lane, oldest first; under `wakeup`'s lock. They go
+    /// ahead of previews: a header read takes a millisecond, and a viewer lays out its grid
+    /// with the answer before it can ask for any pixels. Never behind a render: the lane
+    /// makes no finals.
+    private let infoWanted = Locked([InfoJob]())
     /// Wanted previews kept: older ones belong to items long scrolled away.
     static let previewQueueLimit = 64
     /// Render workers' nice value. A preview takes milliseconds and someone looks at the
@@ -154,6 +159,13 @@ final class WorkerPool: Sendable {
         wakeup.broadcast()
     }
 
+    /// Asks the preview lane to read `job`'s media info, ahead of any preview; its answer
+    /// comes back as `LoopEvent.info`, exactly once.
+    func wantInfo(_ job: InfoJob) {
+        wakeup.withLock { infoWanted.withLock { $0.append(job) } }
+        wakeup.broadcast()
+    }
+
     /// Moves a queued job to another class (running jobs keep their slot). `renew` makes it
     /// the newest of its class (a new visible waiter: it just scrolled into view).
     func reprioritize(_ job: RenderJob, renew: Bool) {
@@ -204,20 +216,38 @@ final class WorkerPool: Sendable {
     /// render worker has begun.
     private func drivePreviews() {
         defer { previewSlot.shutdown() }
+        defer { for job in infoWanted.withLock({ $0 }) { onEvent(.info(job, .failed(Self.stopped(job), cause: .protocolError))) } }
         while true {
-            guard let job = wakeup.wait(until: { () -> RenderJob?? in
+            guard let work = wakeup.wait(until: { () -> LaneWork?? in
                 if stopping.load(ordering: .acquiring) { return .some(nil) }
+                if let info = infoWanted.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
+                    _ = previewSlot.control.begin(info.sequence)
+                    return .some(.info(info))
+                }
                 guard let job = previewWanted.withLock({ Self.takePreview(from: &$0) }) else { return nil }
                 // A lane that must start its process first (100 ms) leaves this one to the
                 // render worker, if that takes the job meanwhile.
                 if previewSlot.isAlive { job.previewClaimed.store(true, ordering: .relaxed) }
                 _ = previewSlot.control.begin(job.sequence)
-                return .some(job)
+                return .some(.preview(job))
             }) else {
                 return
             }
-            if let preview = previewSlot.preview(job) { onEvent(.preview(job, preview)) }
+            switch work {
+            case .info(let job): onEvent(.info(job, previewSlot.info(job)))
+            case .preview(let job): if let preview = previewSlot.preview(job) { onEvent(.preview(job, preview)) }
+            }
         }
+    }
+
+    /// What the preview lane does next.
+    private enum LaneWork {
+        case info(InfoJob)
+        case preview(RenderJob)
+    }
+
+    private static func stopped(_ job: InfoJob) -> RenderError {
+        .reported(code: .shuttingDown, message: "viewerd is shutting down (\(job.source.path))")
     }
 
     /// Takes the wanted preview to make next: of the most urgent priority, the newest wanted.

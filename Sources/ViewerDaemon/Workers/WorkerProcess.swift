@@ -149,7 +149,10 @@ public enum WorkerProcess {
                                            previewOnly: true))
                     case .cancel(let id):
                         if jobs.cancel(id) { send(.cancelled(id: id)) }
-                    case .render, .derive, .renderWithPreviewBase, .previewOnly, .previewOnlyWithBase:
+                    case .info(let id, let request) where attached.count == 1:
+                        jobs.put(WorkerJob(id: id, request: RenderRequest(path: request.path, spec: RenditionSpec(width: 1, height: 1)),
+                                           source: attached[0], base: -1, isDerivation: false, infoOnly: true))
+                    case .render, .derive, .renderWithPreviewBase, .previewOnly, .previewOnlyWithBase, .info:
                         throw WorkerWireError(description: "a command without its descriptors")
                     }
                 } catch {
@@ -171,6 +174,17 @@ public enum WorkerProcess {
     private static func serve(_ job: WorkerJob, cancellation: RenderCancellation, renderer: Renderer, faults: Bool,
                               hook: JobHook?) {
         defer { if job.base >= 0 { Glibc.close(job.base) } }
+        if job.infoOnly {
+            let info = Result { () throws(RenderError) in
+                try renderer.mediaInfo(SourceFile(descriptor: job.source, path: job.request.path))
+            }
+            switch info {
+            case .success(let info): send(.info(id: job.id, info))
+            case .failure where cancellation.isCancelled: send(.cancelled(id: job.id))
+            case .failure(let error): send(.error(id: job.id, ErrorReply(error.code, error.description)))
+            }
+            return
+        }
         let outcome: Result<Rendition, RenderError>
         if job.isDerivation {
             outcome = Result { () throws(RenderError) in try derive(job, cancellation: cancellation, renderer: renderer) }

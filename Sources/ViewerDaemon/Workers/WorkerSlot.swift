@@ -73,31 +73,60 @@ final class WorkerSlot: @unchecked Sendable {
         guard control.request(for: job.sequence) == .none else { return nil }
         defer { retireIfSpent() }
         let id = UInt32(truncatingIfNeeded: job.sequence)
-        guard hand(job, id: id, previewOnly: true) == nil,
-              case .rendered(let rendition) = awaitAnswer(job, id: id, timeout: min(pool.jobTimeout, Self.previewTimeout),
-                                                          onPreview: { _ in })
+        guard hand({ send(job, id: id, previewOnly: true) }) == nil,
+              case .outcome(.rendered(let rendition)) = awaitAnswer(sequence: job.sequence, path: job.source.path, id: id,
+                                                                    timeout: min(pool.jobTimeout, Self.previewTimeout),
+                                                                    onPreview: { _ in })
         else { return nil }
         return rendition
+    }
+
+    /// Reads the media info of `job`'s source in the worker process (the info lane,
+    /// `WorkerPool`), under the preview timeout: a header read takes milliseconds.
+    func info(_ job: InfoJob) -> InfoOutcome {
+        defer { control.end() }
+        defer { retireIfSpent() }
+        let id = UInt32(truncatingIfNeeded: job.sequence)
+        let path = job.source.path
+        let command = WorkerCommand.info(id: id, InfoRequest(path: path))
+        if let death = hand({ transmit(WorkerWire.encode(command), descriptors: [job.source.descriptor]) }) {
+            return .failed(.reported(code: .internalError, message: "\(death) (\(path))"), cause: .workerDied(death))
+        }
+        switch awaitAnswer(sequence: job.sequence, path: path, id: id, timeout: min(pool.jobTimeout, Self.previewTimeout),
+                           onPreview: { _ in }) {
+        case .info(let info): return .read(info)
+        case .outcome(.failed(let error, let cause)): return .failed(error, cause: cause)
+        case .outcome(.cancelled):
+            return .failed(.reported(code: .shuttingDown, message: "viewerd is shutting down (\(path))"), cause: .protocolError)
+        case .outcome(.rendered):
+            if case .failed(let error, let cause) = protocolFailure(path: path, detail: "a rendition for an info read") {
+                return .failed(error, cause: cause)
+            }
+            return .failed(.reported(code: .internalError, message: "worker protocol error (\(path))"), cause: .protocolError)
+        }
     }
 
     /// A preview comes from a few KiB of thumbnail: one that takes longer is not worth waiting for.
     static let previewTimeout: Duration = .seconds(5)
 
     private func attempt(_ job: RenderJob, id: UInt32, onPreview: (Rendition) -> Void) -> JobOutcome {
-        if let death = hand(job, id: id) {
+        if let death = hand({ send(job, id: id, previewOnly: false) }) {
             return .failed(.reported(code: .internalError, message: "\(death) (\(job.source.path))"),
                            cause: .workerDied(death))
         }
-        return awaitAnswer(job, id: id, timeout: pool.jobTimeout, onPreview: onPreview)
+        switch awaitAnswer(sequence: job.sequence, path: job.source.path, id: id, timeout: pool.jobTimeout, onPreview: onPreview) {
+        case .outcome(let outcome): return outcome
+        case .info: return protocolFailure(path: job.source.path, detail: "media info for a render")
+        }
     }
 
     /// Sends the job to a live worker (starting one if none runs, or another if it had died
     /// between jobs). Returns why it could not.
-    private func hand(_ job: RenderJob, id: UInt32, previewOnly: Bool = false) -> WorkerDeath? {
+    private func hand(_ send: () -> Int32) -> WorkerDeath? {
         for _ in 0..<2 {
             let failure = ensureProcess()
             guard failure == 0 else { return .failedToStart(errno: failure) }
-            switch send(job, id: id, previewOnly: previewOnly) {
+            switch send() {
             case 0: return nil
             case EPIPE: reap(killing: .killedForCancel)  // it died between jobs: start another
             case let failure: return .failedToStart(errno: failure)
@@ -132,7 +161,11 @@ final class WorkerSlot: @unchecked Sendable {
             guard base >= 0 else { return errno }
             descriptors.append(base)
         }
-        let bytes = WorkerWire.encode(command)
+        return transmit(WorkerWire.encode(command), descriptors: descriptors)
+    }
+
+    /// Writes a command's frame; returns 0, or EPIPE when the worker is gone.
+    private func transmit(_ bytes: [UInt8], descriptors: [Int32]) -> Int32 {
         // The descriptors travel with the frame's first byte; the kernel duplicates them into
         // the worker, so the daemon keeps its own.
         let first = bytes.withUnsafeBytes { raw in
@@ -153,7 +186,8 @@ final class WorkerSlot: @unchecked Sendable {
         return true
     }
 
-    private func awaitAnswer(_ job: RenderJob, id: UInt32, timeout: Duration, onPreview: (Rendition) -> Void) -> JobOutcome {
+    private func awaitAnswer(sequence: UInt64, path: String, id: UInt32, timeout: Duration,
+                             onPreview: (Rendition) -> Void) -> WorkerAnswer {
         let deadline = ContinuousClock.now + timeout
         var cancelDeadline: ContinuousClock.Instant?
         var buffer = [UInt8](repeating: 0, count: 256 * 1024)
@@ -176,16 +210,19 @@ final class WorkerSlot: @unchecked Sendable {
                         consecutiveEarlyDeaths = 0
                         return .rendered(rendition)
                     case .error(_, let e) where e.code == .malformedFrame:
-                        return protocolFailure(job, detail: e.message)
+                        return .outcome(protocolFailure(path: path, detail: e.message))
                     case .error(_, let e):
                         consecutiveEarlyDeaths = 0
                         return .failed(.reported(code: e.code ?? .internalError, message: e.message), cause: .reported)
                     case .cancelled:
                         return .cancelled
+                    case .info(_, let info):
+                        consecutiveEarlyDeaths = 0
+                        return .info(info)
                     }
                 }
             } catch {
-                return protocolFailure(job, detail: "\(error)")
+                return .outcome(protocolFailure(path: path, detail: "\(error)"))
             }
             let now = ContinuousClock.now
             let limit = min(deadline, cancelDeadline ?? deadline)
@@ -197,8 +234,8 @@ final class WorkerSlot: @unchecked Sendable {
                 }
                 reap(killing: .killedForTimeout)
                 pool.count(\.timeouts)
-                Log.warning("event=render-timeout path=\(Log.quote(job.source.path)) seconds=\(timeout.components.seconds)")
-                return .failed(.timedOut(path: job.source.path, seconds: Int(timeout.components.seconds)),
+                Log.warning("event=render-timeout path=\(Log.quote(path)) seconds=\(timeout.components.seconds)")
+                return .failed(.timedOut(path: path, seconds: Int(timeout.components.seconds)),
                                cause: .workerDied(.killedForTimeout))
             }
             let wait = Int32(clamping: (limit - now).components.seconds * 1000 + (limit - now).components.attoseconds / 1_000_000_000_000_000 + 1)
@@ -212,14 +249,14 @@ final class WorkerSlot: @unchecked Sendable {
                 let death = reap(killing: .stoppedForRead)
                 pool.count(\.crashes)
                 pool.count(\.sandboxKills)
-                Log.warning("event=worker-crashed path=\(Log.quote(job.source.path)) detail=\(Log.quote(death.description)) "
+                Log.warning("event=worker-crashed path=\(Log.quote(path)) detail=\(Log.quote(death.description)) "
                             + "opened=\(Log.quote(String(path.prefix(256))))")
                 if cancelDeadline != nil { return .cancelled }
-                return .failed(.decoderCrashed(path: job.source.path, detail: death.description), cause: .workerDied(death))
+                return .failed(.decoderCrashed(path: path, detail: death.description), cause: .workerDied(death))
             }
             if ready & 2 != 0 {
                 control.wakeup.drain()
-                switch control.request(for: job.sequence) {
+                switch control.request(for: sequence) {
                 case .stop:
                     // The daemon is past its shutdown deadline: no grace.
                     pool.count(\.killed)
@@ -252,13 +289,13 @@ final class WorkerSlot: @unchecked Sendable {
                 let death = reap(killing: nil)
                 pool.count(\.crashes)
                 if death.isSandboxKill { pool.count(\.sandboxKills) }
-                Log.warning("event=worker-crashed path=\(Log.quote(job.source.path)) detail=\(Log.quote(death.description))")
+                Log.warning("event=worker-crashed path=\(Log.quote(path)) detail=\(Log.quote(death.description))")
                 if cancelDeadline != nil { return .cancelled }
                 if death == .exited(status: WorkerWire.protocolErrorStatus) {
-                    return .failed(.reported(code: .internalError, message: "worker protocol error (\(job.source.path))"),
+                    return .failed(.reported(code: .internalError, message: "worker protocol error (\(path))"),
                                    cause: .protocolError)
                 }
-                return .failed(.decoderCrashed(path: job.source.path, detail: death.description), cause: .workerDied(death))
+                return .failed(.decoderCrashed(path: path, detail: death.description), cause: .workerDied(death))
             }
         }
     }
@@ -266,11 +303,11 @@ final class WorkerSlot: @unchecked Sendable {
     /// The worker sent what the daemon cannot decode, or said it could not decode ours: a
     /// fault of viewerd, answered at once. The worker is killed (its stream is not to be
     /// trusted any more).
-    private func protocolFailure(_ job: RenderJob, detail: String) -> JobOutcome {
-        Log.error("event=worker-protocol-error path=\(Log.quote(job.source.path)) detail=\(Log.quote(detail))")
+    private func protocolFailure(path: String, detail: String) -> JobOutcome {
+        Log.error("event=worker-protocol-error path=\(Log.quote(path)) detail=\(Log.quote(detail))")
         pool.count(\.killed)
         reap(killing: .killedForCancel)
-        return .failed(.reported(code: .internalError, message: "worker protocol error: \(detail) (\(job.source.path))"),
+        return .failed(.reported(code: .internalError, message: "worker protocol error: \(detail) (\(path))"),
                        cause: .protocolError)
     }
 
@@ -369,3 +406,14 @@ final class WorkerSlot: @unchecked Sendable {
     }
 }
 
+
+/// What a worker answered a job: a render's outcome, or the media info an info job asked for.
+/// `cancelled`, `rendered` and `failed` read as `JobOutcome`'s, so the wait reads as before.
+private enum WorkerAnswer {
+    case outcome(JobOutcome)
+    case info(MediaInfo)
+
+    static let cancelled = WorkerAnswer.outcome(.cancelled)
+    static func rendered(_ rendition: Rendition) -> WorkerAnswer { .outcome(.rendered(rendition)) }
+    static func failed(_ error: RenderError, cause: FailureCause) -> WorkerAnswer { .outcome(.failed(error, cause: cause)) }
+}

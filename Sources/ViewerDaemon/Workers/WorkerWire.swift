@@ -19,11 +19,14 @@ enum WorkerCommand: Sendable, Equatable {
     case previewOnlyWithBase(id: UInt32, RenderRequest)
     /// Stop the job `id` (answered CANCELLED, or its result if it was done first).
     case cancel(id: UInt32)
+    /// Read the media info of the source (descriptor 0) from its header: answered `info`
+    /// or `error` (the info lane, `WorkerPool`).
+    case info(id: UInt32, InfoRequest)
 
     var id: UInt32 {
         switch self {
         case .render(let id, _), .derive(let id, _), .renderWithPreviewBase(let id, _), .previewOnly(let id, _),
-             .previewOnlyWithBase(let id, _), .cancel(let id): id
+             .previewOnlyWithBase(let id, _), .cancel(let id), .info(let id, _): id
         }
     }
 }
@@ -37,11 +40,13 @@ enum WorkerReply: Sendable, Equatable {
     case result(id: UInt32, Rendition)
     case error(id: UInt32, ErrorReply)
     case cancelled(id: UInt32)
+    /// The answer to an `info` command.
+    case info(id: UInt32, MediaInfo)
 
     var id: UInt32 {
         switch self {
         case .sandbox: 0
-        case .preview(let id, _), .result(let id, _), .error(let id, _), .cancelled(let id): id
+        case .preview(let id, _), .result(let id, _), .error(let id, _), .cancelled(let id), .info(let id, _): id
         }
     }
 }
@@ -66,13 +71,13 @@ struct WorkerWireError: Error, Sendable, Equatable, CustomStringConvertible {
 enum WorkerWire {
     enum Kind: UInt8 {
         case render = 0x41, derive = 0x42, cancel = 0x43, renderWithPreviewBase = 0x44, previewOnly = 0x45,
-             previewOnlyWithBase = 0x46
-        case preview = 0xC1, result = 0xC2, error = 0xC3, cancelled = 0xC4, sandbox = 0xC5
+             previewOnlyWithBase = 0x46, info = 0x47
+        case preview = 0xC1, result = 0xC2, error = 0xC3, cancelled = 0xC4, sandbox = 0xC5, infoReply = 0xC6
 
         /// Descriptors that come with a command of this kind.
         var descriptorCount: Int {
             switch self {
-            case .render, .previewOnly: 1
+            case .render, .previewOnly, .info: 1
             case .derive, .renderWithPreviewBase, .previewOnlyWithBase: 2
             default: 0
             }
@@ -106,6 +111,8 @@ enum WorkerWire {
             frame(.previewOnlyWithBase, id: id, body: Message.render(request).body(), descriptors: true)
         case .cancel(let id):
             frame(.cancel, id: id, body: [], descriptors: false)
+        case .info(let id, let request):
+            frame(.info, id: id, body: Message.info(request).body(), descriptors: true)
         }
     }
 
@@ -117,6 +124,12 @@ enum WorkerWire {
         case .previewOnly: .previewOnly(id: frame.requestID, try request(frame))
         case .previewOnlyWithBase: .previewOnlyWithBase(id: frame.requestID, try request(frame))
         case .cancel: .cancel(id: frame.requestID)
+        case .info:
+            if case .info(let request) = try decodePublic(frame, as: .info) {
+                .info(id: frame.requestID, request)
+            } else {
+                throw WorkerWireError(description: "an info body that is not one")
+            }
         default: throw WorkerWireError(description: "not a worker command: type 0x\(String(frame.type, radix: 16))")
         }
     }
@@ -130,6 +143,7 @@ enum WorkerWire {
         case .result(let id, let r): frame(.result, id: id, body: Message.result(result(r)).body(), descriptors: false)
         case .error(let id, let e): frame(.error, id: id, body: Message.error(e).body(), descriptors: false)
         case .cancelled(let id): frame(.cancelled, id: id, body: [], descriptors: false)
+        case .info(let id, let info): frame(.infoReply, id: id, body: info.body(), descriptors: false)
         }
     }
 
@@ -142,6 +156,9 @@ enum WorkerWire {
             guard case .error(let e) = try decodePublic(frame, as: .error) else { break }
             return .error(id: id, e)
         case .cancelled: return .cancelled(id: id)
+        case .infoReply:
+            guard case .infoReply(let info) = try decodePublic(frame, as: .infoReply) else { break }
+            return .info(id: id, info)
         case .sandbox:
             guard frame.body.count == 1 else { throw WorkerWireError(description: "a sandbox report of \(frame.body.count) bytes") }
             return .sandbox(WorkerProtections(rawValue: frame.body[frame.body.startIndex]))

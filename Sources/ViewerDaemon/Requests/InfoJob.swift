@@ -1,0 +1,85 @@
+import Rendering
+import RenditionStore
+import ViewerProtocol
+
+/// One read of a file's media info in a worker (INFO that missed the store): every INFO
+/// of the same file identity waiting at once shares it. Immutable; the waiters are the
+/// event loop's (`PendingInfo`).
+final class InfoJob: Sendable {
+    let source: SourceFile
+    /// The store key its answer goes under (`MediaInfoRecord.key`).
+    let key: RenditionKey
+    /// Unique among jobs the worker slots see: info jobs count down from the top, render
+    /// jobs up from 1, so a cancel meant for a render never reaches an info job.
+    let sequence: UInt64
+
+    init(source: SourceFile, key: RenditionKey, sequence: UInt64) {
+        self.source = source
+        self.key = key
+        self.sequence = sequence
+    }
+}
+
+/// How an info job ended: exactly one `LoopEvent.info` carries it.
+enum InfoOutcome: Sendable {
+    case read(MediaInfo)
+    /// The error to answer, and why, for the failure policy (`FailurePolicy`).
+    case failed(RenderError, cause: FailureCause)
+}
+
+/// INFO requests waiting for a worker's answer, by the file identity they asked about:
+/// identical requests in flight are read once. Confined to the event loop thread.
+struct PendingInfo {
+    private var waiters: [RenditionKey: (job: InfoJob, requests: [RequestRef])] = [:]
+    private var nextSequence = UInt64.max
+
+    var count: Int { waiters.count }
+
+    /// Adds a waiter; returns the job to start when none reads this file yet.
+    mutating func wait(_ ref: RequestRef, key: RenditionKey, source: SourceFile) -> InfoJob? {
+        if waiters[key] != nil {
+            waiters[key]!.requests.append(ref)
+            return nil
+        }
+        let job = InfoJob(source: source, key: key, sequence: nextSequence)
+        nextSequence -= 1
+        waiters[key] = (job, [ref])
+        return job
+    }
+
+    /// The waiters of a finished job (it leaves the table).
+    mutating func finish(_ job: InfoJob) -> [RequestRef] {
+        guard waiters[job.key]?.job === job else { return [] }
+        return waiters.removeValue(forKey: job.key)?.requests ?? []
+    }
+}
+
+/// How media info is kept in the store: as a value under a key of the file's identity, as
+/// renditions are, so that it goes stale when the file changes, and INVALIDATE, the sweep,
+/// TRIM and eviction treat it as they treat a rendition of the file. The spec part of the
+/// key is not a rendition spec (their encoding starts with version 1), so no rendition
+/// lookup ever matches it, and the value's metadata has format 0, which no RESULT has.
+///
+/// Value: a version byte, then the INFO_REPLY body (tagged fields: a newer daemon may add
+/// some and still read these).
+enum MediaInfoRecord {
+    static let version: UInt8 = 1
+    /// The spec bytes of an info key: "I" and the record's version.
+    static let specBytes: [UInt8] = [0x49, version]
+
+    static func key(for identity: AssetIdentity) -> RenditionKey {
+        RenditionKey(source: identity.bytes, spec: specBytes, rendererVersion: Renderer.version)
+    }
+
+    static func encoded(_ info: MediaInfo) -> [UInt8] { [version] + info.body() }
+
+    /// Nil for another version, or bytes that do not decode.
+    static func decode(_ bytes: UnsafeRawBufferPointer) -> MediaInfo? {
+        guard let first = bytes.first, first == version else { return nil }
+        return try? MediaInfo(body: bytes.dropFirst())
+    }
+
+    static func metadata(_ info: MediaInfo, now: UInt64) -> RenditionMetadata {
+        RenditionMetadata(format: 0, width: info.width, height: info.height, created: now)
+    }
+}

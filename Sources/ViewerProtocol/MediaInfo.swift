@@ -1,0 +1,86 @@
+/// What a file is, as far as a viewer laying out a grid or a pager needs to know before any
+/// pixels: the INFO_REPLY message (PROTOCOL.md, INFO). Read from the file's header only.
+///
+/// ```swift
+/// let info = try await client.info(path: "/pictures/a.jpg")
+/// let aspect = Double(info.width) / Double(info.height)   // upright: EXIF orientation applied
+/// ```
+public struct MediaInfo: Sendable, Equatable, Hashable {
+    /// What kind of media the file holds.
+    public enum Kind: UInt8, Sendable, CaseIterable {
+        /// A still raster image (a multi-page TIFF too: see `pages`).
+        case photo = 0
+        /// A video file (frames decoded by the video decoder).
+        case video = 1
+        /// A vector document (SVG, PDF): rasterized at any size, `width`×`height` is its
+        /// nominal size at 72 dpi.
+        case vector = 2
+        /// An animated image (GIF, WebP with more than one frame).
+        case animated = 3
+
+        /// The name PROTOCOL.md gives the value.
+        public var name: String {
+            switch self {
+            case .photo: "photo"
+            case .video: "video"
+            case .vector: "vector"
+            case .animated: "animated"
+            }
+        }
+    }
+
+    public var kind: Kind
+    /// Width as shown: EXIF orientation 5-8 (or a video's rotation) already swaps the sides.
+    public var width: UInt32
+    /// Height as shown.
+    public var height: UInt32
+    /// A video's duration in milliseconds; 0 for everything else, and for a video that does
+    /// not say.
+    public var durationMillis: UInt64
+    /// Frames of an animated image or a video, 0 when unknown; 1 for a still image.
+    public var frames: UInt32
+    /// Pages of a document (PDF, multi-page TIFF), 1 for everything else.
+    public var pages: UInt32
+    /// The file's format: the image format's short name (`jpeg`, `png`, `gif`, `webp`,
+    /// `tiff`, `heif`, `jxl`, `svg`, `pdf`), or for a video `container/codec`
+    /// (`mp4/h264`, `matroska/vp9`).
+    public var format: String
+    /// The image has an alpha channel (false for videos).
+    public var hasAlpha: Bool
+
+    public init(kind: Kind, width: UInt32, height: UInt32, durationMillis: UInt64 = 0, frames: UInt32 = 1,
+                pages: UInt32 = 1, format: String, hasAlpha: Bool = false) {
+        self.kind = kind
+        self.width = width
+        self.height = height
+        self.durationMillis = durationMillis
+        self.frames = frames
+        self.pages = pages
+        self.format = format
+        self.hasAlpha = hasAlpha
+    }
+}
+
+/// Client → server: the media info of one file (INFO).
+public struct InfoRequest: Sendable, Equatable {
+    /// Absolute path of the file. With a descriptor attached (flag `descriptor`), the
+    /// descriptor is the file, as for RENDER, and this path only names it.
+    public var path: String
+
+    public init(path: String) { self.path = path }
+}
+
+extension MediaInfo {
+    /// A one-line summary: `photo jpeg 4000x3000`, `video mp4/h264 1920x1080 12.345 s 370 frames`.
+    public var summary: String {
+        var parts = [kind.name, format, "\(width)x\(height)"]
+        if kind == .video {
+            let seconds = durationMillis / 1000, millis = durationMillis % 1000
+            parts.append("\(seconds).\(String(repeating: "0", count: millis < 10 ? 2 : millis < 100 ? 1 : 0))\(millis) s")
+        }
+        if (kind == .video || kind == .animated) && frames > 0 { parts.append("\(frames) frames") }
+        if pages > 1 { parts.append("\(pages) pages") }
+        if hasAlpha { parts.append("alpha") }
+        return parts.joined(separator: " ")
+    }
+}

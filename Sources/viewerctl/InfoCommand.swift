@@ -1,0 +1,82 @@
+import Foundation
+import ViewerClient
+import ViewerProtocol
+
+struct InfoCommand: Subcommand {
+    static let name = "info"
+    static let abstract = "Print what files are (kind, upright size, duration, frames, format) from their headers."
+    static let usage = """
+        viewerctl info PATH... [--json]
+
+          One line per file: `PATH: KIND FORMAT WIDTHxHEIGHT`, then a video's duration and
+          frames, an animation's frames, a document's pages. KIND is photo, video, vector or
+          animated; the size is upright (EXIF orientation applied). Read once by the daemon
+          and then answered from its cache until the file changes.
+
+          --json   one JSON array, an object per file in order: path, kind, width, height,
+                   duration_ms, frames, pages, format, has_alpha; or path and error
+                   (code, name, message) for a file that failed
+
+          Exit 1 if any file failed (each failure is printed to stderr).
+        """
+
+    struct Entry: Encodable {
+        struct Failure: Encodable {
+            let code: UInt16
+            let name: String
+            let message: String
+        }
+
+        let path: String
+        var kind: String?
+        var width: UInt32?
+        var height: UInt32?
+        var duration_ms: UInt64?
+        var frames: UInt32?
+        var pages: UInt32?
+        var format: String?
+        var has_alpha: Bool?
+        var error: Failure?
+
+        init(path: String, info: MediaInfo) {
+            self.path = path
+            (kind, width, height, duration_ms) = (info.kind.name, info.width, info.height, info.durationMillis)
+            (frames, pages, format, has_alpha) = (info.frames, info.pages, info.format, info.hasAlpha)
+        }
+
+        init(path: String, error: ErrorReply) {
+            self.path = path
+            self.error = Failure(code: error.rawCode, name: error.code?.name ?? "\(error.rawCode)", message: error.message)
+        }
+    }
+
+    let paths: [String]
+    let json: Bool
+
+    init(_ arguments: inout Arguments) throws(UsageError) {
+        json = arguments.flag("--json")
+        paths = try arguments.positionals()
+        guard !paths.isEmpty else { throw UsageError("info needs at least one PATH") }
+    }
+
+    func run(_ globals: Globals) throws -> Int32 {
+        let connection = try globals.connect()
+        var entries: [Entry] = []
+        var failed = false
+        for path in paths {
+            do throws(ViewerClientError) {
+                let info = try connection.info(path: absolute(path))
+                entries.append(Entry(path: path, info: info))
+                if !json { print("\(path): \(info.summary)") }
+            } catch {
+                // A file's own failure is reported and the others carry on; a daemon gone is fatal.
+                guard case .server(let reply) = error else { throw error }
+                failed = true
+                entries.append(Entry(path: path, error: reply))
+                printError("\(path): \(reply.message)")
+            }
+        }
+        if json { try printJSON(entries) }
+        return failed ? ExitCode.failure : ExitCode.success
+    }
+}

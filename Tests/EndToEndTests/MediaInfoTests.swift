@@ -1,0 +1,211 @@
+import Foundation
+import Rendering
+import Testing
+import ViewerClient
+import ViewerProtocol
+import ViewerTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// INFO through the real daemon, its workers and its store: what a viewer lays out a grid
+/// with, read from headers once and then answered from the store by the file's identity.
+@Suite("Media info through the daemon", .serialized)
+struct MediaInfoTests {
+    /// A gradient of width × height, `pages` frames stacked (GIF), turned by EXIF `orientation` (JPEG).
+    static func write(_ path: String, width: Int, height: Int, orientation: Int = 1, pages: Int = 1) throws -> String {
+        try Fixtures.setUp()
+        try ImageFixtures.write(path: path, pixels: ImageFixtures.gradient(width: width, height: height * pages),
+                                width: width, height: height * pages, bands: 3, orientation: orientation, pages: pages)
+        return path
+    }
+
+    @Test("a JPEG turned by EXIF orientation 6 answers its upright size")
+    func orientedJPEG() throws {
+        // Given a 400x300 JPEG whose EXIF says to turn it a quarter
+        let daemon = try DaemonProcess()
+        let path = try Self.write(daemon.directory + "/turned.jpg", width: 400, height: 300, orientation: 6)
+        let client = try daemon.connect()
+
+        // When its info is asked for
+        let info = try client.info(path: path)
+
+        // Then it is a photo standing 300 wide and 400 high
+        #expect(info == MediaInfo(kind: .photo, width: 300, height: 400, frames: 1, pages: 1, format: "jpeg"))
+        daemon.stop()
+    }
+
+    @Test("an animated GIF answers its frames; a PDF and an SVG are vectors; a PNG with alpha says so")
+    func kinds() throws {
+        let daemon = try DaemonProcess()
+        let gif = try Self.write(daemon.directory + "/anim.gif", width: 64, height: 48, pages: 5)
+        let pdf = daemon.directory + "/doc.pdf"
+        try Data(Self.pdf(width: 200, height: 100)).write(to: URL(fileURLWithPath: pdf))
+        let svg = daemon.directory + "/shape.svg"
+        try Data(#"<svg xmlns="http://www.w3.org/2000/svg" width="120" height="80"><rect width="120" height="80" fill="red"/></svg>"#.utf8)
+            .write(to: URL(fileURLWithPath: svg))
+        let png = try Fixtures.write(daemon.directory + "/alpha.png", width: 30, height: 20, bands: 4)
+        let client = try daemon.connect()
+
+        let animation = try client.info(path: gif)
+        #expect(animation == MediaInfo(kind: .animated, width: 64, height: 48, frames: 5, pages: 1, format: "gif", hasAlpha: animation.hasAlpha))
+        let document = try client.info(path: pdf)
+        #expect((document.kind, document.width, document.height, document.format) == (.vector, 200, 100, "pdf"))
+        let drawing = try client.info(path: svg)
+        #expect((drawing.kind, drawing.width, drawing.height, drawing.format) == (.vector, 120, 80, "svg"))
+        #expect(try client.info(path: png) == MediaInfo(kind: .photo, width: 30, height: 20, format: "png", hasAlpha: true))
+        daemon.stop()
+    }
+
+    @Test("a missing file is not-found, a text file unsupported-format, a relative path invalid-argument")
+    func errors() throws {
+        let daemon = try DaemonProcess()
+        let text = daemon.directory + "/notes.txt"
+        try Data("not an image\n".utf8).write(to: URL(fileURLWithPath: text))
+        let client = try daemon.connect()
+
+        #expect(Self.code { try client.info(path: daemon.directory + "/missing.jpg") } == .notFound)
+        #expect(Self.code { try client.info(path: text) } == .unsupportedFormat)
+        #expect(Self.code { try client.info(path: "relative.jpg") } == .invalidArgument)
+        // And the failure is remembered for the file: asked again, no worker reads it
+        let reads = try client.stats()["info_reads"]
+        #expect(Self.code { try client.info(path: text) } == .unsupportedFormat)
+        #expect(try client.stats()["info_reads"] == reads)
+        daemon.stop()
+    }
+
+    @Test("a descriptor passed with INFO is the file, as with RENDER")
+    func descriptor() throws {
+        let daemon = try DaemonProcess()
+        let path = try Fixtures.write(daemon.directory + "/d.png", width: 33, height: 22)
+        let connection = try daemon.connect()
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        defer { close(fd) }
+        let info = try connection.info(descriptor: fd, path: "named-by-descriptor")
+        #expect(info == MediaInfo(kind: .photo, width: 33, height: 22, format: "png"))
+        daemon.stop()
+    }
+
+    @Test("an answer is stored: after a restart it comes from the store, with no worker")
+    func storedAcrossRestart() throws {
+        // Given a file whose info was read once, and the daemon restarted
+        let daemon = try DaemonProcess()
+        let path = try Self.write(daemon.directory + "/kept.jpg", width: 120, height: 90)
+        let first = try daemon.connect().info(path: path)
+        #expect(try daemon.connect().stats()["info_reads"] == 1)
+        #expect(daemon.stop() == 0)
+        try daemon.start()
+
+        // When it is asked for again
+        let client = try daemon.connect()
+        let again = try client.info(path: path)
+
+        // Then the same answer comes from the store, and no worker was started for it
+        let stats = try client.stats()
+        #expect(again == first)
+        #expect(stats["info_hits"] == 1)
+        #expect(stats["info_reads"] == 0)
+        #expect(stats["workers_spawned"] == 0)
+        daemon.stop()
+    }
+
+    @Test("a changed file is read again; INVALIDATE forgets the stored answer")
+    func identityChange() throws {
+        let daemon = try DaemonProcess()
+        let path = try Self.write(daemon.directory + "/changing.jpg", width: 120, height: 90)
+        let client = try daemon.connect()
+        #expect(try client.info(path: path).width == 120)
+        #expect(try client.info(path: path).width == 120)
+        #expect(try client.stats()["info_reads"] == 1)
+
+        // When the file is rewritten with another size
+        _ = try Self.write(path, width: 64, height: 200)
+        let changed = try client.info(path: path)
+
+        // Then the new header is read, not the stored answer of the old file
+        #expect((changed.width, changed.height) == (64, 200))
+        #expect(try client.stats()["info_reads"] == 2)
+
+        // And INVALIDATE of the path removes what was stored for it
+        #expect(try client.invalidate(path) >= 1)
+        _ = try client.info(path: path)
+        #expect(try client.stats()["info_reads"] == 3)
+        daemon.stop()
+    }
+
+    @Test("identical INFOs in flight share one read")
+    func coalesced() throws {
+        let daemon = try DaemonProcess()
+        let path = try Self.write(daemon.directory + "/shared.jpg", width: 80, height: 60)
+        let connection = try daemon.connect()
+        var bytes: [UInt8] = []
+        for id in UInt32(1)...8 { bytes += Message.info(InfoRequest(path: path)).frame(requestID: id).bytes }
+        try connection.sendRaw(bytes)
+        var answered = Set<UInt32>()
+        for _ in 1...8 {
+            let (id, reply) = try connection.readMessage()
+            #expect(reply == .infoReply(MediaInfo(kind: .photo, width: 80, height: 60, format: "jpeg")))
+            answered.insert(id)
+        }
+        #expect(answered == Set(1...8))
+        let stats = try connection.stats()
+        #expect(stats["info_reads"]! + stats["info_coalesced"]! + stats["info_hits"]! == 8)
+        #expect(stats["info_reads"]! <= 8)
+        daemon.stop()
+    }
+
+    @Test("viewerctl info prints a line per file, --json an array, exit 1 when one failed")
+    func viewerctl() throws {
+        let daemon = try DaemonProcess()
+        let path = try Self.write(daemon.directory + "/cli.jpg", width: 400, height: 300, orientation: 6)
+        let ctl = DaemonProcess.executable("viewerctl")
+
+        let line = try runTool(ctl, ["--socket", daemon.socketPath, "info", path])
+        #expect(line.status == 0)
+        #expect(line.stdout == "\(path): photo jpeg 300x400\n")
+
+        let json = try runTool(ctl, ["--socket", daemon.socketPath, "info", "--json", path, daemon.directory + "/gone.jpg"])
+        #expect(json.status == 1)
+        let decoded = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]]
+        #expect(decoded?.count == 2)
+        #expect(decoded?.first?["kind"] as? String == "photo")
+        #expect(decoded?.first?["width"] as? Int == 300)
+        #expect((decoded?.last?["error"] as? [String: Any])?["name"] as? String == "not-found")
+        daemon.stop()
+    }
+
+    // MARK: Helpers
+
+    static func code(_ body: () throws -> MediaInfo) -> ErrorCode? {
+        do {
+            _ = try body()
+            return nil
+        } catch ViewerClientError.server(let reply) {
+            return reply.code
+        } catch {
+            return nil
+        }
+    }
+
+    /// A one-page PDF of width × height points.
+    static func pdf(width: Int, height: Int) -> [UInt8] {
+        let content = "1 0 0 rg 0 0 \(width / 2) \(height) re f\n"
+        let objects = [
+            "<< /Type /Catalog /Pages 2 0 R >>",
+            "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 \(width) \(height)] /Contents 4 0 R >>",
+            "<< /Length \(content.utf8.count) >>\nstream\n\(content)endstream",
+        ]
+        var out = "%PDF-1.4\n"
+        var offsets: [Int] = []
+        for (i, body) in objects.enumerated() {
+            offsets.append(out.utf8.count)
+            out += "\(i + 1) 0 obj\n\(body)\nendobj\n"
+        }
+        let xref = out.utf8.count
+        out += "xref\n0 \(objects.count + 1)\n0000000000 65535 f \n"
+        for offset in offsets { out += String(repeating: "0", count: 10 - String(offset).count) + "\(offset) 00000 n \n" }
+        out += "trailer\n<< /Size \(objects.count + 1) /Root 1 0 R >>\nstartxref\n\(xref)\n%%EOF\n"
+        return Array(out.utf8)
+    }
+}
