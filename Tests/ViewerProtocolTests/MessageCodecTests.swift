@@ -171,6 +171,7 @@ struct MessageCodecTests {
         #expect(Capabilities.prefetch.rawValue == 0x04)
         #expect(Capabilities.invalidate.rawValue == 0x08)
         #expect(Capabilities.cancellation.rawValue == 0x10)
+        #expect(Capabilities.mediaInfo.rawValue == 0x20)
         let all: Capabilities = [.descriptorPassing, .previews, .prefetch, .invalidate, .cancellation]
         #expect(all.rawValue == 0x1F)
         #expect(FrameFlags.descriptor == 0x0001)

@@ -287,6 +287,26 @@ class ClientTests(DaemonTestCase):
         # The same file by path shares the cache entry.
         self.assertTrue(self.client.render(source, 160).from_cache)
 
+    def test_info_by_path_and_descriptor(self) -> None:
+        """PROTOCOL.md, INFO: a JPEG's kind, size and format from its header; asked again, from
+        the cache; a descriptor names the same file; text is unsupported-format."""
+        source = self.image("info.jpg", 320, 200)
+        info = self.client.info(source)
+        self.assertEqual(info, p.InfoReply(p.MediaKind.PHOTO, 320, 200, 0, 1, 1, "jpeg", False))
+        hits = self.client.stats()["info_hits"]
+        fd = os.open(source, os.O_RDONLY)
+        try:
+            self.assertEqual(self.client.info("named", fd=fd), info)
+        finally:
+            os.close(fd)
+        self.assertEqual(self.client.stats()["info_hits"], hits + 1)
+        text = os.path.join(self.images, "info.txt")
+        with open(text, "w") as f:
+            f.write("not an image\n")
+        with self.assertRaises(viewerd.ViewerError) as caught:
+            self.client.info(text)
+        self.assertEqual(caught.exception.name, "unsupported-format")
+
     def test_invalidate_and_trim(self) -> None:
         source = self.image("inv.jpg", 300, 300)
         self.client.render(source, 50)

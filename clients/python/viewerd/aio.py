@@ -260,6 +260,10 @@ class AsyncClient:
     async def trim(self, max_bytes: int) -> int:
         return expect(await self._request(p.Trim(max_bytes)), p.Ack, 0).count
 
+    async def info(self, path: str) -> p.InfoReply:
+        """What the file at ``path`` (absolute) is: kind, upright size, duration, frames, format."""
+        return expect(await self._request(p.Info(path)), p.InfoReply, 0)
+
     async def stats(self) -> Dict[str, int]:
         return expect(await self._request(p.Stats()), p.StatsReply, 0).counters
 

@@ -223,11 +223,11 @@ class Client:
                 self._connection = _Connection(self.socket_path, self.client_name)
             return self._connection
 
-    def _request(self, message: p.Message) -> p.Message:
+    def _request(self, message: p.Message, fd: Optional[int] = None) -> p.Message:
         connection = self._current()
         rid = connection.register()
         try:
-            connection.send(p.encode(message, rid))
+            connection.send(p.encode(message, rid, p.FLAG_DESCRIPTOR if fd is not None else 0), fd)
             answer = connection.next_answer(rid)
         finally:
             connection.forget(rid)
@@ -280,6 +280,14 @@ class Client:
     def trim(self, max_bytes: int) -> int:
         """Evicts until the cache holds at most ``max_bytes``; returns renditions evicted."""
         return expect(self._request(p.Trim(max_bytes)), p.Ack, 0).count
+
+    def info(self, path: Optional[str] = None, *, fd: Optional[int] = None) -> p.InfoReply:
+        """What the file at ``path`` (absolute), or the open file ``fd``, is: kind, upright size, a
+        video's duration, frames or pages, format (INFO). Read from its header once, then answered
+        from the daemon's cache until the file changes."""
+        if path is None and fd is None:
+            raise ValueError("info needs a path or a descriptor")
+        return expect(self._request(p.Info(path or ""), fd), p.InfoReply, 0)
 
     def stats(self) -> Dict[str, int]:
         """The daemon's counters by name (unknown names included; look up what you need)."""

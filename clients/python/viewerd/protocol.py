@@ -42,6 +42,7 @@ class MessageType(enum.IntEnum):
     STATS = 0x09
     PING = 0x0A
     TRIM = 0x0B
+    INFO = 0x0C
     WELCOME = 0x81
     RESULT = 0x82
     PREVIEW = 0x83
@@ -50,6 +51,7 @@ class MessageType(enum.IntEnum):
     STATS_REPLY = 0x86
     PONG = 0x87
     ACK = 0x88
+    INFO_REPLY = 0x89
 
 
 class Fit(enum.IntEnum):
@@ -91,6 +93,14 @@ class Capability(enum.IntFlag):
     PREFETCH = 0x04
     INVALIDATE = 0x08
     CANCELLATION = 0x10
+    MEDIA_INFO = 0x20
+
+
+class MediaKind(enum.IntEnum):
+    PHOTO = 0
+    VIDEO = 1
+    VECTOR = 2
+    ANIMATED = 3
 
 
 # ---------------------------------------------------------------- frames
@@ -436,6 +446,25 @@ class Ack:
 
 
 @dataclass
+class Info:
+    path: str
+
+
+@dataclass
+class InfoReply:
+    """What a file is (PROTOCOL.md, INFO_REPLY): kind, upright size, a video's duration, frames or
+    pages, format."""
+    kind: MediaKind
+    width: int
+    height: int
+    duration_ms: int = 0
+    frames: int = 1
+    pages: int = 1
+    format: str = ""
+    has_alpha: bool = False
+
+
+@dataclass
 class Stats:
     pass
 
@@ -456,13 +485,13 @@ class Pong:
 
 
 Message = Union[Hello, Welcome, Render, Result, Preview, Error, Cancel, Cancelled, SetPriority, Prefetch,
-                StopPrefetch, StopPrefetchAll, Invalidate, Trim, Ack, Stats, StatsReply, Ping, Pong]
+                StopPrefetch, StopPrefetchAll, Invalidate, Trim, Ack, Stats, StatsReply, Ping, Pong, Info, InfoReply]
 
 _EMPTY = {Cancel: MessageType.CANCEL, Cancelled: MessageType.CANCELLED, StopPrefetchAll: MessageType.STOP_PREFETCH_ALL,
           Stats: MessageType.STATS, Ping: MessageType.PING, Pong: MessageType.PONG}
 
 #: The answers that end a request; PREVIEW is the only server → client message that does not.
-TERMINAL = (Result, Error, Cancelled, Ack, StatsReply, Pong, Welcome)
+TERMINAL = (Result, Error, Cancelled, Ack, StatsReply, Pong, Welcome, InfoReply)
 
 
 def encode_body(message: Message) -> Tuple[MessageType, bytes]:
@@ -506,6 +535,13 @@ def encode_body(message: Message) -> Tuple[MessageType, bytes]:
     if isinstance(message, Ack):
         w.u64(1, message.count)
         return MessageType.ACK, w.bytes()
+    if isinstance(message, Info):
+        w.string(1, message.path)
+        return MessageType.INFO, w.bytes()
+    if isinstance(message, InfoReply):
+        (w.u8(1, message.kind).u32(2, message.width).u32(3, message.height).u64(4, message.duration_ms)
+         .u32(5, message.frames).u32(6, message.pages).string(7, message.format).u8(8, int(message.has_alpha)))
+        return MessageType.INFO_REPLY, w.bytes()
     if isinstance(message, StatsReply):
         w.raw(1, encode_counters(message.counters))
         return MessageType.STATS_REPLY, w.bytes()
@@ -553,4 +589,9 @@ def decode(frame: Frame) -> Message:
         return Ack(r.u64(1, 0))
     if t == MessageType.STATS_REPLY:
         return StatsReply(decode_counters(r.raw(1, b"")))
+    if t == MessageType.INFO:
+        return Info(r.string(1))
+    if t == MessageType.INFO_REPLY:
+        return InfoReply(r.enum(1, MediaKind), r.u32(2), r.u32(3), r.u64(4, 0), r.u32(5, 1), r.u32(6, 1),
+                         r.string(7, ""), r.bool(8))
     raise ValueError(f"unassigned message type 0x{t:02x}")
