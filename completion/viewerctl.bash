@@ -17,7 +17,7 @@ _viewerctl() {
     _init_completion 2>/dev/null || {
         cur="${COMP_WORDS[COMP_CWORD]}"; prev="${COMP_WORDS[COMP_CWORD-1]}"; words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
     }
-    local commands="render warm stats status invalidate trim clear ping help"
+    local commands="render info warm stats status invalidate trim clear ping help"
     local command="" i
     for ((i = 1; i < cword; i++)); do
         case "${words[i]}" in
@@ -44,6 +44,7 @@ _viewerctl() {
     case "$command" in
         render) options="--size --mode --crop --format --quality --priority --cache-only -o --help" ;;
         warm) options="--size --mode --crop --format --quality --priority --recursive --help" ;;
+        info) options="--json --help" ;;
         stats) options="--json --help" ;;
         status) options="--json --help" ;;
         invalidate) options="--recursive --help" ;;
