@@ -20,7 +20,7 @@ let usage = """
                            (default: ${XDG_CACHE_HOME:-~/.cache}/viewerd-bench)
       --daemon PATH        the viewerd executable (default: the one next to viewerd-bench)
       --out DIR            where the JSON result goes (default: bench-results)
-      --only LIST          comma-separated scenarios: cold,library,warm,coalescing,scroll,scale
+      --only LIST          comma-separated scenarios: cold,library,warm,coalescing,scroll,scale,info
       --workers N          daemon workers and vipsthumbnail parallelism (default: cores)
       --memory-budget SIZE daemon --memory-budget (default: 256M)
       --row-interval S     scroll: seconds per row of 4 (default: 0.8)
@@ -143,6 +143,7 @@ do {
         if wants("coalescing") { try report.part("3. coalescing") { try bench.coalescing(daemon: daemon) } }
     }
     warmDaemon?.stop()
+    if wants("info") { try report.part("8. media info") { try bench.mediaInfo() } }
     var real: [(path: String, result: RenderResult)] = []
     if wants("scroll") || wants("scroll-alone") {
         real = try bench.scrollScenarios(collectReal: settings.scaleReal, twoViewers: wants("scroll"))
