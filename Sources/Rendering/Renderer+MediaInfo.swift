@@ -12,18 +12,21 @@ extension Renderer {
     /// let info = try renderer.mediaInfo(source)   // .photo, 3000x4000 for a 4000x3000 JPEG turned by EXIF 6
     /// ```
     public func mediaInfo(_ source: SourceFile) throws(RenderError) -> MediaInfo {
-        let header: SourceHeader
-        do throws(RenderError) {
-            header = try Self.attributingErrors { () throws(RenderError) in try headerUngated(source) }
-        } catch .unsupportedFormat {
-            // VIDEO (issue 17): when Sources/Rendering/Video.swift lands, a file whose
-            // signature is a video container is probed here, from the container's header
-            // (VideoProbe.info(descriptor:path:)), and answered `.video` with its
-            // duration, frame count and `container/codec` format. Until then a video is
-            // unsupported-format, as RENDER answers it.
-            throw .unsupportedFormat(source.path)
+        // A video's container and codec headers (FFmpeg, no frame decoded); anything else is
+        // an image whose libvips header says the rest.
+        if let signature = ImageSignature.detect(descriptor: source.descriptor), signature.isVideo {
+            return Self.mediaInfo(try videoInfo(source, container: signature))
         }
+        let header = try Self.attributingErrors { () throws(RenderError) in try headerUngated(source) }
         return Self.mediaInfo(header, format: Self.formatName(header.loader, descriptor: source.descriptor))
+    }
+
+    /// A video's media info: upright as its display matrix turns it, `container/codec`.
+    static func mediaInfo(_ video: VideoInfo) -> MediaInfo {
+        MediaInfo(kind: .video, width: UInt32(clamping: video.uprightWidth), height: UInt32(clamping: video.uprightHeight),
+                  durationMillis: UInt64(clamping: max(video.durationMillis ?? 0, 0)),
+                  frames: UInt32(clamping: max(video.frameCount ?? 0, 0)), pages: 1,
+                  format: "\(video.container)/\(video.codec)", hasAlpha: false)
     }
 
     /// The media info a header says. EXIF orientations 5-8 turn the image a quarter, so the

@@ -43,7 +43,7 @@ public struct MediaInfo: Sendable, Equatable, Hashable {
     public var pages: UInt32
     /// The file's format: the image format's short name (`jpeg`, `png`, `gif`, `webp`,
     /// `tiff`, `heif`, `jxl`, `svg`, `pdf`), or for a video `container/codec`
-    /// (`mp4/h264`, `matroska/vp9`).
+    /// (`mp4/h264`, `mov/hevc`, `mkv/vp9`, `webm/av1`).
     public var format: String
     /// The image has an alpha channel (false for videos).
     public var hasAlpha: Bool

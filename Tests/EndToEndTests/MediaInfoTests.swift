@@ -57,6 +57,36 @@ struct MediaInfoTests {
         daemon.stop()
     }
 
+    @Test("videos answer what ffprobe says: upright size (a rotated clip turned), duration, frames, container/codec",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/ffmpeg")))
+    func videos() throws {
+        // Given an H.264 MP4 turned a quarter by its display matrix, a VP9 WebM, and an audio-only file
+        let daemon = try DaemonProcess()
+        let plain = daemon.directory + "/plain.mp4", turned = daemon.directory + "/turned.mp4"
+        let webm = daemon.directory + "/clip.webm", audio = daemon.directory + "/voice.m4a"
+        try Self.ffmpeg(["-f", "lavfi", "-i", "testsrc=size=160x120:rate=25", "-t", "2", "-c:v", "libx264",
+                         "-pix_fmt", "yuv420p", plain])
+        try Self.ffmpeg(["-i", plain, "-c", "copy", "-metadata:s:v:0", "rotate=90", turned])
+        try Self.ffmpeg(["-f", "lavfi", "-i", "testsrc=size=96x64:rate=10", "-t", "1", "-c:v", "libvpx-vp9", webm])
+        try Self.ffmpeg(["-f", "lavfi", "-i", "sine", "-t", "1", audio])
+        let client = try daemon.connect()
+
+        // Then each is what ffprobe reads
+        for (path, container, upright) in [(plain, "mp4", false), (turned, "mp4", true), (webm, "webm", false)] {
+            let probe = try Self.ffprobe(path)
+            let info = try client.info(path: path)
+            let (width, height) = upright ? (probe.height, probe.width) : (probe.width, probe.height)
+            #expect(info.kind == .video, "\(path)")
+            #expect((info.width, info.height) == (width, height), "\(path)")
+            #expect(info.format == "\(container)/\(probe.codec)", "\(path)")
+            #expect(abs(Int64(info.durationMillis) - probe.durationMillis) <= 50, "\(path): \(info.durationMillis) ms")
+            if let frames = probe.frames { #expect(info.frames == frames, "\(path)") }
+        }
+        // And a file without a picture is not a video
+        #expect(Self.code { try client.info(path: audio) } == .unsupportedFormat)
+        daemon.stop()
+    }
+
     @Test("a missing file is not-found, a text file unsupported-format, a relative path invalid-argument")
     func errors() throws {
         let daemon = try DaemonProcess()
@@ -175,6 +205,24 @@ struct MediaInfoTests {
     }
 
     // MARK: Helpers
+
+    static func ffmpeg(_ arguments: [String]) throws {
+        let run = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-y"] + arguments)
+        guard run.status == 0 else { throw DaemonProcess.Failure("ffmpeg \(arguments): \(run.stderr)") }
+    }
+
+    /// What ffprobe reads of a video's first stream: size (before rotation), codec, duration, frames.
+    static func ffprobe(_ path: String) throws -> (width: UInt32, height: UInt32, codec: String, durationMillis: Int64, frames: UInt32?) {
+        let run = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                                   "stream=width,height,codec_name,nb_frames:format=duration", "-of", "default=nw=1", path])
+        var fields: [String: String] = [:]
+        for line in run.stdout.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
+            if parts.count == 2 { fields[parts[0]] = parts[1] }
+        }
+        return (UInt32(fields["width"] ?? "") ?? 0, UInt32(fields["height"] ?? "") ?? 0, fields["codec_name"] ?? "",
+                Int64(((Double(fields["duration"] ?? "") ?? 0) * 1000).rounded()), fields["nb_frames"].flatMap { UInt32($0) })
+    }
 
     static func code(_ body: () throws -> MediaInfo) -> ErrorCode? {
         do {

@@ -41,7 +41,7 @@ struct MessageCodecTests {
         .info(InfoRequest(path: "")),
         .infoReply(MediaInfo(kind: .photo, width: 4000, height: 3000, format: "jpeg")),
         .infoReply(MediaInfo(kind: .video, width: .max, height: 1, durationMillis: .max, frames: 0, pages: 1,
-                             format: "matroska/vp9", hasAlpha: false)),
+                             format: "mkv/vp9", hasAlpha: false)),
         .infoReply(MediaInfo(kind: .vector, width: 595, height: 842, pages: 12, format: "pdf", hasAlpha: true)),
     ]
 
