@@ -184,6 +184,24 @@ struct MediaInfoTests {
         daemon.stop()
     }
 
+    @Test("the async client: info(path:) from many tasks, and of a descriptor")
+    func asyncClient() async throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.stop() }
+        let paths = try (0..<6).map { try Self.write(daemon.directory + "/t\($0).jpg", width: 100 + $0, height: 50) }
+        let client = try await ViewerClient.connect(socketPath: daemon.socketPath, clientName: "e2e-info")
+        let widths = try await withThrowingTaskGroup(of: UInt32.self) { group in
+            for path in paths + paths { group.addTask { try await client.info(path: path).width } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let expected: [UInt32] = (0..<6).flatMap { i -> [UInt32] in [UInt32(100 + i), UInt32(100 + i)] }
+        #expect(widths.sorted() == expected)
+        let fd = open(paths[0], O_RDONLY | O_CLOEXEC)
+        defer { close(fd) }
+        #expect(try await client.info(descriptor: fd, path: paths[0]).width == 100)
+        await #expect(throws: ViewerClientError.self) { try await client.info(path: daemon.directory + "/none.jpg") }
+    }
+
     @Test("viewerctl info prints a line per file, --json an array, exit 1 when one failed")
     func viewerctl() throws {
         let daemon = try DaemonProcess()
