@@ -36,6 +36,23 @@ struct SharedRootTests {
         }
     }
 
+    @Test("INFO as another user: its own file under the root is answered, outside the roots permission-denied alike")
+    func mediaInfo() throws {
+        let scene = try scene()
+        let own = try scene.ownImage("mine.png", width: 320, height: 200)
+        let info = { (path: String) in
+            try runTool("/usr/bin/setpriv", ["--reuid", scene.other.user, "--regid", scene.other.group, "--clear-groups",
+                                             DaemonProcess.executable("viewerctl"), "--socket", scene.daemon.socketPath,
+                                             "info", path], environment: ["PATH": "/usr/bin:/bin", "HOME": "/"])
+        }
+        let mine = try info(own)
+        #expect(mine.stdout == "\(own): photo png 320x200\n", "\(mine.stderr)")
+        for path in scene.outsidePaths {
+            let refused = try info(path)
+            #expect(refused.status == 1 && refused.stderr.contains("permission denied"), "\(path): \(refused.stdout)\(refused.stderr)")
+        }
+    }
+
     @Test("symlinks that stay inside the root are followed; ones that leave are refused alike")
     func symlinks() throws {
         let scene = try scene()
