@@ -40,7 +40,7 @@ struct MediaInfoTests {
         let daemon = try DaemonProcess()
         let gif = try Self.write(daemon.directory + "/anim.gif", width: 64, height: 48, pages: 5)
         let pdf = daemon.directory + "/doc.pdf"
-        try Data(Self.pdf(width: 200, height: 100)).write(to: URL(fileURLWithPath: pdf))
+        try Data(TestDocuments.pdf(width: 200, height: 100)).write(to: URL(fileURLWithPath: pdf))
         let svg = daemon.directory + "/shape.svg"
         try Data(#"<svg xmlns="http://www.w3.org/2000/svg" width="120" height="80"><rect width="120" height="80" fill="red"/></svg>"#.utf8)
             .write(to: URL(fileURLWithPath: svg))
@@ -251,27 +251,5 @@ struct MediaInfoTests {
         } catch {
             return nil
         }
-    }
-
-    /// A one-page PDF of width × height points.
-    static func pdf(width: Int, height: Int) -> [UInt8] {
-        let content = "1 0 0 rg 0 0 \(width / 2) \(height) re f\n"
-        let objects = [
-            "<< /Type /Catalog /Pages 2 0 R >>",
-            "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 \(width) \(height)] /Contents 4 0 R >>",
-            "<< /Length \(content.utf8.count) >>\nstream\n\(content)endstream",
-        ]
-        var out = "%PDF-1.4\n"
-        var offsets: [Int] = []
-        for (i, body) in objects.enumerated() {
-            offsets.append(out.utf8.count)
-            out += "\(i + 1) 0 obj\n\(body)\nendobj\n"
-        }
-        let xref = out.utf8.count
-        out += "xref\n0 \(objects.count + 1)\n0000000000 65535 f \n"
-        for offset in offsets { out += String(repeating: "0", count: 10 - String(offset).count) + "\(offset) 00000 n \n" }
-        out += "trailer\n<< /Size \(objects.count + 1) /Root 1 0 R >>\nstartxref\n\(xref)\n%%EOF\n"
-        return Array(out.utf8)
     }
 }

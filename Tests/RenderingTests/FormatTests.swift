@@ -2,6 +2,7 @@ import Foundation
 import Rendering
 import Testing
 import ViewerProtocol
+import ViewerTestSupport
 
 /// Every common input format, written by libvips' own savers, renders to the box.
 @Suite("Input formats")
@@ -88,34 +89,12 @@ struct FormatTests {
     @Test("PDF renders its first page at the target size")
     func pdf() throws {
         let scratch = try Scratch()
-        let path = try scratch.file("doc.pdf", Self.pdf(width: 200, height: 100))
+        let path = try scratch.file("doc.pdf", TestDocuments.pdf(width: 200, height: 100))
         let result = try renderer.render(SourceFile(path: path), spec: RenditionSpec(width: 400, height: 400, format: .png))
         #expect((result.width, result.height) == (400, 200))
         let image = try ImageFixtures.decode(result.bytes)
         #expect(Paint.close(Paint.at(image, 50, 100), [255, 0, 0], within: 10), "the red square on the left")
         #expect(Paint.close(Paint.at(image, 350, 100), [255, 255, 255], within: 10), "white on the right")
-    }
-
-    /// A one-page PDF: a red square filling the left half of a width × height page.
-    static func pdf(width: Int, height: Int) -> [UInt8] {
-        let content = "1 0 0 rg 0 0 \(width / 2) \(height) re f\n"
-        let objects = [
-            "<< /Type /Catalog /Pages 2 0 R >>",
-            "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 \(width) \(height)] /Contents 4 0 R >>",
-            "<< /Length \(content.utf8.count) >>\nstream\n\(content)endstream",
-        ]
-        var out = "%PDF-1.4\n"
-        var offsets: [Int] = []
-        for (i, body) in objects.enumerated() {
-            offsets.append(out.utf8.count)
-            out += "\(i + 1) 0 obj\n\(body)\nendobj\n"
-        }
-        let xref = out.utf8.count
-        out += "xref\n0 \(objects.count + 1)\n0000000000 65535 f \n"
-        for offset in offsets { out += String(repeating: "0", count: 10 - String(offset).count) + "\(offset) 00000 n \n" }
-        out += "trailer\n<< /Size \(objects.count + 1) /Root 1 0 R >>\nstartxref\n\(xref)\n%%EOF\n"
-        return Array(out.utf8)
     }
 }
 
