@@ -86,8 +86,10 @@ public enum WorkerProcess {
         while let (job, cancellation) = jobs.take() {
             serve(job, cancellation: cancellation, renderer: renderer, faults: faults, hook: hook)
             // A big decode leaves glibc's heap large; hand the pages back between jobs so a
-            // worker's resident size follows the job it runs, not the largest it ever ran.
-            _ = vd_release_free_memory()
+            // worker's resident size follows the job it runs, not the largest it ever ran. A
+            // header read grows nothing worth the walk of the heap, which would delay the
+            // next INFO of a grid being laid out.
+            if !job.infoOnly { _ = vd_release_free_memory() }
         }
         return 0
     }
