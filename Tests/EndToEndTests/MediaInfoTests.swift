@@ -104,6 +104,17 @@ struct MediaInfoTests {
         daemon.stop()
     }
 
+    @Test("an image over the pixel limit still has its size answered; RENDER of it is too-large")
+    func overThePixelLimit() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--max-pixels", "10000"])
+        let path = try Self.write(daemon.directory + "/big.jpg", width: 200, height: 100)
+        let client = try daemon.connect()
+        #expect(Self.code { _ = try client.render(RenderRequest(path: path, spec: RenditionSpec(width: 64, height: 64)))
+                            return MediaInfo(kind: .photo, width: 0, height: 0, format: "") } == .tooLarge)
+        #expect(try client.info(path: path) == MediaInfo(kind: .photo, width: 200, height: 100, format: "jpeg"))
+        daemon.stop()
+    }
+
     @Test("a descriptor passed with INFO is the file, as with RENDER")
     func descriptor() throws {
         let daemon = try DaemonProcess()

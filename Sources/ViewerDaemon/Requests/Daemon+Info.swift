@@ -46,8 +46,10 @@ extension Daemon {
             stats.infoHits += 1
             return send(connection, .infoReply(info), requestID: ref.id)
         }
-        // A file that failed before fails again without a read, as a RENDER of it would.
-        if let failure = store.failure(source: source.identity.bytes) {
+        // A file that failed before fails again without a read, as a RENDER of it would;
+        // except for a render too large or too slow for its pixels: its header reads fine.
+        if let failure = store.failure(source: source.identity.bytes),
+           failure.code != ErrorCode.tooLarge.rawValue && failure.code != ErrorCode.timeout.rawValue {
             stats.negativeHits += 1
             return send(connection, .error(ErrorReply(rawCode: failure.code, message: failure.message)), requestID: ref.id)
         }
