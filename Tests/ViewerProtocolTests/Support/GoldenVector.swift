@@ -87,8 +87,10 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
         GoldenVector("stop-prefetch-all", requestID: 15, .stopPrefetchAll),
         GoldenVector("invalidate", requestID: 16, .invalidate(InvalidateRequest(path: "/pictures", recursive: true))),
         GoldenVector("trim", requestID: 17, .trim(bytes: 200 << 20)),
-        GoldenVector("info", requestID: 18, .info(InfoRequest(path: "/pictures/a.jpg"))),
-        GoldenVector("info-reply", requestID: 18, .infoReply(MediaInfo(
+        GoldenVector("render-video", requestID: 18, .render(RenderRequest(
+            path: "/videos/clip.mp4", spec: RenditionSpec(width: 256, height: 256, timeMillis: 1500), priority: .visible))),
+        GoldenVector("info", requestID: 19, .info(InfoRequest(path: "/pictures/a.jpg"))),
+        GoldenVector("info-reply", requestID: 19, .infoReply(MediaInfo(
             kind: .video, width: 1920, height: 1080, durationMillis: 12345, frames: 370, pages: 1,
             format: "mp4/h264", hasAlpha: false))),
     ]
