@@ -57,32 +57,35 @@ struct MediaInfoTests {
         daemon.stop()
     }
 
-    @Test("videos answer what ffprobe says: upright size (a rotated clip turned), duration, frames, container/codec",
-          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/ffmpeg")))
+    @Test("every clip of each container and codec answers what ffprobe says: upright size, duration, frames, container/codec",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: VideoClips.ffmpeg)))
     func videos() throws {
-        // Given an H.264 MP4 turned a quarter by its display matrix, a VP9 WebM, and an audio-only file
+        // Given the shared clips (each container and codec, and phone clips turned 90 and 270)
+        let clips = try VideoClips.shared()
         let daemon = try DaemonProcess()
-        let plain = daemon.directory + "/plain.mp4", turned = daemon.directory + "/turned.mp4"
-        let webm = daemon.directory + "/clip.webm", audio = daemon.directory + "/voice.m4a"
-        try Self.ffmpeg(["-f", "lavfi", "-i", "testsrc=size=160x120:rate=25", "-t", "2", "-c:v", "libx264",
-                         "-pix_fmt", "yuv420p", plain])
-        try Self.ffmpeg(["-i", plain, "-c", "copy", "-metadata:s:v:0", "rotate=90", turned])
-        try Self.ffmpeg(["-f", "lavfi", "-i", "testsrc=size=96x64:rate=10", "-t", "1", "-c:v", "libvpx-vp9", webm])
-        try Self.ffmpeg(["-f", "lavfi", "-i", "sine", "-t", "1", audio])
         let client = try daemon.connect()
 
-        // Then each is what ffprobe reads
-        for (path, container, upright) in [(plain, "mp4", false), (turned, "mp4", true), (webm, "webm", false)] {
-            let probe = try Self.ffprobe(path)
-            let info = try client.info(path: path)
-            let (width, height) = upright ? (probe.height, probe.width) : (probe.width, probe.height)
-            #expect(info.kind == .video, "\(path)")
-            #expect((info.width, info.height) == (width, height), "\(path)")
-            #expect(info.format == "\(container)/\(probe.codec)", "\(path)")
-            #expect(abs(Int64(info.durationMillis) - probe.durationMillis) <= 50, "\(path): \(info.durationMillis) ms")
-            if let frames = probe.frames { #expect(info.frames == frames, "\(path)") }
+        for clip in clips {
+            // When its info is asked for
+            let info = try client.info(path: clip.path)
+
+            // Then it is what ffprobe reads, turned upright by the display matrix
+            let probe = try VideoClips.probe(clip.path)
+            let turned = probe.rotation == 90 || probe.rotation == 270
+            #expect(info.kind == .video, "\(clip)")
+            #expect((Int(info.width), Int(info.height)) == (turned ? (probe.height, probe.width) : (probe.width, probe.height)),
+                    "\(clip)")
+            #expect(info.format == "\(clip.container)/\(probe.codec)", "\(clip)")
+            if let duration = probe.durationMillis {
+                #expect(abs(Int(info.durationMillis) - duration) <= 50, "\(clip): \(info.durationMillis) ms, ffprobe \(duration)")
+            }
+            if let frames = probe.frames { #expect(Int(info.frames) == frames, "\(clip)") }
         }
-        // And a file without a picture is not a video
+        // And a file with no picture is not a video
+        let audio = daemon.directory + "/voice.m4a"
+        let made = try runTool(VideoClips.ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "sine",
+                                                   "-t", "1", audio])
+        #expect(made.status == 0, "\(made.stderr)")
         #expect(Self.code { try client.info(path: audio) } == .unsupportedFormat)
         daemon.stop()
     }
@@ -234,24 +237,6 @@ struct MediaInfoTests {
     }
 
     // MARK: Helpers
-
-    static func ffmpeg(_ arguments: [String]) throws {
-        let run = try runTool("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-y"] + arguments)
-        guard run.status == 0 else { throw DaemonProcess.Failure("ffmpeg \(arguments): \(run.stderr)") }
-    }
-
-    /// What ffprobe reads of a video's first stream: size (before rotation), codec, duration, frames.
-    static func ffprobe(_ path: String) throws -> (width: UInt32, height: UInt32, codec: String, durationMillis: Int64, frames: UInt32?) {
-        let run = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
-                                                   "stream=width,height,codec_name,nb_frames:format=duration", "-of", "default=nw=1", path])
-        var fields: [String: String] = [:]
-        for line in run.stdout.split(separator: "\n") {
-            let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
-            if parts.count == 2 { fields[parts[0]] = parts[1] }
-        }
-        return (UInt32(fields["width"] ?? "") ?? 0, UInt32(fields["height"] ?? "") ?? 0, fields["codec_name"] ?? "",
-                Int64(((Double(fields["duration"] ?? "") ?? 0) * 1000).rounded()), fields["nb_frames"].flatMap { UInt32($0) })
-    }
 
     static func code(_ body: () throws -> MediaInfo) -> ErrorCode? {
         do {
