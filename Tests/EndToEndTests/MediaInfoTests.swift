@@ -216,6 +216,23 @@ struct MediaInfoTests {
         await #expect(throws: ViewerClientError.self) { try await client.info(path: daemon.directory + "/none.jpg") }
     }
 
+    @Test("a grid's worth of INFOs pipelined on one connection are all answered (reading pauses, nothing is busy)")
+    func pipelinedGrid() throws {
+        let daemon = try DaemonProcess()
+        let paths = try (0..<200).map { try Self.write(daemon.directory + "/g\($0).png", width: 8 + $0, height: 8) }
+        let connection = try daemon.connect()
+        try connection.sendRaw(paths.enumerated().flatMap { Message.info(InfoRequest(path: $1)).frame(requestID: UInt32($0 + 1)).bytes })
+        var widths: [UInt32: UInt32] = [:]
+        for _ in paths {
+            let (id, reply) = try connection.readMessage()
+            guard case .infoReply(let info) = reply else { Issue.record("\(id): \(reply)"); continue }
+            widths[id] = info.width
+        }
+        #expect(widths.count == 200)
+        #expect(widths.allSatisfy { $0.value == 8 + $0.key - 1 })
+        daemon.stop()
+    }
+
     @Test("viewerctl info prints a line per file, --json an array, exit 1 when one failed")
     func viewerctl() throws {
         let daemon = try DaemonProcess()

@@ -18,6 +18,7 @@ extension Daemon {
             return send(connection, .error(ErrorReply(.busy, sourceQuotaMessage)), requestID: requestID)
         }
         let ref = RequestRef(connection: connection.id, id: requestID)
+        infoOpening[connection.id, default: 0] += 1
         let access = sourceAccess, peer = connection.peerUID, path = request.path, store = store
         offLoop(priority: .visible) {
             let result = Result { () throws(RenderError) in
@@ -33,6 +34,8 @@ extension Daemon {
     /// An INFO's file is open (or is not): answered from the store, from a recorded failure,
     /// or by a worker's read of its header.
     func infoOpened(_ ref: RequestRef, _ result: Result<SourceFile, RenderError>) {
+        let opening = infoOpening[ref.connection, default: 1] - 1
+        infoOpening[ref.connection] = opening > 0 ? opening : nil
         guard let connection = connections.byID[ref.connection] else { return }
         let source: SourceFile
         switch result {

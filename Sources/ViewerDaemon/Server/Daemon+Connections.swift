@@ -96,7 +96,8 @@ extension Daemon {
     /// may (the next request waits in the socket rather than be refused).
     private func mustPauseReading(_ connection: Connection) -> Bool {
         connection.pendingOutbound > configuration.clientOutboundLimit || !connection.deferred.isEmpty
-            || opening.count(of: connection.id) >= Self.maxOpeningPerConnection || userHoldsAllSources(connection)
+            || opening.count(of: connection.id) + infoOpening[connection.id, default: 0] >= Self.maxOpeningPerConnection
+            || userHoldsAllSources(connection)
     }
 
     private func userHoldsAllSources(_ connection: Connection) -> Bool {

@@ -102,6 +102,7 @@ extension Daemon {
             startControlSteps(of: id)
         case .infoOpened(let ref, let result):
             infoOpened(ref, result)
+            if let connection = connections.byID[ref.connection] { openingFinished(on: connection) }
         }
     }
 

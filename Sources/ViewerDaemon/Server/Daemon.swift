@@ -44,6 +44,9 @@ public final class Daemon {
     var opening = OpeningRenders()
     /// INFOs waiting for a worker's read of their file's header.
     var pendingInfo = PendingInfo()
+    /// INFOs whose files are being opened off the loop, by connection: they count with the
+    /// RENDERs opening against `maxOpeningPerConnection`.
+    var infoOpening: [UInt64: Int] = [:]
     /// Each connection's prefetch steps, first one in progress (`ControlStep`).
     var controlSteps: [UInt64: [ControlStep]] = [:]
     /// Connections whose reading waits for their user's open sources to drop under the quota.
