@@ -20,7 +20,7 @@ let usage = """
                            (default: ${XDG_CACHE_HOME:-~/.cache}/viewerd-bench)
       --daemon PATH        the viewerd executable (default: the one next to viewerd-bench)
       --out DIR            where the JSON result goes (default: bench-results)
-      --only LIST          comma-separated scenarios: cold,library,warm,coalescing,scroll,scale
+      --only LIST          comma-separated scenarios: cold,library,warm,coalescing,scroll,scale,video
       --workers N          daemon workers and vipsthumbnail parallelism (default: cores)
       --memory-budget SIZE daemon --memory-budget (default: 256M)
       --row-interval S     scroll: seconds per row of 4 (default: 0.8)
@@ -159,6 +159,9 @@ do {
             }
             try bench.scale(real: real)
         }
+    }
+    if wants("video") {
+        try report.part("8. video") { try bench.video() }
     }
 } catch {
     failure = "\(error)"

@@ -1,0 +1,44 @@
+import Foundation
+import ViewerProtocol
+import ViewerTestSupport
+
+/// The hostile videos (torture/make-hostile-videos.sh, issue 17) list what a daemon that
+/// decodes videos answers. A daemon built without video support answers every one of them
+/// `unsupported-format`, which is a clear answer too: one good clip, asked for first, tells
+/// which daemon this is.
+extension HostileFiles {
+    func adjustedForVideoSupport(_ cases: [Case]) -> [Case] {
+        guard let control = cases.first(where: { $0.requiresVideo && $0.expected == ["result"] }) else { return cases }
+        let outcome: String
+        do {
+            let wire = try RawSocket.greeted(path: daemon.socketPath, name: "hostile-videos-probe")
+            defer { wire.close() }
+            try wire.send(.render(RenderRequest(path: control.path, spec: RenditionSpec(width: 64, height: 64))), id: 1)
+            let deadline = ContinuousClock.now + bound
+            var terminal: Message?
+            while terminal == nil, ContinuousClock.now < deadline {
+                guard let (id, message) = try wire.read(timeout: deadline - ContinuousClock.now) else { break }
+                if id == 1 && message.isTerminal { terminal = message }
+            }
+            guard let terminal else {
+                report.violation("no answer within \(bound.seconds) s for \(control.path) (\(control.note)), asked alone")
+                return cases
+            }
+            outcome = terminal.outcome
+        } catch {
+            report.violation("asking for \(control.path) (\(control.note)): \(error)")
+            return cases
+        }
+        let videos = cases.filter(\.requiresVideo).count
+        guard outcome == "unsupported-format" else {
+            report.info("the daemon decodes videos (\((control.path as NSString).lastPathComponent): \(outcome)): \(videos) video cases as listed")
+            return cases
+        }
+        report.note("the daemon does not decode videos (a good clip answered unsupported-format): " +
+                    "unsupported-format accepted for the \(videos) video cases")
+        return cases.map { item in
+            guard item.requiresVideo else { return item }
+            return Case(path: item.path, expected: item.expected.union(["unsupported-format"]), note: item.note, requiresVideo: true)
+        }
+    }
+}
