@@ -20,9 +20,14 @@ let package = Package(
         // libjpeg(-turbo) itself, for decoding a progressive JPEG's DC scans alone (issue 16);
         // libvips links it too, but its pkg-config file does not give -ljpeg.
         .systemLibrary(name: "CJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg62-turbo-dev"])]),
+        // FFmpeg's libraries, for the poster frames and media info of videos (issue 17).
+        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
+                       providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]),
         // Fixed-arity wrappers of the variadic libvips calls we use (Swift cannot call `...`),
-        // and the partial progressive JPEG decode.
-        .target(name: "CVipsShim", dependencies: ["CVips", "CJPEG"]),
+        // the partial progressive JPEG decode, and the video decode (video.c).
+        // (pkg-config names libavformat alone: the other three are linked here.)
+        .target(name: "CVipsShim", dependencies: ["CVips", "CJPEG", "CFFmpeg"],
+                linkerSettings: [.linkedLibrary("avcodec"), .linkedLibrary("swscale"), .linkedLibrary("avutil")]),
 
         // The worker's sandbox: libseccomp's variadic rule calls with fixed arguments, and the
         // one-call protections (prctl, setrlimit, unshare). Only ViewerDaemon imports it.

@@ -76,6 +76,7 @@ int vs_init(const char *argv0, int allow_svg, int allow_pdf, int allow_jxl) {
     if (allow_svg) vips_operation_block_set("VipsForeignLoadSvg", FALSE);
     if (allow_pdf) vips_operation_block_set("VipsForeignLoadPdf", FALSE);
     if (allow_jxl) vips_operation_block_set("VipsForeignLoadJxl", FALSE);
+    vv_init();  // FFmpeg's log into failure messages (video.c)
     return 0;
 }
 
@@ -260,6 +261,23 @@ int vs_plan_fd(int fd, int width, int height, int crop, int size, int page, int 
     int result = thumbnail_common(source, NULL, 0, swap ? height : width, swap ? width : height, crop, size, page,
                                   FALSE, TRUE, &planned);
     g_object_unref(source);
+    if (result) return result;
+    int w = vips_image_get_width(planned), h = vips_image_get_height(planned);
+    g_object_unref(planned);
+    *out_width = swap ? h : w;
+    *out_height = swap ? w : h;
+    return 0;
+}
+
+int vs_plan_size(int image_width, int image_height, int width, int height, int crop, int size, int orientation,
+                 int *out_width, int *out_height) {
+    VipsImage *blank = NULL, *planned = NULL;
+    if (vips_black(&blank, image_width, image_height, "bands", 3, NULL)) return -1;
+    // Unturned, with the box turned, as vs_plan_fd does.
+    int swap = orientation >= 5 && orientation <= 8;
+    int result = vips_thumbnail_image(blank, &planned, swap ? height : width, "height", swap ? width : height,
+                                      "crop", interesting_of(crop), "size", (VipsSize)size, NULL);
+    g_object_unref(blank);
     if (result) return result;
     int w = vips_image_get_width(planned), h = vips_image_get_height(planned);
     g_object_unref(planned);

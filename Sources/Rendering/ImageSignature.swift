@@ -2,7 +2,8 @@
 import Glibc
 #endif
 
-/// The formats viewerd reads (docs/RENDERING.md, Inputs), told from a file's first bytes.
+/// The formats viewerd reads (docs/RENDERING.md, Inputs), told from a file's first bytes:
+/// images, which libvips decodes, and video containers, which FFmpeg's libraries do (issue 17).
 ///
 /// Asked before a file reaches libvips. libvips runs every loader's sniffer over a file,
 /// blocked loaders included, and some sniffers read far: matrixload's reads up to the first
@@ -15,6 +16,40 @@ import Glibc
 /// ```
 public enum ImageSignature: String, Sendable, CaseIterable {
     case jpeg, png, gif, webp, tiff, heif, jpegXL, svg, pdf
+    /// ISO media (MP4, M4V, 3GP) and QuickTime (MOV), told from HEIF by their brands.
+    case mp4, quickTime
+    case matroska, webm, avi
+    /// MPEG transport stream (broadcast, AVCHD's .mts/.m2ts) and program stream (.mpg, .vob).
+    case mpegTS, mpegPS
+
+    /// A video container: its poster frame is decoded by FFmpeg (`Renderer+Video`).
+    public var isVideo: Bool {
+        switch self {
+        case .mp4, .quickTime, .matroska, .webm, .avi, .mpegTS, .mpegPS: true
+        default: false
+        }
+    }
+
+    /// The short name media info gives the format (e.g. "jpeg", "mov", "webm").
+    public var name: String {
+        switch self {
+        case .jpegXL: "jxl"
+        case .quickTime: "mov"
+        case .matroska: "mkv"
+        case .mpegTS: "mpegts"
+        case .mpegPS: "mpeg"
+        default: rawValue
+        }
+    }
+
+    /// ISO media brands of still images (HEIF, AVIF and their sequences): a file whose
+    /// brands include one of these, and whose major brand is not a video one, is HEIF.
+    static let heifBrands: Set<String> = ["heic", "heix", "heim", "heis", "hevc", "hevx", "hevm", "hevs",
+                                          "mif1", "mif2", "msf1", "avif", "avis", "avio"]
+    /// Major brands of video files (ISO base media, MP4, QuickTime, 3GPP, Sony, DASH).
+    static let videoBrands: Set<String> = ["isom", "iso2", "iso3", "iso4", "iso5", "iso6", "mp41", "mp42", "mp71",
+                                           "M4V ", "M4VH", "M4VP", "avc1", "dash", "MSNV", "XAVC", "f4v ", "NDAS",
+                                           "3gp4", "3gp5", "3gp6", "3g2a", "3ge6", "3gg6", "mmp4", "qt  "]
 
     /// How many leading bytes `detect` looks at (SVG's `<svg` may follow a prologue).
     public static let prefixLength = 4096
@@ -32,7 +67,15 @@ public enum ImageSignature: String, Sendable, CaseIterable {
         if at(0, "RIFF") && at(8, "WEBP") { return .webp }
         if at(0, [0x49, 0x49, 0x2A, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2A])
             || at(0, [0x49, 0x49, 0x2B, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2B]) { return .tiff }
-        if at(4, "ftyp") { return .heif }  // ISO media: HEIC, AVIF; libheif checks the brand
+        if at(4, "ftyp") { return isoMedia(b) }
+        // QuickTime files written before ftyp existed begin with a movie or data atom.
+        if at(4, "moov") || at(4, "mdat") || at(4, "wide") || at(4, "pnot") { return .quickTime }
+        if at(0, [0x1A, 0x45, 0xDF, 0xA3]) { return matroska(b) }
+        if at(0, "RIFF") && at(8, "AVI ") { return .avi }
+        if at(0, [0x00, 0x00, 0x01, 0xBA]) { return .mpegPS }
+        // 188-byte packets (192 in AVCHD's .m2ts: a 4-byte timestamp first), each with 0x47.
+        if b.count >= 189, b[0] == 0x47, b[188] == 0x47, b.count < 377 || b[376] == 0x47 { return .mpegTS }
+        if b.count >= 197, b[4] == 0x47, b[196] == 0x47, b.count < 389 || b[388] == 0x47 { return .mpegTS }
         if at(0, [0xFF, 0x0A]) || at(0, [0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) { return .jpegXL }
         if at(0, "%PDF") { return .pdf }
         if at(0, [0x1F, 0x8B]) { return .svg }  // gzip: svgz (librsvg inflates and checks)
@@ -47,6 +90,34 @@ public enum ImageSignature: String, Sendable, CaseIterable {
             return .svg
         }
         return nil
+    }
+
+    /// HEIF or a video, from the `ftyp` box's brands: a still-image brand makes it HEIF unless
+    /// the major brand is a video one; an unknown brand is left to FFmpeg as MP4.
+    private static func isoMedia(_ b: [UInt8]) -> ImageSignature {
+        func brand(_ offset: Int) -> String? {
+            guard b.count >= offset + 4 else { return nil }
+            return String(decoding: b[offset..<offset + 4], as: UTF8.self)
+        }
+        let major = brand(8) ?? ""
+        if major == "qt  " { return .quickTime }
+        if videoBrands.contains(major) { return .mp4 }
+        if heifBrands.contains(major) { return .heif }
+        let boxSize = b.count >= 4 ? Int(b[0]) << 24 | Int(b[1]) << 16 | Int(b[2]) << 8 | Int(b[3]) : 0
+        var offset = 16
+        while offset + 4 <= min(boxSize, b.count, 256) {
+            if let compatible = brand(offset), heifBrands.contains(compatible) { return .heif }
+            offset += 4
+        }
+        return .mp4
+    }
+
+    /// WebM is Matroska whose EBML header's DocType is "webm".
+    private static func matroska(_ b: [UInt8]) -> ImageSignature {
+        let head = Array(b.prefix(64)), doctype = Array("webm".utf8)
+        guard head.count >= doctype.count else { return .matroska }
+        for i in 0...(head.count - doctype.count) where Array(head[i..<i + doctype.count]) == doctype { return .webm }
+        return .matroska
     }
 
     /// The format of the file open on `descriptor` (read with pread: the offset is kept);

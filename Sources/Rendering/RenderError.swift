@@ -11,7 +11,11 @@ public enum RenderError: Error, Equatable, Sendable, CustomStringConvertible {
     case notRegularFile(String)
     case unreadable(path: String, errno: Int32)
     case unsupportedFormat(String)
+    /// A file of a format viewerd reads whose content it does not (a video's codec, an audio-only file).
+    case unsupportedContent(path: String, detail: String)
     case corrupt(path: String, detail: String)
+    /// A video FFmpeg cannot read; `detail` is FFmpeg's or viewerd's word for why.
+    case damagedVideo(path: String, detail: String)
     case tooLarge(String)
     case invalidSpec(String)
     /// The decoder process died (signal or exit) on this file.
@@ -28,8 +32,8 @@ public enum RenderError: Error, Equatable, Sendable, CustomStringConvertible {
         case .permissionDenied: .permissionDenied
         case .notRegularFile: .notRegularFile
         case .unreadable: .unreadable
-        case .unsupportedFormat: .unsupportedFormat
-        case .corrupt: .corruptImage
+        case .unsupportedFormat, .unsupportedContent: .unsupportedFormat
+        case .corrupt, .damagedVideo: .corruptImage
         case .tooLarge: .tooLarge
         case .decoderCrashed: .decoderCrashed
         case .timedOut: .timeout
@@ -45,7 +49,9 @@ public enum RenderError: Error, Equatable, Sendable, CustomStringConvertible {
         case .notRegularFile(let p): "not a regular file: \(p)"
         case .unreadable(let p, let e): "cannot read \(p): \(String(cString: strerror(e)))"
         case .unsupportedFormat(let p): "unsupported format: no enabled loader recognises \(p)"
+        case .unsupportedContent(let p, let detail): "unsupported format: \(detail) (\(p))"
         case .corrupt(let p, let detail): "corrupt image: \(detail) (\(p))"
+        case .damagedVideo(let p, let detail): "corrupt video: \(detail) (\(p))"
         case .tooLarge(let m): m
         case .decoderCrashed(let p, let detail): "decoder crashed: \(detail) (\(p))"
         case .timedOut(let p, let seconds): "timeout: rendering took more than \(seconds) s (\(p))"

@@ -119,7 +119,8 @@ public struct Renderer: Sendable {
 
     func headerUngated(_ source: SourceFile) throws(RenderError) -> SourceHeader {
         // Only files that begin like a format we read reach libvips' sniffers.
-        guard ImageSignature.detect(descriptor: source.descriptor) != nil else { throw .unsupportedFormat(source.path) }
+        guard let signature = ImageSignature.detect(descriptor: source.descriptor) else { throw .unsupportedFormat(source.path) }
+        if signature.isVideo { return videoHeader(try videoInfo(source, container: signature)) }
         var h = vs_header()
         let status = vs_header_fd(source.descriptor, &h)
         return try Self.header(h, status: status, path: source.path)
@@ -172,6 +173,7 @@ public struct Renderer: Sendable {
                      admitted: SourceHeader? = nil) throws(RenderError) -> (width: Int, height: Int) {
         let header: SourceHeader
         if let admitted { header = admitted } else { header = try admitUngated(source, spec: spec) }
+        if header.isVideo { return try videoPlan(header, spec: spec) }
         let box = Self.thumbnailBox(spec, vector: header.isVector)
         var width: Int32 = 0, height: Int32 = 0
         guard vs_plan_fd(source.descriptor, box.width, box.height, box.crop, box.size, Int32(spec.page),
@@ -191,7 +193,7 @@ public struct Renderer: Sendable {
         if let problem = spec.validate(maxSide: limits.maxOutputSide) { throw .invalidSpec(problem) }
         let header = try headerUngated(source)
         if let refusal = limits.refusal(of: header, path: source.path) { throw refusal }
-        guard spec.page < header.pages || spec.page == 0 else {
+        guard spec.page < header.pages || spec.page == 0 || header.isVideo else {
             throw .invalidSpec("page \(spec.page) does not exist: \(source.path) has \(header.pages)")
         }
         return header
@@ -207,6 +209,11 @@ public struct Renderer: Sendable {
     /// `cancellation` also reaches its reads of the source (a decode the kill flag cannot stop).
     func thumbnailUngated(_ source: SourceFile, spec: RenditionSpec,
                                   cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
+        // A video is admitted by its decode, which reads the headers once (a long video's
+        // index is megabytes) and checks them against the limits.
+        if let signature = ImageSignature.detect(descriptor: source.descriptor), signature.isVideo {
+            return try videoThumbnail(source, container: signature, spec: spec, cancellation: cancellation)
+        }
         let header = try admitUngated(source, spec: spec)
         let box = Self.thumbnailBox(spec, vector: header.isVector)
         var out: OpaquePointer?

@@ -11,7 +11,7 @@ enum Tag {
         static let path: UInt16 = 1, width: UInt16 = 2, height: UInt16 = 3, fit: UInt16 = 4
         static let crop: UInt16 = 5, format: UInt16 = 6, quality: UInt16 = 7, background: UInt16 = 8
         static let page: UInt16 = 9, upscale: UInt16 = 10, priority: UInt16 = 11, delivery: UInt16 = 12
-        static let allowLarger: UInt16 = 13
+        static let allowLarger: UInt16 = 13, time: UInt16 = 14
     }
     /// PREFETCH and STOP_PREFETCH: tag 1 is the list of paths, 2-10 the spec, 11 the priority.
     enum Prefetch { static let paths: UInt16 = 1 }
@@ -105,6 +105,7 @@ extension Message {
         w.put(Tag.Render.background, spec.background)
         w.put(Tag.Render.page, spec.page)
         w.put(Tag.Render.upscale, spec.upscale)
+        if let time = spec.timeMillis { w.put(Tag.Render.time, time) }
     }
 
     /// Decodes a frame. Unknown fields are ignored; an unknown type throws `unexpectedMessage`.
@@ -167,7 +168,8 @@ extension Message {
             width: try r.integer(Tag.Render.width) ?? 0, height: try r.integer(Tag.Render.height) ?? 0,
             fit: fit, crop: crop, format: format, quality: quality,
             background: try r.integer(Tag.Render.background) ?? 0xFFFFFF,
-            page: try r.integer(Tag.Render.page) ?? 0, upscale: try r.bool(Tag.Render.upscale) ?? false)
+            page: try r.integer(Tag.Render.page) ?? 0, upscale: try r.bool(Tag.Render.upscale) ?? false,
+            timeMillis: try r.integer(Tag.Render.time))
     }
 
     private static func decodePrefetch(_ r: FieldReader) throws(ProtocolError) -> PrefetchRequest {

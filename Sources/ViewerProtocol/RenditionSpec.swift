@@ -76,10 +76,13 @@ public struct RenditionSpec: Hashable, Sendable {
     public var page: UInt32
     /// Whether the rendition may be larger than the source.
     public var upscale: Bool
+    /// For a video: the frame shown this many milliseconds from its start (a scrubbing
+    /// preview); nil: a representative frame (PROTOCOL.md, "Videos"). Ignored for images.
+    public var timeMillis: UInt32?
 
     public init(width: UInt32, height: UInt32, fit: FitMode = .fit, crop: CropAnchor = .centre,
                 format: OutputFormat = .jpeg, quality: UInt8 = 0, background: UInt32 = 0xFFFFFF,
-                page: UInt32 = 0, upscale: Bool = false) {
+                page: UInt32 = 0, upscale: Bool = false, timeMillis: UInt32? = nil) {
         self.width = width
         self.height = height
         self.fit = fit
@@ -89,6 +92,7 @@ public struct RenditionSpec: Hashable, Sendable {
         self.background = background
         self.page = page
         self.upscale = upscale
+        self.timeMillis = timeMillis
     }
 
     /// The canonical form: equivalent specs normalize to equal values (and equal keys).
@@ -114,20 +118,23 @@ public struct RenditionSpec: Hashable, Sendable {
         return nil
     }
 
-    /// Decodes `keyBytes` (version 1); nil for anything else.
+    /// Decodes `keyBytes` (version 1, or 2 with a time); nil for anything else.
     public init?<C: Collection>(keyBytes: C) where C.Element == UInt8 {
         let b = Array(keyBytes)
-        guard b.count == 22, b[0] == 1, let fit = FitMode(rawValue: b[9]), let crop = CropAnchor(rawValue: b[10]),
-              let format = OutputFormat(rawValue: b[11]) else { return nil }
+        guard (b.count == 22 && b[0] == 1) || (b.count == 26 && b[0] == 2), let fit = FitMode(rawValue: b[9]),
+              let crop = CropAnchor(rawValue: b[10]), let format = OutputFormat(rawValue: b[11]) else { return nil }
         self.init(width: UInt32(le: b, at: 1), height: UInt32(le: b, at: 5), fit: fit, crop: crop, format: format,
-                  quality: b[12], background: UInt32(le: b, at: 13), page: UInt32(le: b, at: 17), upscale: b[21] != 0)
+                  quality: b[12], background: UInt32(le: b, at: 13), page: UInt32(le: b, at: 17), upscale: b[21] != 0,
+                  timeMillis: b[0] == 2 ? UInt32(le: b, at: 22) : nil)
     }
 
-    /// A stable byte encoding of the normalized spec, for cache keys (version 1, 22 bytes).
+    /// A stable byte encoding of the normalized spec, for cache keys: version 1, 22 bytes;
+    /// version 2 (26 bytes) when a video time is asked, which follows as a u32. Specs without
+    /// a time keep version 1, so renditions stored before times existed still hit.
     public var keyBytes: [UInt8] {
         let spec = normalized()
-        var out: [UInt8] = [1]
-        out.reserveCapacity(22)
+        var out: [UInt8] = [spec.timeMillis == nil ? 1 : 2]
+        out.reserveCapacity(26)
         out.appendLE(spec.width)
         out.appendLE(spec.height)
         out.append(spec.fit.rawValue)
@@ -137,6 +144,7 @@ public struct RenditionSpec: Hashable, Sendable {
         out.appendLE(spec.background)
         out.appendLE(spec.page)
         out.append(spec.upscale ? 1 : 0)
+        if let time = spec.timeMillis { out.appendLE(time) }
         return out
     }
 }

@@ -1,0 +1,105 @@
+import CVipsShim
+import ViewerProtocol
+
+/// What a video's headers say: its shown size, the turn that makes it upright, how long it
+/// runs, its codec. Read by FFmpeg in a worker, no frame decoded.
+public struct VideoInfo: Sendable, Equatable {
+    /// The picture's size as shown, before `orientation` turns it (non-square pixels applied).
+    public var width: Int
+    public var height: Int
+    /// EXIF-style 1-8, from the container's display matrix (a phone held upright writes 6).
+    public var orientation: Int
+    /// nil when the container does not say (a cut transport stream).
+    public var durationMillis: Int64?
+    /// From the header, or duration × frame rate; nil when neither is known.
+    public var frameCount: Int64?
+    /// FFmpeg's name of the codec, e.g. "h264", "hevc", "vp9", "av1".
+    public var codec: String
+    /// The container, e.g. "mp4", "mov", "mkv", "webm", "avi", "mpegts".
+    public var container: String
+
+    /// The size upright, as a viewer lays it out.
+    public var uprightWidth: Int { orientation >= 5 ? height : width }
+    public var uprightHeight: Int { orientation >= 5 ? width : height }
+}
+
+extension SourceHeader {
+    /// A video's poster frame: decoded by FFmpeg, not by a libvips loader.
+    public var isVideo: Bool { loader.hasPrefix(Renderer.videoLoaderPrefix) }
+}
+
+extension Renderer {
+    /// `SourceHeader.loader` of a video: this prefix and the codec ("video:h264").
+    static let videoLoaderPrefix = "video:"
+
+    /// Reads a video's headers (a worker's media info, and the admission of a poster render).
+    public func videoInfo(_ source: SourceFile, container: ImageSignature) throws(RenderError) -> VideoInfo {
+        var info = vv_info()
+        var message = [CChar](repeating: 0, count: 256)
+        let status = vv_probe_fd(source.descriptor, Int64(clamping: limits.maxSourcePixels), nil, &info, &message, message.count)
+        try Self.videoStatus(status, message: message, path: source.path)
+        return Self.videoInfo(info, container: container)
+    }
+
+    /// The header a video gives the renderer's other paths (limits, plans, cost).
+    func videoHeader(_ info: VideoInfo) -> SourceHeader {
+        SourceHeader(width: info.width, height: info.height, bands: 3, orientation: info.orientation,
+                     loader: Self.videoLoaderPrefix + info.codec)
+    }
+
+    /// The poster frame of a video, as a thumbnail pipeline for the spec's box: the frame
+    /// FFmpeg decodes (at `spec.timeMillis`, else a representative one) goes to libvips as
+    /// memory and is resized, turned upright and converted like a photo.
+    func videoThumbnail(_ source: SourceFile, container: ImageSignature, spec: RenditionSpec,
+                        cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
+        if let problem = spec.validate(maxSide: limits.maxOutputSide) { throw .invalidSpec(problem) }
+        var info = vv_info()
+        var frame: OpaquePointer?
+        var message = [CChar](repeating: 0, count: 256)
+        let time = spec.timeMillis.map { Int64($0) } ?? -1
+        let status = withExtendedLifetime(cancellation) {
+            vv_poster_fd(source.descriptor, time, Int64(clamping: limits.maxSourcePixels), cancellation?.handle, &info,
+                         &frame, &message, message.count)
+        }
+        try Self.videoStatus(status, message: message, path: source.path)
+        guard let frame else { throw .corrupt(path: source.path, detail: "no frame") }
+        let image = VipsImageRef(frame)
+        let box = Self.thumbnailBox(spec, vector: false)
+        var out: OpaquePointer?
+        guard vs_thumbnail_image(image.pointer, box.width, box.height, box.crop, box.size, 0, &out) == 0, let out else {
+            throw .corrupt(path: source.path, detail: takeVipsError())
+        }
+        return VipsImageRef(out)
+    }
+
+    /// The size `videoThumbnail` makes for this spec, from the header: libvips' own plan for
+    /// an image of the frame's size (lazy, nothing computed).
+    func videoPlan(_ header: SourceHeader, spec: RenditionSpec) throws(RenderError) -> (width: Int, height: Int) {
+        let box = Self.thumbnailBox(spec, vector: false)
+        var width: Int32 = 0, height: Int32 = 0
+        guard vs_plan_size(Int32(header.width), Int32(header.height), box.width, box.height, box.crop, box.size,
+                           Int32(header.orientation), &width, &height) == 0 else {
+            throw .corrupt(path: "<plan>", detail: takeVipsError())
+        }
+        return (Int(width), Int(height))
+    }
+
+    private static func videoInfo(_ info: vv_info, container: ImageSignature) -> VideoInfo {
+        let codec = withUnsafeBytes(of: info.codec) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        return VideoInfo(width: Int(info.width), height: Int(info.height), orientation: Int(info.orientation),
+                         durationMillis: info.duration_ms >= 0 ? info.duration_ms : nil,
+                         frameCount: info.frames > 0 ? info.frames : nil, codec: codec, container: container.name)
+    }
+
+    /// The error a video call's status means; its message says what FFmpeg saw.
+    private static func videoStatus(_ status: Int32, message: [CChar], path: String) throws(RenderError) {
+        let detail = String(decoding: message.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        switch status {
+        case 0: return
+        case -2: throw .unsupportedContent(path: path, detail: detail)
+        case -3: throw .tooLarge("\(detail) (\(path))")
+        case -4: throw .corrupt(path: path, detail: "cancelled")
+        default: throw .damagedVideo(path: path, detail: detail)
+        }
+    }
+}
