@@ -278,8 +278,11 @@ big_sps = edit(big, STBL + [b"stsd", b"avc1", b"avcC"], lambda body: avcc_with_s
 add(write("big/sps-16k.mp4", big_sps), "too-large,corrupt-image",
     "MP4 whose SPS, track header and sample entry say 16384x16384 (1024x1024 macroblocks; FFmpeg refuses the size)")
 big16000 = edit(edit(only, [b"moov", b"trak", b"tkhd"], tkhd_size(16000, 16000)), STBL + [b"stsd", b"avc1"], sample_entry_size(16000, 16000))
+# 16000x16000 is exactly viewerd's default pixel limit (256,000,000): not too large, so like
+# bombs/jpeg-12000.jpg it may render (grey) or fail, within the timeout.
 add(write("big/sps-16000.mp4", edit(big16000, STBL + [b"stsd", b"avc1", b"avcC"], lambda body: avcc_with_size(bytes(body), 1000, 1000))),
-    "too-large,corrupt-image", "MP4 whose SPS, track header and sample entry say 16000x16000 (FFmpeg accepts the size)")
+    "too-large,corrupt-image,timeout,result",
+    "MP4 whose SPS, track header and sample entry say 16000x16000 (FFmpeg accepts the size; viewerd's pixel limit exactly)")
 add(write("big/mkv-pixels-16k.mkv", replace_once(replace_once(mkv, b"\xb0\x82\x01\x40", b"\xb0\x82\x40\x00"),
                                                   b"\xba\x82\x01\x00", b"\xba\x82\x40\x00")),
     "too-large,corrupt-image,result", "Matroska PixelWidth and PixelHeight 16384, its SPS 320x256")

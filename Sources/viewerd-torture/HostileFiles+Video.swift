@@ -41,4 +41,13 @@ extension HostileFiles {
             return Case(path: item.path, expected: item.expected.union(["unsupported-format"]), note: item.note, requiresVideo: true)
         }
     }
+
+    /// The spec of a video case with a time asked for on most indexes: none (a representative
+    /// frame), the start, inside the 2 s clips, past their end (the last frame, PROTOCOL.md),
+    /// and the largest time the wire carries.
+    func withVideoTime(_ spec: RenditionSpec, index: Int) -> RenditionSpec {
+        var spec = spec
+        spec.timeMillis = [nil, 0, 700, 60_000, UInt32.max][index % 5]
+        return spec
+    }
 }

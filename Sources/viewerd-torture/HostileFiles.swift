@@ -121,7 +121,8 @@ struct HostileFiles {
                 do {
                     if wire == nil { wire = try RawSocket.greeted(path: daemon.socketPath, name: "hostile-files-\(index)") }
                     let started = ContinuousClock.now
-                    try wire!.send(.render(RenderRequest(path: item.path, spec: spec(for: n))), id: id)
+                    let spec = item.requiresVideo ? withVideoTime(spec(for: n), index: n) : spec(for: n)
+                    try wire!.send(.render(RenderRequest(path: item.path, spec: spec)), id: id)
                     guard let message = try awaitTerminal(wire!, id: id) else {
                         report.violation("no answer within \(bound.seconds) s for \(item.path) (\(item.note))")
                         wire = nil
