@@ -96,6 +96,7 @@ extension Bench {
             "errors": runs.last?.errors.prefix(10).map { $0 } ?? [],
             "sizes": sizes,
         ]
+        results["one_at_a_time"] = try videoOneAtATime(clips, infos: infos)
         results["isolation"] = try videoIsolation(clips: clips, infos: infos)
         report.results["video"] = results
     }
