@@ -46,10 +46,12 @@ extension Renderer {
     ///   w × h × b × s × 3 (measured 8.3 bytes a pixel for 8-bit RGB)
     /// - JPEG XL: w × h × 4 × s × 2 (measured 7 bytes a pixel for 8-bit RGB)
     /// - GIF: libnsgif's RGBA frame and libvips' copy, w × h × 4 × 2
+    /// - Video: the decoder's frames (references and the decoded one), the RGB frame libvips
+    ///   gets and its shrink, w × h × 12, from the frame size, never the file's length
     /// - SVG, PDF: rasterized at the target size; others: the whole image, w × h × max(b,4) × s
     /// plus the output and resampling buffers (4 × output RGBA) and a fixed 4 MiB.
     /// `costly`: a progressive JPEG, an interlaced PNG, or a whole decode (HEIF, JPEG XL,
-    /// GIF, others) over 4 MP, or any estimate over 256 MiB.
+    /// GIF, video, others) over 4 MP, or any estimate over 256 MiB.
     public static func estimateCost(_ header: SourceHeader, spec: RenditionSpec) -> RenderCost {
         // Headers are untrusted: a PNG may declare 2^31-1 × 2^31-1 pixels of 16-bit RGBA, whose
         // products overflow 64 bits. The arithmetic saturates (such a file is refused as
@@ -78,6 +80,10 @@ extension Renderer {
             (decode, costly) = (product(w, h, 4, s, 2), whole)
         } else if loader.hasPrefix("gifload") {
             (decode, costly) = (product(w, h, 4, 2), whole)
+        } else if header.isVideo {
+            // The decoder's frames (reference frames and the one decoded, 4:2:0 or 4:4:4), the
+            // frame converted to RGB for libvips, and libvips' shrink of it.
+            (decode, costly) = (product(w, h, 12), whole)
         } else if header.isVector {
             (decode, costly) = (outputBytes, false)
         } else {

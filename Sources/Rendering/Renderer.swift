@@ -119,7 +119,10 @@ public struct Renderer: Sendable {
 
     func headerUngated(_ source: SourceFile) throws(RenderError) -> SourceHeader {
         // Only files that begin like a format we read reach libvips' sniffers.
-        guard let signature = ImageSignature.detect(descriptor: source.descriptor) else { throw .unsupportedFormat(source.path) }
+        guard let signature = ImageSignature.detect(descriptor: source.descriptor) else {
+            if source.identity.size == 0 { throw .unsupportedContent(path: source.path, detail: "the file is empty") }
+            throw .unsupportedFormat(source.path)
+        }
         if signature.isVideo { return videoHeader(try videoInfo(source, container: signature)) }
         var h = vs_header()
         let status = vs_header_fd(source.descriptor, &h)

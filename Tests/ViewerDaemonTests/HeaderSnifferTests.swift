@@ -1,6 +1,7 @@
 import Foundation
 import Rendering
 import Testing
+import ViewerProtocol
 import ViewerTestSupport
 @testable import ViewerDaemon
 
@@ -151,5 +152,31 @@ struct HeaderSnifferTests {
                 _ = HeaderSniffer.sniff(bytes) { _, count in random.bytes(count: Int.random(in: 0...count, using: &random)) }
             }
         }
+    }
+
+    @Test("videos: the frame size of MP4/MOV (index at the end), Matroska, WebM and AVI; a UHD frame's cost when unsaid")
+    func videos() throws {
+        for clip in try VideoClips.shared() {
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: clip.path)))
+            let prefix = Array(bytes.prefix(HeaderSniffer.prefixSize))
+            let header = HeaderSniffer.sniff(prefix) { offset, count in
+                offset < UInt64(bytes.count) ? Array(bytes[Int(offset)..<min(bytes.count, Int(offset) + count)]) : []
+            }
+            if ["mpegts", "mpeg"].contains(clip.container) {
+                #expect(header == nil, "\(clip)")
+                continue
+            }
+            #expect(header?.width == clip.width && header?.height == clip.height, "\(clip): \(String(describing: header))")
+            #expect(header?.isVideo == true, "\(clip)")
+            // Every truncation: nil or a header, never a trap.
+            for length in stride(from: 0, through: min(bytes.count, 4096), by: 7) {
+                _ = HeaderSniffer.sniff(Array(bytes.prefix(length)))
+            }
+        }
+        // The cost follows the frame, not the length: a 4K frame costs the same in any file.
+        let uhd = SourceHeader(width: 3840, height: 2160, bands: 3, loader: "video:mp4")
+        let cost = Renderer.estimateCost(uhd, spec: RenditionSpec(width: 256, height: 256))
+        #expect(cost.memoryBytes > 90 << 20 && cost.memoryBytes < 130 << 20, "\(cost)")
+        #expect(cost.costly)
     }
 }

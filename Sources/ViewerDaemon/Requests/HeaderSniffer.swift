@@ -58,6 +58,7 @@ public enum HeaderSniffer {
     /// - Parameter more: reads `count` bytes at an offset past `b` (fewer at the end of the
     ///   file); only a TIFF whose first directory lies past the prefix asks, once.
     public static func sniff(_ b: [UInt8], more: (_ offset: UInt64, _ count: Int) -> [UInt8] = { _, _ in [] }) -> SourceHeader? {
+        if let format = ImageSignature.detect(b), format.isVideo { return video(b, format, more: more) }
         if b.starts(with: [0xFF, 0xD8]) { return jpeg(b) }
         if b.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return png(b) }
         if b.starts(with: Array("GIF8".utf8)), b.count >= 10 {
@@ -163,6 +164,107 @@ public enum HeaderSniffer {
             i = end
         }
         return result
+    }
+
+    /// A video's frame size, which bounds its decode's memory whatever the file's length:
+    /// from the largest track header of an MP4/MOV (its index may follow the media: found by
+    /// walking the top-level boxes, at most 64 header reads), a Matroska/WebM track's video
+    /// element, or an AVI's main header. Transport and program streams say it only in the
+    /// codec's own headers: nil (`cost` then assumes a UHD frame).
+    private static func video(_ b: [UInt8], _ format: ImageSignature,
+                              more: (_ offset: UInt64, _ count: Int) -> [UInt8]) -> SourceHeader? {
+        let size: (width: Int, height: Int)?
+        switch format {
+        case .mp4, .quickTime: size = isoVideoSize(b, more: more)
+        case .matroska, .webm: size = matroskaVideoSize(b)
+        case .avi:
+            guard b.count >= 72, Array(b[12..<16]) == Array("LIST".utf8), Array(b[20..<28]) == Array("hdrlavih".utf8) else { return nil }
+            size = (le16(b, 64) | le16(b, 66) << 16, le16(b, 68) | le16(b, 70) << 16)
+        default: size = nil
+        }
+        guard let size, size.width > 0, size.height > 0 else { return nil }
+        return SourceHeader(width: size.width, height: size.height, bands: 3, loader: "video:" + format.name)
+    }
+
+    /// The largest `tkhd` width × height (16.16 fixed point) of the `moov` box's tracks.
+    private static func isoVideoSize(_ b: [UInt8], more: (_ offset: UInt64, _ count: Int) -> [UInt8]) -> (width: Int, height: Int)? {
+        func read(_ offset: UInt64, _ count: Int) -> [UInt8] {
+            if offset < UInt64(b.count) {
+                let start = Int(offset)
+                if b.count - start >= count { return Array(b[start..<start + count]) }
+            }
+            return more(offset, count)
+        }
+        var offset: UInt64 = 0
+        var movie: [UInt8]?
+        for _ in 0..<64 {
+            let head = read(offset, 16)
+            guard head.count >= 8 else { return nil }
+            var size = UInt64(be32(head, 0)), header: UInt64 = 8
+            if size == 1 {
+                guard let large = uint(head[...], 8, 8) else { return nil }
+                (size, header) = (large, 16)
+            }
+            let type = String(decoding: head[4..<8], as: UTF8.self)
+            if type == "moov" {
+                // The tracks' headers come first in each track; 256 KiB holds them in all but
+                // the longest indexes, and a cut index still has its first tracks.
+                let length = size == 0 ? 256 << 10 : Int(min(size - min(size, header), 256 << 10))
+                movie = read(offset + header, length)
+                break
+            }
+            guard size >= header, size != 0 else { return nil }
+            let (next, overflow) = offset.addingReportingOverflow(size)
+            guard !overflow else { return nil }
+            offset = next
+        }
+        guard let movie else { return nil }
+        var best: (width: Int, height: Int)?
+        for track in boxes(movie, in: 0..<movie.count, limit: 64) where track.type == "trak" {
+            guard let tkhd = boxes(movie, in: track.payload, limit: 16).first(where: { $0.type == "tkhd" }),
+                  let version = uint(movie[tkhd.payload], tkhd.payload.lowerBound, 1) else { continue }
+            let at = tkhd.payload.lowerBound + (version == 1 ? 88 : 76)
+            guard let w = uint(movie[tkhd.payload], at, 4), let h = uint(movie[tkhd.payload], at + 4, 4) else { continue }
+            let (width, height) = (Int(w >> 16), Int(h >> 16))
+            if width > 0, height > 0, width * height > (best.map { $0.width * $0.height } ?? 0) { best = (width, height) }
+        }
+        return best
+    }
+
+    /// The first video track's PixelWidth and PixelHeight, walking the EBML elements in the
+    /// prefix: into Segment, Tracks, TrackEntry and Video, over everything else by its size,
+    /// stopping at the first Cluster (media) or an element of unknown size it cannot skip.
+    private static func matroskaVideoSize(_ b: [UInt8]) -> (width: Int, height: Int)? {
+        /// An EBML variable-length integer at `i`: an element id keeps its length marker, a
+        /// size does not (all ones: unknown).
+        func vint(_ i: Int, marker: Bool) -> (value: UInt64, length: Int, unknown: Bool)? {
+            guard i < b.count, b[i] != 0 else { return nil }
+            let length = b[i].leadingZeroBitCount + 1
+            guard i + length <= b.count else { return nil }
+            var value = UInt64(marker ? b[i] : b[i] & (0xFF >> length))
+            for k in 1..<length { value = value << 8 | UInt64(b[i + k]) }
+            return (value, length, !marker && value == (UInt64(1) << (7 * length)) - 1)
+        }
+        var i = 0, width = 0, height = 0
+        for _ in 0..<4096 {
+            guard let id = vint(i, marker: true), let size = vint(i + id.length, marker: false) else { return nil }
+            let data = i + id.length + size.length
+            switch id.value {
+            case 0x1853_8067, 0x1654_AE6B, 0xAE, 0xE0:  // Segment, Tracks, TrackEntry, Video: go in
+                i = data
+                continue
+            case 0x1F43_B675:  // Cluster: the media begins, no tracks past it
+                return nil
+            default:
+                guard !size.unknown, size.value <= UInt64(b.count - min(data, b.count)) else { return nil }
+                if id.value == 0xB0 || id.value == 0xBA, let value = uint(b[...], data, Int(size.value)) {
+                    if id.value == 0xB0 { width = Int(value) } else { height = Int(value) }
+                    if width > 0, height > 0 { return (width, height) }
+                }
+                i = data + Int(size.value)
+            }
+        }
+        return nil
     }
 
     /// The primary item's spatial extent (`ispe`, under `meta` → `iprp` → `ipco`, found by
@@ -342,6 +444,11 @@ public enum HeaderSniffer {
         guard let format = sniffed.format else {
             // Not a format we read: the worker refuses it from its first bytes, at no cost.
             return RenderCost(memoryBytes: 1 << 20, costly: false)
+        }
+        if format.isVideo {
+            // A video's decode is bounded by its frames, not its length: without a size in
+            // its headers (a transport stream), a UHD frame's.
+            return Renderer.estimateCost(SourceHeader(width: 3840, height: 2160, bands: 3, loader: "video:" + format.name), spec: spec)
         }
         let guess = max(UInt64(source.identity.size) * 20, 32 << 20)
         // A vector's cost is not in its size: a few hundred bytes of SVG <use> fan-out run to
