@@ -1,8 +1,9 @@
 import Foundation
+import ViewerTestSupport
 
 /// The video part's corpus: short clips of every container and codec issue 17 names, made with
-/// the ffmpeg CLI by bench/fetch-corpus.sh under ROOT/corpus/video (or, for `--smoke`, three
-/// tiny ones made here).
+/// the ffmpeg CLI by bench/fetch-corpus.sh under ROOT/corpus/video (or, for `--smoke`, the
+/// end-to-end tests' small ones).
 extension Corpus {
     static let videoExtensions: Set<String> = ["mp4", "mov", "webm", "mkv", "avi", "ts"]
 
@@ -14,30 +15,12 @@ extension Corpus {
             .sorted().map { directory + "/" + $0 }
     }
 
-    /// Three one-second clips for `--smoke` (H.264 MP4, VP9 WebM, an H.264 MOV turned 90° by
-    /// its display matrix), each fading in from black like the real set.
+    /// The end-to-end tests' clips for `--smoke` (`VideoClips`: every container and codec, two
+    /// phone clips turned by their display matrix), made under `root/corpus/video`.
     static func smokeVideo(root: String) throws -> [String] {
         let directory = root + "/corpus/video"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let source = "testsrc2=size=640x360:rate=30:duration=2"
-        let common = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-f", "lavfi", "-i", source,
-                      "-vf", "fade=in:st=0:d=0.5,format=yuv420p", "-g", "30"]
-        let steps: [[String]] = [
-            common + ["-c:v", "libx264", "-preset", "veryfast", directory + "/h264-360p.mp4"],
-            common + ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", directory + "/vp9-360p.webm"],
-            common + ["-c:v", "libx264", "-preset", "veryfast", directory + "/.unrotated.mov"],
-            // ffmpeg 5.1 writes the rotate tag as a display matrix only on a stream copy.
-            ["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-i", directory + "/.unrotated.mov", "-c", "copy",
-             "-metadata:s:v:0", "rotate=90", directory + "/phone-h264-360p-rotate90.mov"],
-        ]
-        for step in steps {
-            let result = spawnAndWait(step)
-            guard result.status == 0 else {
-                throw BenchError("smoke video: \(step.joined(separator: " ")) failed (\(result.status)); is ffmpeg installed (make test-deps)?")
-            }
-        }
-        try? FileManager.default.removeItem(atPath: directory + "/.unrotated.mov")
-        return videoClips(root: root)
+        return try VideoClips.make(in: directory).map(\.path)
     }
 
     /// What ffprobe says of a clip's first video stream: its coded size, the rotation of its
@@ -46,7 +29,7 @@ extension Corpus {
         var codec: String
         var width: Int
         var height: Int
-        /// Degrees, as ffprobe prints the display matrix (0 without one).
+        /// The clockwise turn of the display matrix, 0 to 270.
         var rotation: Int
 
         /// The size shown to a viewer: the sides swapped by a quarter turn.
@@ -62,17 +45,9 @@ extension Corpus {
         }
     }
 
+    /// The clip as ffprobe sees it (`VideoClips.probe`, the tests' reference); nil when it cannot read it.
     static func probe(_ clip: String) -> ClipInfo? {
-        guard let text = runCapturing(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_streams", clip]) else { return nil }
-        var fields: [String: String] = [:]
-        for line in text.split(separator: "\n") {
-            guard let eq = line.firstIndex(of: "=") else { continue }
-            let key = String(line[..<eq])
-            // The first value wins: `rotation` of the display matrix is the one side datum read here.
-            if fields[key] == nil { fields[key] = String(line[line.index(after: eq)...]) }
-        }
-        guard let width = fields["width"].flatMap(Int.init), let height = fields["height"].flatMap(Int.init) else { return nil }
-        let rotation = fields["rotation"].flatMap { Double($0) }.map { Int($0.rounded()) } ?? 0
-        return ClipInfo(codec: fields["codec_name"] ?? "?", width: width, height: height, rotation: rotation)
+        guard let info = try? VideoClips.probe(clip), info.width > 0, info.height > 0 else { return nil }
+        return ClipInfo(codec: info.codec, width: info.width, height: info.height, rotation: info.rotation)
     }
 }
