@@ -33,7 +33,7 @@ _viewerctl() {
         --format|-f) COMPREPLY=($(compgen -W "jpeg webp png avif raw" -- "$cur")); return ;;
         --priority) COMPREPLY=($(compgen -W "visible high normal prefetch background" -- "$cur")); return ;;
         --size|-s) COMPREPLY=($(compgen -W "128x128 256x256 512x512 1024x1024" -- "$cur")); return ;;
-        --quality|-q|--to) return ;;
+        --quality|-q|--time|-t|--to) return ;;
         -o|--output) _viewerctl_files; return ;;
     esac
     if [[ -z "$command" ]]; then
@@ -42,8 +42,8 @@ _viewerctl() {
     fi
     local options=""
     case "$command" in
-        render) options="--size --mode --crop --format --quality --priority --cache-only -o --help" ;;
-        warm) options="--size --mode --crop --format --quality --priority --recursive --help" ;;
+        render) options="--size --mode --crop --format --quality --time --priority --cache-only -o --help" ;;
+        warm) options="--size --mode --crop --format --quality --time --priority --recursive --help" ;;
         stats) options="--json --help" ;;
         status) options="--json --help" ;;
         invalidate) options="--recursive --help" ;;

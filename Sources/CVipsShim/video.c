@@ -365,14 +365,26 @@ static int64_t frame_time(const vv_video *video, const AVFrame *frame) {
     return av_rescale_q(pts, video->stream->time_base, AV_TIME_BASE_Q) - start;
 }
 
-// The frame as 8-bit sRGB in memory, for libvips, tagged with the orientation to apply.
-static int frame_image(const vv_video *video, const AVFrame *frame, VipsImage **out, char *err, size_t errlen) {
+// The frame as 8-bit sRGB in memory, for libvips, tagged with the orientation to apply: at
+// the size libvips would resize it to for the box (the frame's shown size, square pixels, when
+// the box cannot say), so that libvips only crops and turns it.
+static int frame_image(const vv_video *video, const AVFrame *frame, const int box[4], VipsImage **out, char *err,
+                       size_t errlen) {
     int width = video->info.width * frame->width / video->info.coded_width;
     if (width < 1) width = 1;
     int height = frame->height;
+    int resized_width, resized_height;
+    if (vs_resize_size(width, height, box[0], box[1], box[2], box[3], video->info.orientation, &resized_width,
+                       &resized_height) == 0 && resized_width >= 1 && resized_height >= 1) {
+        width = resized_width;
+        height = resized_height;
+    } else {
+        vips_error_clear();
+    }
+    // Bicubic, whose support swscale widens with the shrink (no aliasing), as ffmpeg's scale
+    // filter and thumbnailers use it.
     struct SwsContext *sws = sws_getContext(frame->width, frame->height, frame->format, width, height,
-                                            AV_PIX_FMT_RGB24, SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT,
-                                            NULL, NULL, NULL);
+                                            AV_PIX_FMT_RGB24, SWS_BICUBIC | SWS_ACCURATE_RND, NULL, NULL, NULL);
     if (!sws) return fail(err, errlen, -1, "the frame's pixel format %s cannot be converted",
                           av_get_pix_fmt_name(frame->format) ? av_get_pix_fmt_name(frame->format) : "?");
     // The YCbCr matrix and range the stream says, else BT.709 for HD and BT.601 below it.
@@ -410,8 +422,9 @@ static int frame_image(const vv_video *video, const AVFrame *frame, VipsImage **
     return 0;
 }
 
-int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, vs_cancel *cancel, vv_info *info, VipsImage **out,
-                 char *err, size_t errlen) {
+int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, int width, int height, int crop, int size,
+                 vs_cancel *cancel, vv_info *info, VipsImage **out, char *err, size_t errlen) {
+    const int box[4] = {width, height, crop, size};
     *out = NULL;
     vv_video video;
     int status = video_open(&video, fd, max_pixels, cancel, err, errlen);
@@ -465,6 +478,9 @@ int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, vs_cancel *cancel,
         // A representative frame: the first keyframe after 10 % of the duration, or later ones
         // while the frames found are near-uniform; the best seen when all are.
         int64_t duration = video.info.duration_ms > 0 ? video.info.duration_ms * 1000 : 0;
+        // Frames no other frame refers to need not be decoded on the way to the target: which
+        // frame near 10 % becomes the poster does not matter, and B-frames are most of them.
+        d.codec->skip_frame = AVDISCARD_NONREF;
         size_t tries = duration > 0 ? sizeof representative_fractions / sizeof *representative_fractions : 1;
         for (size_t i = 0; i < tries && best_score < VV_GOOD_POSTER; i++) {
             int64_t target = (int64_t)(duration * representative_fractions[i]);
@@ -510,7 +526,7 @@ int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, vs_cancel *cancel,
         status = fail(err, errlen, -1, "no frame: %s", why);
         goto done;
     }
-    status = frame_image(&video, best, out, err, errlen);
+    status = frame_image(&video, best, box, out, err, errlen);
 
 done:
     av_frame_free(&best);

@@ -6,7 +6,8 @@ enum Tag {
         static let maxRequestBody: UInt16 = 3, maxResponseBody: UInt16 = 4
         static let capabilities: UInt16 = 5, maxOutstanding: UInt16 = 6
     }
-    /// RENDER, and the spec fields (2-10) of PREFETCH and STOP_PREFETCH.
+    /// RENDER, and the spec fields (2-10 and 14) of PREFETCH and STOP_PREFETCH. Senders
+    /// write fields in tag order, so the time (a later addition) comes last.
     enum Render {
         static let path: UInt16 = 1, width: UInt16 = 2, height: UInt16 = 3, fit: UInt16 = 4
         static let crop: UInt16 = 5, format: UInt16 = 6, quality: UInt16 = 7, background: UInt16 = 8
@@ -54,6 +55,7 @@ extension Message {
             w.put(Tag.Render.priority, m.priority.rawValue)
             w.put(Tag.Render.delivery, m.delivery.rawValue)
             if m.allowLarger { w.put(Tag.Render.allowLarger, true) }
+            if let time = m.spec.timeMillis { w.put(Tag.Render.time, time) }
         case .setPriority(let priority):
             w.put(Tag.SetPriority.priority, priority.rawValue)
         case .prefetch(let m), .stopPrefetch(let m):
@@ -65,6 +67,7 @@ extension Message {
             w.put(Tag.Prefetch.paths, bytes: list)
             Self.putSpec(m.spec, into: &w)
             w.put(Tag.Render.priority, m.priority.rawValue)
+            if let time = m.spec.timeMillis { w.put(Tag.Render.time, time) }
         case .invalidate(let m):
             w.put(Tag.Invalidate.path, m.path)
             w.put(Tag.Invalidate.recursive, m.recursive)
@@ -105,7 +108,6 @@ extension Message {
         w.put(Tag.Render.background, spec.background)
         w.put(Tag.Render.page, spec.page)
         w.put(Tag.Render.upscale, spec.upscale)
-        if let time = spec.timeMillis { w.put(Tag.Render.time, time) }
     }
 
     /// Decodes a frame. Unknown fields are ignored; an unknown type throws `unexpectedMessage`.

@@ -7,10 +7,12 @@ struct RenderCommand: Subcommand {
     static let abstract = "Render one file (or fetch it from the cache) and write the rendition."
     static let usage = """
         viewerctl render PATH --size WxH [--mode fit|fill] [--crop centre|attention|entropy]
-                         [--format jpeg|webp|png|avif|raw] [--quality 1-100]
+                         [--format jpeg|webp|png|avif|raw] [--quality 1-100] [--time SECONDS]
                          [--priority visible|high|normal|prefetch|background] [--cache-only]
                          -o OUT|-
           WxH: either side may be 0 (unconstrained), e.g. 256x0. OUT "-" is standard output.
+          A video gives its poster frame: a representative one, or with --time the frame shown
+          that many seconds in (e.g. 12.5).
           Without --format, OUT's suffix picks the format (.jpg/.jpeg, .webp, .png, .avif; JPEG
           otherwise and for "-"); a --format that contradicts the suffix is refused.
         """

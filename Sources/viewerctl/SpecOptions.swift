@@ -2,7 +2,7 @@ import ViewerProtocol
 
 /// The rendition options shared by `render` and `warm`.
 enum SpecOptions {
-    /// Parses `--size`, `--mode`, `--crop`, `--format` and `--quality`.
+    /// Parses `--size`, `--mode`, `--crop`, `--format`, `--quality` and `--time`.
     ///
     /// - Parameter output: where `render` writes; its suffix decides the format when
     ///   `--format` is absent (see `OutputFile`). Nil for `warm`, which writes nothing.
@@ -40,6 +40,13 @@ enum SpecOptions {
         if let quality = try arguments.option("--quality", "-q") {
             guard let q = UInt8(quality), (1...100).contains(q) else { throw UsageError("--quality takes 1-100") }
             spec.quality = q
+        }
+        if let time = try arguments.option("--time", "-t") {
+            // Seconds, as a viewer's scrubber shows them; the wire carries milliseconds.
+            guard let seconds = Double(time), seconds >= 0, seconds * 1000 < Double(UInt32.max) else {
+                throw UsageError("--time takes seconds from the video's start, e.g. 12.5 (got \(time))")
+            }
+            spec.timeMillis = UInt32((seconds * 1000).rounded())
         }
         return spec
     }

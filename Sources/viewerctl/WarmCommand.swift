@@ -9,15 +9,18 @@ struct WarmCommand: Subcommand {
     static let abstract = "Render files ahead of time, at background priority (a folder, or several)."
     static let usage = """
         viewerctl warm PATH... [--recursive] --size WxH [--mode fit|fill] [--crop centre|attention|entropy]
-                       [--format jpeg|webp|png|avif|raw] [--quality 1-100]
+                       [--format jpeg|webp|png|avif|raw] [--quality 1-100] [--time SECONDS]
                        [--priority visible|high|normal|prefetch|background]
-          Renders every image in the folders (their direct contents; all below with --recursive),
+          Renders every image and video (its poster frame) in the folders (their direct contents; all below with --recursive),
           skipping hidden files and folders and files of other kinds (counted). Progress on a
           terminal; one summary line otherwise. Ctrl-C stops cleanly (exit 130); exit 1 when
           any file failed, 0 when all were warmed.
         """
     static let imageSuffixes: Set<String> = ["jpg", "jpeg", "jpe", "png", "webp", "gif", "tif", "tiff", "heic", "heif",
-                                             "avif", "jxl", "svg", "svgz", "pdf"]
+                                             "avif", "jxl", "svg", "svgz", "pdf",
+                                             // Videos: their poster frames (issue 17).
+                                             "mp4", "m4v", "mov", "3gp", "mkv", "webm", "avi", "ts", "mts", "m2ts",
+                                             "mpg", "mpeg", "vob"]
 
     let paths: [String]
     let recursive: Bool

@@ -87,6 +87,8 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
         GoldenVector("stop-prefetch-all", requestID: 15, .stopPrefetchAll),
         GoldenVector("invalidate", requestID: 16, .invalidate(InvalidateRequest(path: "/pictures", recursive: true))),
         GoldenVector("trim", requestID: 17, .trim(bytes: 200 << 20)),
+        GoldenVector("render-video", requestID: 18, .render(RenderRequest(
+            path: "/videos/clip.mp4", spec: RenditionSpec(width: 256, height: 256, timeMillis: 1500), priority: .visible))),
     ]
 
     /// Every vector file back to back, as a peer would send them on one connection.

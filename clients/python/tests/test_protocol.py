@@ -12,7 +12,7 @@ from viewerd import protocol as p
 # The vectors' order in protocol/vectors/README.md, fed back to back below.
 VECTOR_ORDER = ["hello", "welcome", "render", "render-minimal", "result", "error", "stats", "stats-reply", "ping",
                 "pong", "render-descriptor", "preview", "cancel", "cancelled", "set-priority", "prefetch", "ack",
-                "trim", "stop-prefetch", "stop-prefetch-all", "invalidate"]
+                "trim", "stop-prefetch", "stop-prefetch-all", "invalidate", "render-video"]
 
 EXPECTED = {
     "hello": (0, p.Hello(1, 1, "example")),
@@ -38,6 +38,7 @@ EXPECTED = {
     "stop-prefetch": (14, p.StopPrefetch(["/pictures/d.jpg"], p.Spec(256, 256, format=p.Format.WEBP))),
     "stop-prefetch-all": (15, p.StopPrefetchAll()),
     "invalidate": (16, p.Invalidate("/pictures", True)),
+    "render-video": (18, p.Render("/videos/clip.mp4", p.Spec(256, 256, time_ms=1500), p.Priority.VISIBLE)),
 }
 
 

@@ -17,9 +17,9 @@ def _enum(kind, value):  # type: ignore[no-untyped-def]
 
 def make_spec(width: int = 0, height: int = 0, fit: FitLike = p.Fit.FIT, crop: Union[p.Crop, int, str] = p.Crop.CENTRE,
               format: Union[p.Format, int, str] = p.Format.JPEG, quality: int = 0, background: int = 0xFFFFFF,
-              page: int = 0, upscale: bool = False) -> p.Spec:
+              page: int = 0, upscale: bool = False, time_ms: Optional[int] = None) -> p.Spec:
     return p.Spec(width, height, _enum(p.Fit, fit), _enum(p.Crop, crop), _enum(p.Format, format), quality,
-                  background, page, upscale)
+                  background, page, upscale, time_ms)
 
 
 def make_render(path: Optional[str], fd: Optional[int], spec: p.Spec, priority: Union[p.Priority, int, str],

@@ -318,18 +318,27 @@ class Spec:
     background: int = 0xFFFFFF
     page: int = 0
     upscale: bool = False
+    #: For a video: the frame shown this many milliseconds from its start (tag 14); None: a
+    #: representative frame. Ignored for images.
+    time_ms: Optional[int] = None
 
     def _write(self, w: _Writer) -> None:
         (w.u32(2, self.width).u32(3, self.height).u8(4, self.fit).u8(5, self.crop).u8(6, self.format)
          .u8(7, self.quality).u32(8, self.background).u32(9, self.page).u8(10, int(self.upscale)))
+
+    def _write_time(self, w: _Writer) -> None:
+        """Tag 14, after the message's other fields (senders write tags in order)."""
+        if self.time_ms is not None:
+            w.u32(14, self.time_ms)
 
     @classmethod
     def _read(cls, r: _Reader) -> "Spec":
         quality = r.u8(7, 0)
         if quality > 100:
             raise MalformedFrame(f"quality {quality} is over 100")
+        time_ms = r.u32(14, 0) if 14 in r.fields else None
         return cls(r.u32(2, 0), r.u32(3, 0), r.enum(4, Fit, 0), r.enum(5, Crop, 1), r.enum(6, Format, 1),
-                   quality, r.u32(8, 0xFFFFFF), r.u32(9, 0), r.bool(10))
+                   quality, r.u32(8, 0xFFFFFF), r.u32(9, 0), r.bool(10), time_ms)
 
 
 @dataclass
@@ -481,6 +490,7 @@ def encode_body(message: Message) -> Tuple[MessageType, bytes]:
         w.u8(11, message.priority).u8(12, message.delivery)
         if message.allow_larger:
             w.u8(13, 1)
+        message.spec._write_time(w)
         return MessageType.RENDER, w.bytes()
     if isinstance(message, Rendition):
         (w.u8(1, message.format).u32(2, message.width).u32(3, message.height).u8(4, int(message.from_cache))
@@ -496,6 +506,7 @@ def encode_body(message: Message) -> Tuple[MessageType, bytes]:
         w.raw(1, encode_paths(message.paths))
         message.spec._write(w)
         w.u8(11, message.priority)
+        message.spec._write_time(w)
         return (MessageType.PREFETCH if isinstance(message, Prefetch) else MessageType.STOP_PREFETCH), w.bytes()
     if isinstance(message, Invalidate):
         w.string(1, message.path).u8(2, int(message.recursive))
