@@ -50,4 +50,47 @@ extension HostileFiles {
         spec.timeMillis = [nil, 0, 700, 60_000, UInt32.max][index % 5]
         return spec
     }
+
+    /// Every good clip at every time of `withVideoTime`, one request each: a time inside the
+    /// clip gives its frame and one past the end the last frame (PROTOCOL.md), so each must be
+    /// a rendition. The shuffled requesters ask each clip at one time only; this asks them all.
+    func videoTimes(_ cases: [Case]) {
+        let controls = cases.filter { $0.requiresVideo && $0.expected == ["result"] }
+        guard !controls.isEmpty else { return }
+        do {
+            let wire = try RawSocket.greeted(path: daemon.socketPath, name: "hostile-video-times")
+            defer { wire.close() }
+            var id: UInt32 = 0
+            for item in controls {
+                for time in [0, 700, 60_000, UInt32.max] as [UInt32] {
+                    id += 1
+                    report.cases()
+                    var spec = RenditionSpec(width: 64, height: 64)
+                    spec.timeMillis = time
+                    try wire.send(.render(RenderRequest(path: item.path, spec: spec)), id: id)
+                    let deadline = ContinuousClock.now + bound
+                    var terminal: Message?
+                    while terminal == nil, ContinuousClock.now < deadline {
+                        guard let (rid, message) = try wire.read(timeout: deadline - ContinuousClock.now) else { break }
+                        if rid == id && message.isTerminal { terminal = message }
+                    }
+                    guard let terminal else {
+                        report.violation("no answer within \(bound.seconds) s for \(item.path) at \(time) ms")
+                        continue
+                    }
+                    report.answer(terminal.outcome)
+                    if case .result(let result) = terminal, let problem = verifyRendition(result) {
+                        report.violation("\(item.path) at \(time) ms: \(problem)")
+                    } else if !item.expected.contains(terminal.outcome) {
+                        var detail = ""
+                        if case .error(let e) = terminal { detail = ": \(e.message)" }
+                        report.violation("\(item.path) (\(item.note)) at \(time) ms answered \(terminal.outcome)\(detail); expected a rendition")
+                    }
+                }
+            }
+        } catch {
+            report.violation("asking for the good clips at times: \(error)")
+            context.ensureAlive(daemon, after: "the good clips at times")
+        }
+    }
 }

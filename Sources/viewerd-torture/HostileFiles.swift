@@ -54,6 +54,7 @@ struct HostileFiles {
             }.start()
         }
         group.wait()
+        videoTimes(cases)
         rewrites()
         let (served, _) = bystander.stop()
         report.info("bystander served \(served) requests meanwhile")
