@@ -236,7 +236,7 @@ static int video_open(vv_video *video, int fd, int64_t max_pixels, vs_cancel *ca
     if (!video->decoder) return fail(err, errlen, -2, "the video codec %s is not one viewerd decodes", codec_name);
     if (par->width <= 0 || par->height <= 0) return fail(err, errlen, -1, "the video stream has no frame size");
     if ((int64_t)par->width * par->height > max_pixels)
-        return fail(err, errlen, -3, "too large: the video's frames are %dx%d, %lld pixels, over the limit of %lld",
+        return fail(err, errlen, -3, "too large: the video's frames are %dx%d, %lld pixels, over the limit of %lld for a video's frames",
                     par->width, par->height, (long long)par->width * par->height, (long long)max_pixels);
 
     vv_info *info = &video->info;
@@ -457,22 +457,32 @@ int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, int width, int hei
 
     int last_error = 0;
     if (time_ms >= 0) {
-        // A time asked for: the frame shown at that time (the last one when it is past the end).
+        // A time asked for: the frame shown at that time (the last one when it is past the
+        // end). Demuxers that seek by timestamps (MPEG-TS and PS) may land after the last
+        // keyframe, where nothing decodes: then from earlier points, back to the start.
         int64_t target = time_ms * 1000;
-        seek_to(&video, &d, target, 0);
-        int budget = VV_PACKET_BUDGET * 4;
-        for (;;) {
-            int got = next_frame(&video, &d, &budget);
-            if (got != 0) {
-                if (got < 0) last_error = got;
-                break;
+        int64_t end = video.info.duration_ms > 0 ? video.info.duration_ms * 1000 : target;
+        int64_t from = target < end ? target : end;
+        const int64_t points[] = {from, from - 2000000, from - 10000000, 0};
+        for (size_t i = 0; i < sizeof points / sizeof *points && best_score < 0; i++) {
+            int64_t point = points[i] > 0 ? points[i] : 0;
+            if (i > 0 && point >= (points[i - 1] > 0 ? points[i - 1] : 0)) continue;  // tried already
+            seek_to(&video, &d, point, 0);
+            int budget = VV_PACKET_BUDGET * 4;
+            for (;;) {
+                int got = next_frame(&video, &d, &budget);
+                if (got != 0) {
+                    if (got < 0) last_error = got;
+                    break;
+                }
+                int64_t t = frame_time(&video, d.frame);
+                if (best_score >= 0 && t != AV_NOPTS_VALUE && t > target) break;  // the previous one was shown then
+                av_frame_unref(best);
+                av_frame_move_ref(best, d.frame);
+                best_score = 0;
+                if (t != AV_NOPTS_VALUE && t == target) break;
             }
-            int64_t t = frame_time(&video, d.frame);
-            if (best_score >= 0 && t != AV_NOPTS_VALUE && t > target) break;  // the previous one was shown then
-            av_frame_unref(best);
-            av_frame_move_ref(best, d.frame);
-            best_score = 0;
-            if (t != AV_NOPTS_VALUE && t == target) break;
+            if (last_error == AVERROR_EXIT) break;
         }
     } else {
         // A representative frame: the first keyframe after 10 % of the duration, or later ones
