@@ -24,6 +24,13 @@
 #                                           these itself from progressive/, at its start,
 #                                           because the EXIF writer is Swift (ImageFixtures)
 #                        Under three minutes on two cores, once (the HEIC encodes take most).
+# ROOT/corpus/video      the video part's clips (issue 17), made with the ffmpeg CLI from its
+#                        lavfi test sources (testsrc2, mandelbrot, life), 3 to 5 s each, every
+#                        one fading in from black (a naive first frame is black) with a keyframe
+#                        each second: H.264, HEVC (up to 3840x2160), VP8, VP9, AV1, MPEG-4 part
+#                        2 and MPEG-2 in MP4, MOV, WebM, Matroska, AVI and MPEG-TS, and
+#                        phone-style clips whose display matrix turns them 90 or 270 degrees
+#                        (list: video_clips below). About two minutes on two cores, once.
 # ROOT/album             2,000 copies of the originals under other names (the scrolled album)
 # ROOT/warm              2,000 more copies (the folder a second client warms in the background)
 #
@@ -184,6 +191,89 @@ if [ ! -f "$LIBRARY/.complete-$LIBRARY_FILES" ]; then
     trap - EXIT
 fi
 say "library: $(for c in heic progressive interlaced-png avif; do printf '%s %s  ' "$c" "$(ls "$LIBRARY/$c" | wc -l)"; done)"
+
+# 2c. The video clips (the video part, issue 17). Each clip is written under a hidden name
+# and renamed; the marker names the version of the list, so a changed list is made afresh.
+VIDEO=$CORPUS/video
+VIDEO_VERSION=1
+if [ ! -f "$VIDEO/.complete-$VIDEO_VERSION" ]; then
+    need ffmpeg "apt-get install ffmpeg (make test-deps)"
+    need ffprobe "apt-get install ffmpeg (make test-deps)"
+    # SVT-AV1 prints its configuration at info level unless told otherwise.
+    SVT_LOG=1; export SVT_LOG
+    say "generating the video clips with ffmpeg"
+    mkdir -p "$VIDEO"
+    started=$(date +%s)
+    # lavfi_source NAME SIZE RATE SECONDS: a lavfi source graph. mandelbrot's iterations are capped
+    # (the default costs seconds a frame at 1080p); life is seeded, so every run is the same.
+    lavfi_source() {
+        case $1 in
+            testsrc2) echo "testsrc2=size=$2:rate=$3:duration=$4" ;;
+            mandelbrot) echo "mandelbrot=size=$2:rate=$3:maxiter=160,trim=duration=$4" ;;
+            # Cells of 8x8 pixels: one cell a pixel compresses like noise (100 MB for 3 s of 4K).
+            life) echo "life=size=$(( ${2%x*} / 8 ))x$(( ${2#*x} / 8 )):rate=$3:seed=17:ratio=0.2:mold=12:life_color=#ffcc40:death_color=#3050a0:mold_color=#204020,scale=$2:flags=neighbor,trim=duration=$4" ;;
+        esac
+    }
+    # clip NAME SOURCE SIZE SECONDS ROTATION AUDIO CODEC-ARGS...: one clip, its video faded in
+    # from black over its first 0.6 s, a keyframe each second. AUDIO is an audio codec (a
+    # 440 Hz tone as long as the video) or "none". ROTATION (degrees, or 0) is written as the
+    # track's display matrix by a stream copy: ffmpeg 5.1 drops the rotate tag when encoding.
+    clip() {
+        name=$1 src=$2 size=$3 secs=$4 rotation=$5 audio=$6
+        shift 6
+        [ -f "$VIDEO/$name" ] && return
+        rate=30
+        case $size in 3840x*) rate=24 ;; esac
+        # Both inputs before the codec arguments: an option before an -i belongs to that input.
+        if [ "$audio" != none ]; then
+            set -- -f lavfi -i "sine=frequency=440:duration=$secs" "$@" -c:a "$audio" -shortest
+        fi
+        set -- -hide_banner -loglevel error -nostdin -y -f lavfi -i "$(lavfi_source "$src" "$size" "$rate" "$secs")" "$@"
+        tmp="$VIDEO/.$name"
+        [ "$rotation" = 0 ] || tmp="$VIDEO/.unrotated-$name"
+        ffmpeg "$@" -vf "fade=in:st=0:d=0.6,format=yuv420p" -g "$rate" "$tmp"
+        if [ "$rotation" != 0 ]; then
+            ffmpeg -hide_banner -loglevel error -nostdin -y -i "$tmp" -map 0 -c copy -metadata:s:v:0 rotate="$rotation" "$VIDEO/.$name"
+            rm -f "$tmp"
+            ffprobe -v error -select_streams v:0 -show_streams "$VIDEO/.$name" | grep -q 'side_data_type=Display Matrix' \
+                || { echo "fetch-corpus: $name has no display matrix" >&2; exit 1; }
+        fi
+        mv -f "$VIDEO/.$name" "$VIDEO/$name"
+    }
+    X264="-c:v libx264 -preset veryfast -crf 23"
+    X265="-c:v libx265 -preset ultrafast -crf 28 -x265-params log-level=error -tag:v hvc1"
+    VP9="-c:v libvpx-vp9 -deadline realtime -cpu-used 8 -row-mt 1 -b:v 3M"
+    VP8="-c:v libvpx -deadline realtime -cpu-used 8 -b:v 3M"
+    AV1="-c:v libsvtav1 -preset 12"
+    # shellcheck disable=SC2086 # the codec arguments are meant to split
+    video_clips() {
+        clip h264-1080p-testsrc2.mp4 testsrc2 1920x1080 5 0 aac $X264
+        clip h264-1080p-mandelbrot.mp4 mandelbrot 1920x1080 4 0 aac $X264
+        clip h264-1080p-life.mp4 life 1920x1080 4 0 none $X264
+        clip h264-720p-testsrc2.mp4 testsrc2 1280x720 5 0 aac $X264
+        clip h264-480p-mandelbrot.mp4 mandelbrot 854x480 5 0 aac $X264
+        clip hevc-2160p-testsrc2.mp4 testsrc2 3840x2160 3 0 aac $X265
+        clip hevc-2160p-life.mp4 life 3840x2160 3 0 none $X265
+        clip hevc-1080p-testsrc2.mp4 testsrc2 1920x1080 4 0 aac $X265
+        clip phone-h264-1080p-rotate90.mov testsrc2 1920x1080 5 90 aac $X264
+        clip phone-h264-1080p-rotate270.mp4 mandelbrot 1920x1080 4 270 aac $X264
+        clip phone-hevc-1080p-rotate90.mov life 1920x1080 4 90 aac $X265
+        clip vp9-1080p-testsrc2.webm testsrc2 1920x1080 4 0 libopus $VP9
+        clip vp9-720p-mandelbrot.webm mandelbrot 1280x720 5 0 none $VP9
+        clip vp8-720p-testsrc2.webm testsrc2 1280x720 5 0 libvorbis $VP8
+        clip vp8-480p-life.webm life 854x480 5 0 none $VP8
+        clip av1-720p-testsrc2.mkv testsrc2 1280x720 4 0 libopus $AV1
+        clip av1-480p-mandelbrot.mkv mandelbrot 854x480 4 0 none $AV1
+        clip mpeg4-720p-testsrc2.avi testsrc2 1280x720 5 0 libmp3lame -c:v mpeg4 -q:v 4
+        clip mpeg4-480p-life.avi life 854x480 5 0 none -c:v mpeg4 -q:v 4
+        clip mpeg2-1080p-testsrc2.ts testsrc2 1920x1080 5 0 mp2 -c:v mpeg2video -q:v 4
+        clip mpeg2-720p-mandelbrot.ts mandelbrot 1280x720 4 0 none -c:v mpeg2video -q:v 4
+    }
+    video_clips
+    touch "$VIDEO/.complete-$VIDEO_VERSION"
+    say "video clips made in $(( $(date +%s) - started )) s"
+fi
+say "video: $(ls "$VIDEO" | wc -l) clips, $(du -sh "$VIDEO" | cut -f1)"
 
 # 3. The album and the warm folder: the originals cycled, copied under new names.
 copies() {  # copies DIR PREFIX OFFSET

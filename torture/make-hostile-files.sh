@@ -12,6 +12,8 @@
 #               at the size it claims) or an error code name ("corrupt-image", ...)
 #   as-root     the outcomes when the daemon runs as root, or "-" when they are the same
 #   note        what the case is
+#   requires    (optional) "video": the outcomes are those of a daemon that decodes videos;
+#               one that does not answers unsupported-format (make-hostile-videos.sh)
 #
 # Outcomes "decoder-crashed" and "timeout" are listed where a codec may legitimately fail
 # that way on damaged input: the daemon contains them (one job, one worker), and the torture
@@ -395,3 +397,6 @@ with open(os.path.join(root, "manifest.tsv"), "w") as f:
         f.write("\t".join(row) + "\n")
 print("make-hostile-files: %d cases in %s" % (len(manifest), root))
 EOF
+
+# 3. The hostile videos of issue 17 (appended to the manifest; skipped without ffmpeg).
+"$(dirname "$0")/make-hostile-videos.sh" "$DIR" $SHORT

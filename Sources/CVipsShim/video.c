@@ -236,7 +236,7 @@ static int video_open(vv_video *video, int fd, int64_t max_pixels, vs_cancel *ca
     if (!video->decoder) return fail(err, errlen, -2, "the video codec %s is not one viewerd decodes", codec_name);
     if (par->width <= 0 || par->height <= 0) return fail(err, errlen, -1, "the video stream has no frame size");
     if ((int64_t)par->width * par->height > max_pixels)
-        return fail(err, errlen, -3, "too large: the video's frames are %dx%d, %lld pixels, over the limit of %lld",
+        return fail(err, errlen, -3, "too large: the video's frames are %dx%d, %lld pixels, over the limit of %lld for a video's frames",
                     par->width, par->height, (long long)par->width * par->height, (long long)max_pixels);
 
     vv_info *info = &video->info;
@@ -365,14 +365,26 @@ static int64_t frame_time(const vv_video *video, const AVFrame *frame) {
     return av_rescale_q(pts, video->stream->time_base, AV_TIME_BASE_Q) - start;
 }
 
-// The frame as 8-bit sRGB in memory, for libvips, tagged with the orientation to apply.
-static int frame_image(const vv_video *video, const AVFrame *frame, VipsImage **out, char *err, size_t errlen) {
+// The frame as 8-bit sRGB in memory, for libvips, tagged with the orientation to apply: at
+// the size libvips would resize it to for the box (the frame's shown size, square pixels, when
+// the box cannot say), so that libvips only crops and turns it.
+static int frame_image(const vv_video *video, const AVFrame *frame, const int box[4], VipsImage **out, char *err,
+                       size_t errlen) {
     int width = video->info.width * frame->width / video->info.coded_width;
     if (width < 1) width = 1;
     int height = frame->height;
+    int resized_width, resized_height;
+    if (vs_resize_size(width, height, box[0], box[1], box[2], box[3], video->info.orientation, &resized_width,
+                       &resized_height) == 0 && resized_width >= 1 && resized_height >= 1) {
+        width = resized_width;
+        height = resized_height;
+    } else {
+        vips_error_clear();
+    }
+    // Bicubic, whose support swscale widens with the shrink (no aliasing), as ffmpeg's scale
+    // filter and thumbnailers use it.
     struct SwsContext *sws = sws_getContext(frame->width, frame->height, frame->format, width, height,
-                                            AV_PIX_FMT_RGB24, SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT,
-                                            NULL, NULL, NULL);
+                                            AV_PIX_FMT_RGB24, SWS_BICUBIC | SWS_ACCURATE_RND, NULL, NULL, NULL);
     if (!sws) return fail(err, errlen, -1, "the frame's pixel format %s cannot be converted",
                           av_get_pix_fmt_name(frame->format) ? av_get_pix_fmt_name(frame->format) : "?");
     // The YCbCr matrix and range the stream says, else BT.709 for HD and BT.601 below it.
@@ -410,8 +422,9 @@ static int frame_image(const vv_video *video, const AVFrame *frame, VipsImage **
     return 0;
 }
 
-int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, vs_cancel *cancel, vv_info *info, VipsImage **out,
-                 char *err, size_t errlen) {
+int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, int width, int height, int crop, int size,
+                 vs_cancel *cancel, vv_info *info, VipsImage **out, char *err, size_t errlen) {
+    const int box[4] = {width, height, crop, size};
     *out = NULL;
     vv_video video;
     int status = video_open(&video, fd, max_pixels, cancel, err, errlen);
@@ -444,27 +457,40 @@ int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, vs_cancel *cancel,
 
     int last_error = 0;
     if (time_ms >= 0) {
-        // A time asked for: the frame shown at that time (the last one when it is past the end).
+        // A time asked for: the frame shown at that time (the last one when it is past the
+        // end). Demuxers that seek by timestamps (MPEG-TS and PS) may land after the last
+        // keyframe, where nothing decodes: then from earlier points, back to the start.
         int64_t target = time_ms * 1000;
-        seek_to(&video, &d, target, 0);
-        int budget = VV_PACKET_BUDGET * 4;
-        for (;;) {
-            int got = next_frame(&video, &d, &budget);
-            if (got != 0) {
-                if (got < 0) last_error = got;
-                break;
+        int64_t end = video.info.duration_ms > 0 ? video.info.duration_ms * 1000 : target;
+        int64_t from = target < end ? target : end;
+        const int64_t points[] = {from, from - 2000000, from - 10000000, 0};
+        for (size_t i = 0; i < sizeof points / sizeof *points && best_score < 0; i++) {
+            int64_t point = points[i] > 0 ? points[i] : 0;
+            if (i > 0 && point >= (points[i - 1] > 0 ? points[i - 1] : 0)) continue;  // tried already
+            seek_to(&video, &d, point, 0);
+            int budget = VV_PACKET_BUDGET * 4;
+            for (;;) {
+                int got = next_frame(&video, &d, &budget);
+                if (got != 0) {
+                    if (got < 0) last_error = got;
+                    break;
+                }
+                int64_t t = frame_time(&video, d.frame);
+                if (best_score >= 0 && t != AV_NOPTS_VALUE && t > target) break;  // the previous one was shown then
+                av_frame_unref(best);
+                av_frame_move_ref(best, d.frame);
+                best_score = 0;
+                if (t != AV_NOPTS_VALUE && t == target) break;
             }
-            int64_t t = frame_time(&video, d.frame);
-            if (best_score >= 0 && t != AV_NOPTS_VALUE && t > target) break;  // the previous one was shown then
-            av_frame_unref(best);
-            av_frame_move_ref(best, d.frame);
-            best_score = 0;
-            if (t != AV_NOPTS_VALUE && t == target) break;
+            if (last_error == AVERROR_EXIT) break;
         }
     } else {
         // A representative frame: the first keyframe after 10 % of the duration, or later ones
         // while the frames found are near-uniform; the best seen when all are.
         int64_t duration = video.info.duration_ms > 0 ? video.info.duration_ms * 1000 : 0;
+        // Frames no other frame refers to need not be decoded on the way to the target: which
+        // frame near 10 % becomes the poster does not matter, and B-frames are most of them.
+        d.codec->skip_frame = AVDISCARD_NONREF;
         size_t tries = duration > 0 ? sizeof representative_fractions / sizeof *representative_fractions : 1;
         for (size_t i = 0; i < tries && best_score < VV_GOOD_POSTER; i++) {
             int64_t target = (int64_t)(duration * representative_fractions[i]);
@@ -510,7 +536,7 @@ int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, vs_cancel *cancel,
         status = fail(err, errlen, -1, "no frame: %s", why);
         goto done;
     }
-    status = frame_image(&video, best, out, err, errlen);
+    status = frame_image(&video, best, box, out, err, errlen);
 
 done:
     av_frame_free(&best);

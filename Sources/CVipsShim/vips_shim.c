@@ -286,6 +286,27 @@ int vs_plan_size(int image_width, int image_height, int width, int height, int c
     return 0;
 }
 
+int vs_resize_size(int image_width, int image_height, int width, int height, int crop, int size, int orientation,
+                   int *out_width, int *out_height) {
+    int swap = orientation >= 5 && orientation <= 8;
+    int box_width = swap ? height : width, box_height = swap ? width : height;
+    if (crop != VS_CROP_NONE) {
+        // Fill: the side whose ratio is the larger binds, the other is cropped afterwards.
+        double horizontal = (double)box_width / image_width, vertical = (double)box_height / image_height;
+        if (horizontal >= vertical) box_height = 10000000;
+        else box_width = 10000000;
+    }
+    VipsImage *blank = NULL, *planned = NULL;
+    if (vips_black(&blank, image_width, image_height, "bands", 3, NULL)) return -1;
+    int result = vips_thumbnail_image(blank, &planned, box_width, "height", box_height, "size", (VipsSize)size, NULL);
+    g_object_unref(blank);
+    if (result) return result;
+    *out_width = vips_image_get_width(planned);
+    *out_height = vips_image_get_height(planned);
+    g_object_unref(planned);
+    return 0;
+}
+
 int vs_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int size,
                         int page, int to_srgb, VipsImage **out) {
     *out = NULL;

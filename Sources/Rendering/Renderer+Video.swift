@@ -36,7 +36,7 @@ extension Renderer {
     public func videoInfo(_ source: SourceFile, container: ImageSignature) throws(RenderError) -> VideoInfo {
         var info = vv_info()
         var message = [CChar](repeating: 0, count: 256)
-        let status = vv_probe_fd(source.descriptor, Int64(clamping: limits.maxSourcePixels), nil, &info, &message, message.count)
+        let status = vv_probe_fd(source.descriptor, Int64(clamping: limits.maxVideoFramePixels), nil, &info, &message, message.count)
         try Self.videoStatus(status, message: message, path: source.path)
         return Self.videoInfo(info, container: container)
     }
@@ -57,14 +57,15 @@ extension Renderer {
         var frame: OpaquePointer?
         var message = [CChar](repeating: 0, count: 256)
         let time = spec.timeMillis.map { Int64($0) } ?? -1
+        let box = Self.thumbnailBox(spec, vector: false)
         let status = withExtendedLifetime(cancellation) {
-            vv_poster_fd(source.descriptor, time, Int64(clamping: limits.maxSourcePixels), cancellation?.handle, &info,
-                         &frame, &message, message.count)
+            vv_poster_fd(source.descriptor, time, Int64(clamping: limits.maxVideoFramePixels), box.width, box.height, box.crop,
+                         box.size, cancellation?.handle, &info, &frame, &message, message.count)
         }
         try Self.videoStatus(status, message: message, path: source.path)
         guard let frame else { throw .corrupt(path: source.path, detail: "no frame") }
+        // Already the size libvips resizes to: it crops and turns it, and converts nothing.
         let image = VipsImageRef(frame)
-        let box = Self.thumbnailBox(spec, vector: false)
         var out: OpaquePointer?
         guard vs_thumbnail_image(image.pointer, box.width, box.height, box.crop, box.size, 0, &out) == 0, let out else {
             throw .corrupt(path: source.path, detail: takeVipsError())

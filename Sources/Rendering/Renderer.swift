@@ -17,11 +17,19 @@ public struct RenderLimits: Sendable, Equatable {
     /// `too-large` when `header` declares more pixels than allowed: the one rule, for the
     /// worker (the real header) and the daemon (a sniffed one, before any decoder runs).
     public func refusal(of header: SourceHeader, path: String) -> RenderError? {
-        guard header.totalPixels > maxSourcePixels else { return nil }
+        let limit = header.isVideo ? maxVideoFramePixels : maxSourcePixels
+        guard header.totalPixels > limit else { return nil }
         return .tooLarge("too large: \(header.width)x\(header.height)" +
                          (header.pages > 1 ? "x\(header.pages) pages" : "") +
-                         " is \(header.totalPixels) pixels, over the limit of \(maxSourcePixels) (\(path))")
+                         " is \(header.totalPixels) pixels, over the limit of \(limit)" +
+                         (header.isVideo ? " for a video's frames" : "") + " (\(path))")
     }
+
+    /// The largest video frame decoded: 8192 x 8192, above 8K UHD and 12K VR (66 MP), far
+    /// below the photo limit. A frame costs its decoder several times its size and a poster
+    /// is one frame of many: a hostile 16000x16000 stream is refused at once, not decoded to
+    /// the job timeout. `maxSourcePixels` when that is lower.
+    public var maxVideoFramePixels: UInt64 { min(maxSourcePixels, 8192 * 8192) }
 }
 
 /// What a source's header says, read without decoding pixels.

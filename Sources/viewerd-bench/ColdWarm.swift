@@ -158,26 +158,12 @@ final class Bench: @unchecked Sendable {
     func vipsthumbnail(_ files: [String], run: Int) throws -> (wall: Double, maxRSS: UInt64, cpu: Double) {
         let out = "\(workDirectory)/vips-\(run)"
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-        let next = Locked((index: 0, failures: 0, maxRSS: UInt64(0), cpu: 0.0))
-        let started = now()
-        runThreads(settings.workers, name: "vips") { _ in
-            while true {
-                let index = next.withLock { n -> Int in defer { n.index += 1 }; return n.index }
-                guard index < files.count else { return }
-                // Same box, quality (viewerd's JPEG default is 80) and metadata stripping as viewerd.
-                let result = spawnAndWait(["vipsthumbnail", "-s", "256", "-o", "\(out)/\(index).jpg[Q=80,strip]", files[index]])
-                next.withLock { n in
-                    if result.status != 0 { n.failures += 1 }
-                    n.maxRSS = max(n.maxRSS, result.maxRSS)
-                    n.cpu += result.cpu
-                }
-            }
-        }
-        let wall = seconds(now() - started)
-        let state = next.withLock { $0 }
-        if state.failures > 0 { print("  vipsthumbnail failed on \(state.failures) files") }
+        // Same box, quality (viewerd's JPEG default is 80) and metadata stripping as viewerd.
+        let commands = files.indices.map { ["vipsthumbnail", "-s", "256", "-o", "\(out)/\($0).jpg[Q=80,strip]", files[$0]] }
+        let outcome = spawnAll(commands, parallel: settings.workers, name: "vips")
+        if outcome.failures > 0 { print("  vipsthumbnail failed on \(outcome.failures) files") }
         try? FileManager.default.removeItem(atPath: out)
-        return (wall, state.maxRSS, state.cpu)
+        return (outcome.wall, outcome.maxRSS, outcome.cpu)
     }
 
     // MARK: 2. Warm

@@ -103,6 +103,28 @@ func spawnAndWait(_ argv: [String]) -> (status: Int32, maxRSS: UInt64, cpu: Doub
     return (exited, UInt64(usage.ru_maxrss) * 1024, cpu)
 }
 
+/// Runs every command to completion, `parallel` at a time (a baseline tool, one process per
+/// file): the wall time of the whole, how many exited non-zero, the largest process's peak RSS
+/// and the CPU seconds of all.
+func spawnAll(_ commands: [[String]], parallel: Int, name: String) -> (wall: Double, failures: Int, maxRSS: UInt64, cpu: Double) {
+    let next = Locked((index: 0, failures: 0, maxRSS: UInt64(0), cpu: 0.0))
+    let started = now()
+    runThreads(parallel, name: name) { _ in
+        while true {
+            let index = next.withLock { n -> Int in defer { n.index += 1 }; return n.index }
+            guard index < commands.count else { return }
+            let result = spawnAndWait(commands[index])
+            next.withLock { n in
+                if result.status != 0 { n.failures += 1 }
+                n.maxRSS = max(n.maxRSS, result.maxRSS)
+                n.cpu += result.cpu
+            }
+        }
+    }
+    let wall = seconds(now() - started)
+    return next.withLock { (wall, $0.failures, $0.maxRSS, $0.cpu) }
+}
+
 /// Runs a program found on PATH and returns its standard output (nil when it fails).
 func runCapturing(_ argv: [String]) -> String? {
     guard let result = try? runTool("/usr/bin/env", argv), result.status == 0 else { return nil }

@@ -20,7 +20,7 @@ let usage = """
                            (default: ${XDG_CACHE_HOME:-~/.cache}/viewerd-bench)
       --daemon PATH        the viewerd executable (default: the one next to viewerd-bench)
       --out DIR            where the JSON result goes (default: bench-results)
-      --only LIST          comma-separated scenarios: cold,library,warm,coalescing,scroll,scale,info
+      --only LIST          comma-separated scenarios: cold,library,warm,coalescing,scroll,scale,video,info
       --workers N          daemon workers and vipsthumbnail parallelism (default: cores)
       --memory-budget SIZE daemon --memory-budget (default: 256M)
       --row-interval S     scroll: seconds per row of 4 (default: 0.8)
@@ -143,7 +143,6 @@ do {
         if wants("coalescing") { try report.part("3. coalescing") { try bench.coalescing(daemon: daemon) } }
     }
     warmDaemon?.stop()
-    if wants("info") { try report.part("8. media info") { try bench.mediaInfo() } }
     var real: [(path: String, result: RenderResult)] = []
     if wants("scroll") || wants("scroll-alone") {
         real = try bench.scrollScenarios(collectReal: settings.scaleReal, twoViewers: wants("scroll"))
@@ -161,6 +160,10 @@ do {
             try bench.scale(real: real)
         }
     }
+    if wants("video") {
+        try report.part("8. video") { try bench.video() }
+    }
+    if wants("info") { try report.part("9. media info") { try bench.mediaInfo() } }
 } catch {
     failure = "\(error)"
     print("\nviewerd-bench: failed: \(error)")

@@ -23,6 +23,8 @@ struct HostileFiles {
         let path: String
         let expected: Set<String>
         let note: String
+        /// The outcomes are those of a daemon that decodes videos (manifest column 5, "video").
+        var requiresVideo = false
     }
 
     var report: Report { context.report }
@@ -32,7 +34,7 @@ struct HostileFiles {
         report.begin("hostile files")
         defer { report.end() }
         let cases: [Case]
-        do { cases = try generate() } catch {
+        do { cases = adjustedForVideoSupport(try generate()) } catch {
             report.violation("cannot generate the hostile files: \(error)")
             return
         }
@@ -52,6 +54,7 @@ struct HostileFiles {
             }.start()
         }
         group.wait()
+        videoTimes(cases)
         rewrites()
         let (served, _) = bystander.stop()
         report.info("bystander served \(served) requests meanwhile")
@@ -87,7 +90,8 @@ struct HostileFiles {
             guard columns.count >= 4 else { continue }
             let path = columns[0].hasPrefix("/") ? columns[0] : dir + "/" + columns[0]
             let column = context.isRoot && columns[2] != "-" ? columns[2] : columns[1]
-            cases.append(Case(path: path, expected: Set(column.split(separator: ",").map(String.init)), note: columns[3]))
+            cases.append(Case(path: path, expected: Set(column.split(separator: ",").map(String.init)), note: columns[3],
+                              requiresVideo: columns.count > 4 && columns[4] == "video"))
         }
         cases.append(Case(path: context.work + "/faults/viewerd-test-crash.jpg", expected: ["decoder-crashed"],
                           note: "a worker that aborts (VIEWERD_TEST_FAULTS)"))
@@ -118,7 +122,8 @@ struct HostileFiles {
                 do {
                     if wire == nil { wire = try RawSocket.greeted(path: daemon.socketPath, name: "hostile-files-\(index)") }
                     let started = ContinuousClock.now
-                    try wire!.send(.render(RenderRequest(path: item.path, spec: spec(for: n))), id: id)
+                    let spec = item.requiresVideo ? withVideoTime(spec(for: n), index: n) : spec(for: n)
+                    try wire!.send(.render(RenderRequest(path: item.path, spec: spec)), id: id)
                     guard let message = try awaitTerminal(wire!, id: id) else {
                         report.violation("no answer within \(bound.seconds) s for \(item.path) (\(item.note))")
                         wire = nil

@@ -103,6 +103,20 @@ struct VideoTests {
         #expect(daemon.stop() == 0)
     }
 
+    @Test("in every container, a time near the end, at it and past it gives a frame (the last), not an error")
+    func timesNearTheEnd() throws {
+        let daemon = try DaemonProcess()
+        let client = try daemon.connect()
+        for clip in try VideoClips.shared() {
+            for time: UInt32 in [0, 3_990, 4_000, 60_000, .max] {
+                let reply = Self.failure(of: RenderRequest(path: clip.path, spec: RenditionSpec(width: 64, height: 64, timeMillis: time)),
+                                         on: client)
+                #expect(reply == nil, "\(clip) at \(time) ms: \(String(describing: reply))")
+            }
+        }
+        #expect(daemon.stop() == 0)
+    }
+
     @Test("a video without a video stream, an empty one, a cut one and an unknown codec get clear errors; the daemon goes on")
     func badVideos() throws {
         let daemon = try DaemonProcess()
@@ -127,8 +141,18 @@ struct VideoTests {
         let unknownPath = dir + "/unknown-codec.mkv"
         try Data(unknown).write(to: URL(fileURLWithPath: unknownPath))
 
+        // An AVI whose headers say 9000x9000 (the main header, which the daemon reads, and the
+        // stream's, which FFmpeg reads): over the 8192x8192 a video's frame may be.
+        let avi = try #require(clips.first { $0.path.hasSuffix("mpeg4.avi") })
+        var huge = [UInt8](try Data(contentsOf: URL(fileURLWithPath: avi.path)))
+        let strf = try #require((0..<(huge.count - 4)).first { Array(huge[$0..<$0 + 4]) == Array("strf".utf8) })
+        for at in [64, 68, strf + 12, strf + 16] { huge.replaceSubrange(at..<at + 4, with: [0x28, 0x23, 0, 0]) }  // 9000
+        let hugePath = dir + "/huge-frames.avi"
+        try Data(huge).write(to: URL(fileURLWithPath: hugePath))
+
         let client = try daemon.connect()
         let expected: [(String, ErrorCode, String)] = [
+            (hugePath, .tooLarge, "for a video's frames"),
             (audio, .unsupportedFormat, "no video stream"),
             (empty, .unsupportedFormat, "the file is empty"),
             (cut, .corruptImage, "moov atom not found"),

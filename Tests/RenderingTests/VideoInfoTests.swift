@@ -34,6 +34,25 @@ struct VideoInfoTests {
         }
     }
 
+    @Test("a poster's planned size is its rendered size, fit and fill, turned or not (derivations and previews rely on it)")
+    func plannedIsRendered() throws {
+        try Renderer.setUp()
+        let renderer = Renderer()
+        let clips = try VideoClips.shared().filter { $0.path.hasSuffix("h264.mp4") || $0.rotation != 0 }
+        let specs = [RenditionSpec(width: 256, height: 256), RenditionSpec(width: 100, height: 200, fit: .fill),
+                     RenditionSpec(width: 300, height: 101, fit: .fill, crop: .attention), RenditionSpec(width: 0, height: 50),
+                     RenditionSpec(width: 999, height: 777, upscale: true), RenditionSpec(width: 1000, height: 1000)]
+        for clip in clips {
+            for spec in specs {
+                let source = try SourceFile(path: clip.path)
+                let planned = try renderer.plannedSize(source, spec: spec)
+                let rendered = try renderer.render(source, spec: spec)
+                #expect(planned.width == Int(rendered.width) && planned.height == Int(rendered.height),
+                        "\(clip) \(spec): planned \(planned), rendered \(rendered.width)x\(rendered.height)")
+            }
+        }
+    }
+
     @Test("HEIF and AVIF stay images; MP4, MOV, Matroska, WebM, AVI, TS and PS are videos")
     func signatures() {
         func ftyp(_ major: String, _ compatible: [String]) -> [UInt8] {

@@ -97,6 +97,12 @@ int vs_plan_fd(int fd, int width, int height, int crop, int size, int page, int 
 int vs_plan_size(int image_width, int image_height, int width, int height, int crop, int size, int orientation,
                  int *out_width, int *out_height);
 
+/// The size, unturned, that vs_thumbnail_image resizes a width x height image of EXIF
+/// `orientation` to before it crops (for `fit`, its output): a video's frame is converted
+/// straight to it, so libvips only crops and turns it, and the output is the size planned.
+int vs_resize_size(int image_width, int image_height, int width, int height, int crop, int size, int orientation,
+                   int *out_width, int *out_height);
+
 /// Where a degraded preview comes from (vs_preview_fd's `kind`).
 enum {
     VS_PREVIEW_EXIF = 1,  // the JPEG's EXIF thumbnail (IFD1), cut to the image's proportions
@@ -179,7 +185,10 @@ int vv_probe_fd(int fd, int64_t max_pixels, vs_cancel *cancel, vv_info *out, cha
 /// orientation that turns it upright. `time_ms` < 0: a representative frame (the first
 /// keyframe after 10 % of the duration, later ones while it is near-uniform); else the frame
 /// shown at that time. Returns as vv_probe_fd; `info` is filled when it returns 0.
-int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, vs_cancel *cancel, vv_info *info, VipsImage **out,
-                 char *err, size_t errlen);
+/// The frame is converted straight to the size vs_thumbnail_image resizes it to for the box
+/// (`width`, `height`, `crop`, `size` as vs_thumbnail_fd takes them): libvips then only crops,
+/// turns and encodes it, and one conversion replaces a full-size one and a resize.
+int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, int width, int height, int crop, int size,
+                 vs_cancel *cancel, vv_info *info, VipsImage **out, char *err, size_t errlen);
 
 #endif
