@@ -234,7 +234,9 @@ final class WorkerPool: Sendable {
                 return
             }
             switch work {
-            case .info(let job): onEvent(.info(job, previewSlot.info(job)))
+            case .info(let job):
+                onEvent(.info(job, previewSlot.info(job)))
+                previewSlot.retireIfSpent()
             case .preview(let job): if let preview = previewSlot.preview(job) { onEvent(.preview(job, preview)) }
             }
         }

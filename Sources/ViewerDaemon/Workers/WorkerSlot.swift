@@ -82,10 +82,11 @@ final class WorkerSlot: @unchecked Sendable {
     }
 
     /// Reads the media info of `job`'s source in the worker process (the info lane,
-    /// `WorkerPool`), under the preview timeout: a header read takes milliseconds.
+    /// `WorkerPool`), under the preview timeout: a header read takes milliseconds. The
+    /// caller calls `retireIfSpent()` once it has passed the answer on: reading the worker's
+    /// CPU time from /proc is not worth delaying a cold INFO for.
     func info(_ job: InfoJob) -> InfoOutcome {
         defer { control.end() }
-        defer { retireIfSpent() }
         let id = UInt32(truncatingIfNeeded: job.sequence)
         let path = job.source.path
         let command = WorkerCommand.info(id: id, InfoRequest(path: path))
@@ -378,7 +379,7 @@ final class WorkerSlot: @unchecked Sendable {
 
     /// RLIMIT_CPU counts a worker's whole life: once it has used half, it is replaced between
     /// jobs, so that the limit only ever stops a job that alone ran past half of it.
-    private func retireIfSpent() {
+    func retireIfSpent() {
         guard pid > 0, pool.cpuLimitSeconds > 0 else { return }
         let used = vd_process_cpu_seconds(pid)
         if used * 2 >= Double(pool.cpuLimitSeconds) {
