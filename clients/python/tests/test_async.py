@@ -58,6 +58,22 @@ class AsyncClientTests(DaemonTestCase):
 
         self.run_async(scenario())
 
+    def test_info_by_path_and_descriptor(self) -> None:
+        photo = self.image("a-info.jpg", 300, 200)
+
+        async def scenario() -> None:
+            async with viewerd.AsyncClient(self.daemon.socket) as client:
+                infos = await asyncio.gather(*(client.info(photo) for _ in range(5)))
+                self.assertEqual({(i.kind, i.width, i.height, i.format) for i in infos},
+                                 {(p.MediaKind.PHOTO, 300, 200, "jpeg")})
+                fd = os.open(photo, os.O_RDONLY)
+                try:
+                    self.assertEqual((await client.info(fd=fd)).width, 300)
+                finally:
+                    os.close(fd)
+
+        self.run_async(scenario())
+
 
 if __name__ == "__main__":
     unittest.main()

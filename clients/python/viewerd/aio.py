@@ -215,11 +215,11 @@ class AsyncClient:
                 self._connection = await _AsyncConnection.open(self.socket_path, self.client_name)
             return self._connection
 
-    async def _request(self, message: p.Message) -> p.Message:
+    async def _request(self, message: p.Message, fd: Optional[int] = None) -> p.Message:
         connection = await self._current()
         rid = connection.register()
         try:
-            await connection.send(p.encode(message, rid))
+            await connection.send(p.encode(message, rid, p.FLAG_DESCRIPTOR if fd is not None else 0), fd)
             answer = await connection.next_answer(rid)
         finally:
             connection.forget(rid)
@@ -260,9 +260,12 @@ class AsyncClient:
     async def trim(self, max_bytes: int) -> int:
         return expect(await self._request(p.Trim(max_bytes)), p.Ack, 0).count
 
-    async def info(self, path: str) -> p.InfoReply:
-        """What the file at ``path`` (absolute) is: kind, upright size, duration, frames, format."""
-        return expect(await self._request(p.Info(path)), p.InfoReply, 0)
+    async def info(self, path: Optional[str] = None, *, fd: Optional[int] = None) -> p.InfoReply:
+        """What the file at ``path`` (absolute), or the open file ``fd``, is: kind, upright size,
+        duration, frames, format (see :meth:`viewerd.Client.info`)."""
+        if path is None and fd is None:
+            raise ValueError("info needs a path or a descriptor")
+        return expect(await self._request(p.Info(path or ""), fd), p.InfoReply, 0)
 
     async def stats(self) -> Dict[str, int]:
         return expect(await self._request(p.Stats()), p.StatsReply, 0).counters
