@@ -269,18 +269,29 @@ int vs_plan_fd(int fd, int width, int height, int crop, int size, int page, int 
     return 0;
 }
 
-int vs_plan_size(int image_width, int image_height, int width, int height, int crop, int size, int orientation,
-                 int *out_width, int *out_height) {
+// The size vips_thumbnail_image makes of a lazy black image_width x image_height image for
+// an unturned box (nothing is computed).
+static int plan_blank(int image_width, int image_height, int box_width, int box_height, int crop, int size, int *out_width,
+                      int *out_height) {
     VipsImage *blank = NULL, *planned = NULL;
     if (vips_black(&blank, image_width, image_height, "bands", 3, NULL)) return -1;
-    // Unturned, with the box turned, as vs_plan_fd does.
-    int swap = orientation >= 5 && orientation <= 8;
-    int result = vips_thumbnail_image(blank, &planned, swap ? height : width, "height", swap ? width : height,
-                                      "crop", interesting_of(crop), "size", (VipsSize)size, NULL);
+    int result = vips_thumbnail_image(blank, &planned, box_width, "height", box_height, "crop", interesting_of(crop),
+                                      "size", (VipsSize)size, NULL);
     g_object_unref(blank);
     if (result) return result;
-    int w = vips_image_get_width(planned), h = vips_image_get_height(planned);
+    *out_width = vips_image_get_width(planned);
+    *out_height = vips_image_get_height(planned);
     g_object_unref(planned);
+    return 0;
+}
+
+int vs_plan_size(int image_width, int image_height, int width, int height, int crop, int size, int orientation,
+                 int *out_width, int *out_height) {
+    // Unturned, with the box turned, as vs_plan_fd does.
+    int swap = orientation >= 5 && orientation <= 8;
+    int w, h;
+    int result = plan_blank(image_width, image_height, swap ? height : width, swap ? width : height, crop, size, &w, &h);
+    if (result) return result;
     *out_width = swap ? h : w;
     *out_height = swap ? w : h;
     return 0;
@@ -296,15 +307,7 @@ int vs_resize_size(int image_width, int image_height, int width, int height, int
         if (horizontal >= vertical) box_height = 10000000;
         else box_width = 10000000;
     }
-    VipsImage *blank = NULL, *planned = NULL;
-    if (vips_black(&blank, image_width, image_height, "bands", 3, NULL)) return -1;
-    int result = vips_thumbnail_image(blank, &planned, box_width, "height", box_height, "size", (VipsSize)size, NULL);
-    g_object_unref(blank);
-    if (result) return result;
-    *out_width = vips_image_get_width(planned);
-    *out_height = vips_image_get_height(planned);
-    g_object_unref(planned);
-    return 0;
+    return plan_blank(image_width, image_height, box_width, box_height, VS_CROP_NONE, size, out_width, out_height);
 }
 
 int vs_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int size,
