@@ -85,6 +85,8 @@ struct SandboxTests {
             // Then the worker is killed, the request answered decoder-crashed naming the cause
             #expect(error.code == .decoderCrashed)
             #expect(error.message.contains("stopped by the sandbox (read of a file outside the decoder's view)"), "\(error.message)")
+            // naming the file rendered, not the one the worker tried to open
+            #expect(error.message.contains(hostile), "\(error.message)")
             #expect(stats["sandbox_kills"] == 1)
             // And the file is not retried
             try victim.send(.render(RenderRequest(path: hostile, spec: spec)), id: 2)

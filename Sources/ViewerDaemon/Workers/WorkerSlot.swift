@@ -243,7 +243,7 @@ final class WorkerSlot: @unchecked Sendable {
             let ready = vd_poll3(socket, control.wakeup.fd, listener, wait)
             let verdict: OpenSupervisor.Verdict = ready & 8 != 0 ? supervisor.next(listener: listener) : .gone
             if verdict != .gone { pool.count(\.openChecks) }
-            if case .kill(let path, let request) = verdict {
+            if case .kill(let opened, let request) = verdict {
                 // An open outside the view: the worker dies before it can do anything else.
                 Glibc.kill(pid, SIGKILL)
                 OpenSupervisor.refuse(listener: listener, id: request)
@@ -251,7 +251,7 @@ final class WorkerSlot: @unchecked Sendable {
                 pool.count(\.crashes)
                 pool.count(\.sandboxKills)
                 Log.warning("event=worker-crashed path=\(Log.quote(path)) detail=\(Log.quote(death.description)) "
-                            + "opened=\(Log.quote(String(path.prefix(256))))")
+                            + "opened=\(Log.quote(String(opened.prefix(256))))")
                 if cancelDeadline != nil { return .cancelled }
                 return .failed(.decoderCrashed(path: path, detail: death.description), cause: .workerDied(death))
             }
