@@ -68,7 +68,12 @@ public struct SourceHeader: Sendable, Equatable {
     public var isVector: Bool { loader.hasPrefix("svgload") || loader.hasPrefix("pdfload") }
 
     /// width × height × pages.
-    public var totalPixels: UInt64 { UInt64(width) * UInt64(height) * UInt64(pages) }
+    /// Saturates at UInt64.max: headers are hostile (a Matroska track may declare 2^40 a side).
+    public var totalPixels: UInt64 {
+        let (area, overflow) = UInt64(clamping: width).multipliedReportingOverflow(by: UInt64(clamping: height))
+        let (total, overflow2) = area.multipliedReportingOverflow(by: UInt64(clamping: pages))
+        return overflow || overflow2 ? .max : total
+    }
 }
 
 /// A finished rendition.

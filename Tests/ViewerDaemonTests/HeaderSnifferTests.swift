@@ -179,4 +179,23 @@ struct HeaderSnifferTests {
         #expect(cost.memoryBytes > 90 << 20 && cost.memoryBytes < 130 << 20, "\(cost)")
         #expect(cost.costly)
     }
+
+    @Test("a Matroska track of 2^63 or 2^33 pixels a side gives nil or a refusal, never a trap (review of issue 17)")
+    func hugeMatroskaSides() {
+        func element(_ id: [UInt8], _ payload: [UInt8]) -> [UInt8] { id + [0x80 | UInt8(payload.count)] + payload }
+        for side: UInt64 in [UInt64(Int64.max) + 1, 1 << 33, UInt64(UInt32.max)] {
+            let be = (0..<8).map { UInt8(truncatingIfNeeded: side >> (56 - 8 * $0)) }
+            let video = element([0xE0], element([0xB0], be) + element([0xBA], be))
+            let tracks = element([0x16, 0x54, 0xAE, 0x6B], element([0xAE], video))
+            let file = element([0x1A, 0x45, 0xDF, 0xA3], element([0x42, 0x82], Array("matroska".utf8)))
+                + [0x18, 0x53, 0x80, 0x67, 0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF] + tracks
+            if let header = HeaderSniffer.sniff(file) {
+                #expect(RenderLimits().refusal(of: header, path: "/x.mkv") != nil)
+            }
+        }
+        // Sides whose product overflows 64 bits: saturated, refused.
+        let huge = SourceHeader(width: 1 << 33, height: 1 << 33, bands: 3, loader: "video:mkv")
+        #expect(huge.totalPixels == .max)
+        #expect(RenderLimits().refusal(of: huge, path: "/x.mkv") != nil)
+    }
 }

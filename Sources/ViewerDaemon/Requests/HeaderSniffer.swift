@@ -180,6 +180,8 @@ public enum HeaderSniffer {
         case .avi:
             guard b.count >= 72, Array(b[12..<16]) == Array("LIST".utf8), Array(b[20..<28]) == Array("hdrlavih".utf8) else { return nil }
             size = (le16(b, 64) | le16(b, 66) << 16, le16(b, 68) | le16(b, 70) << 16)
+            // Sides past 2^31 are no video; the estimate's arithmetic is sized for PNG's limit.
+            if let (w, h) = size, w > Int(Int32.max) || h > Int(Int32.max) { return nil }
         default: size = nil
         }
         guard let size, size.width > 0, size.height > 0 else { return nil }
@@ -258,6 +260,8 @@ public enum HeaderSniffer {
             default:
                 guard !size.unknown, size.value <= UInt64(b.count - min(data, b.count)) else { return nil }
                 if id.value == 0xB0 || id.value == 0xBA, let value = uint(b[...], data, Int(size.value)) {
+                    // Up to 8 bytes: a side past 2^31 is no video, only a trap for Int().
+                    guard value <= UInt64(Int32.max) else { return nil }
                     if id.value == 0xB0 { width = Int(value) } else { height = Int(value) }
                     if width > 0, height > 0 { return (width, height) }
                 }
@@ -439,6 +443,11 @@ public enum HeaderSniffer {
     /// no image format at all (a sparse 4 GiB file of zeros) costs next to nothing.
     static func cost(of source: SourceFile, _ sniffed: Sniffed, spec: RenditionSpec) -> RenderCost {
         if let header = sniffed.header {
+            if header.isVideo, header.totalPixels < 3840 * 2160 {
+                // The container's size is a claim the codec's own headers need not keep (a
+                // track header may say 16x16 over 8K frames): a video costs at least a UHD frame.
+                return Renderer.estimateCost(SourceHeader(width: 3840, height: 2160, bands: 3, loader: header.loader), spec: spec)
+            }
             return Renderer.estimateCost(header, spec: spec)
         }
         guard let format = sniffed.format else {
