@@ -8,6 +8,7 @@
 // container's display matrix asks for; libvips then resizes, colours and encodes it as it
 // does a photo (docs/RENDERING.md, "Videos").
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -155,6 +156,8 @@ static int orientation_of(const AVStream *stream) {
     int clockwise = ((int)lround(-angle / 90.0) % 4 + 4) % 4;
     // A negative determinant: the picture is also mirrored (horizontally, before turning).
     int mirrored = ((int64_t)m[0] * m[4] - (int64_t)m[1] * m[3]) < 0;
+    // A mirror also turns the first row, which the angle is read from, by a half turn.
+    if (mirrored) clockwise = (clockwise + 2) % 4;
     static const int plain[4] = {1, 6, 3, 8}, flipped[4] = {2, 7, 4, 5};
     return mirrored ? flipped[clockwise] : plain[clockwise];
 }
@@ -197,6 +200,14 @@ static int video_open(vv_video *video, int fd, int64_t max_pixels, vs_cancel *ca
     video->format->interrupt_callback = (AVIOInterruptCB){interrupted, &video->reader};
     video->format->format_whitelist = av_strdup(allowed_demuxers);
     video->format->protocol_whitelist = av_strdup("none");
+    // The decoders find_stream_info may open (it decodes a few frames of every stream) are
+    // those of the list too: an audio track's or a data stream's decoder never runs.
+    char decoders[256] = "";
+    for (const char *const *name = allowed_decoders; *name; name++) {
+        if (decoders[0]) strncat(decoders, ",", sizeof decoders - strlen(decoders) - 1);
+        strncat(decoders, *name, sizeof decoders - strlen(decoders) - 1);
+    }
+    video->format->codec_whitelist = av_strdup(decoders);
 
     int status = avformat_open_input(&video->format, NULL, NULL, NULL);
     if (status < 0) {
@@ -217,7 +228,17 @@ static int video_open(vv_video *video, int fd, int64_t max_pixels, vs_cancel *ca
     if ((video->format->ctx_flags & AVFMTCTX_NOHEADER) || !par || par->width <= 0 || par->height <= 0
         || par->codec_id == AV_CODEC_ID_NONE) {
         video->format->probesize = 8 * 1024 * 1024;
-        status = avformat_find_stream_info(video->format, NULL);
+        // Its decoders get the frame limit and one thread, as the poster's decoder does.
+        unsigned streams = video->format->nb_streams;
+        AVDictionary **options = streams ? av_calloc(streams, sizeof *options) : NULL;
+        for (unsigned i = 0; options && i < streams; i++) {
+            av_dict_set_int(&options[i], "max_pixels", max_pixels, 0);
+            av_dict_set(&options[i], "threads", "1", 0);
+        }
+        status = avformat_find_stream_info(video->format, options);
+        for (unsigned i = 0; options && i < streams; i++) av_dict_free(&options[i]);
+        av_freep(&options);
+        if (status >= 0) last_log[0] = 0;  // what it logged about streams it could not open
         if (interrupted(&video->reader)) return fail(err, errlen, -4, "cancelled");
         if (status < 0) {
             char why[200];
@@ -282,6 +303,9 @@ typedef struct {
     AVPacket *packet;
     AVFrame *frame;
     int at_end;
+    // Frames before the first keyframe after a seek are predicted from frames the decoder
+    // never saw (MPEG-2 shows them anyway, in the wrong colours): they are passed over.
+    int need_key;
 } vv_decoder;
 
 // The next frame the decoder gives, reading packets of the stream as it needs them. 0 with
@@ -289,7 +313,14 @@ typedef struct {
 static int next_frame(vv_video *video, vv_decoder *d, int *budget) {
     for (;;) {
         int status = avcodec_receive_frame(d->codec, d->frame);
-        if (status == 0) return 0;
+        if (status == 0 && d->need_key && !d->frame->key_frame) {
+            av_frame_unref(d->frame);
+            continue;
+        }
+        if (status == 0) {
+            d->need_key = 0;
+            return 0;
+        }
         if (status == AVERROR_EOF) return 1;
         if (status != AVERROR(EAGAIN)) return status;
         if (d->at_end) return 1;
@@ -350,19 +381,26 @@ static double poster_score(const AVFrame *frame) {
 // `forward`, else to the last one before it. A stream that cannot seek is read from where it is.
 static void seek_to(vv_video *video, vv_decoder *d, int64_t target, int forward) {
     int64_t start = video->format->start_time == AV_NOPTS_VALUE ? 0 : video->format->start_time;
-    target += start;
-    int status = forward ? avformat_seek_file(video->format, -1, target, target, INT64_MAX, 0)
+    int status = -1;
+    // The start of a stream that seeks by timestamp (MPEG-TS, PS) is its first byte: a search
+    // for its first timestamp may land on the next keyframe.
+    if (target <= 0 && !(video->format->iformat->flags & AVFMT_NO_BYTE_SEEK))
+        status = avformat_seek_file(video->format, -1, 0, 0, 0, AVSEEK_FLAG_BYTE);
+    target = av_sat_add64(target, start);
+    if (status < 0)
+        status = forward ? avformat_seek_file(video->format, -1, target, target, INT64_MAX, 0)
                          : avformat_seek_file(video->format, -1, INT64_MIN, target, target, 0);
     if (status < 0 && forward) status = avformat_seek_file(video->format, -1, INT64_MIN, target, target, 0);
     avcodec_flush_buffers(d->codec);
     d->at_end = 0;
+    d->need_key = 1;
 }
 
 static int64_t frame_time(const vv_video *video, const AVFrame *frame) {
     int64_t pts = frame->best_effort_timestamp;
     if (pts == AV_NOPTS_VALUE) return AV_NOPTS_VALUE;
     int64_t start = video->format->start_time == AV_NOPTS_VALUE ? 0 : video->format->start_time;
-    return av_rescale_q(pts, video->stream->time_base, AV_TIME_BASE_Q) - start;
+    return av_sat_sub64(av_rescale_q(pts, video->stream->time_base, AV_TIME_BASE_Q), start);
 }
 
 // The frame as 8-bit sRGB in memory, for libvips, tagged with the orientation to apply: at
@@ -370,8 +408,8 @@ static int64_t frame_time(const vv_video *video, const AVFrame *frame) {
 // the box cannot say), so that libvips only crops and turns it.
 static int frame_image(const vv_video *video, const AVFrame *frame, const int box[4], VipsImage **out, char *err,
                        size_t errlen) {
-    int width = video->info.width * frame->width / video->info.coded_width;
-    if (width < 1) width = 1;
+    int64_t shown = (int64_t)video->info.width * frame->width / video->info.coded_width;
+    int width = shown < 1 ? 1 : shown > INT_MAX ? INT_MAX : (int)shown;
     int height = frame->height;
     int resized_width, resized_height;
     if (vs_resize_size(width, height, box[0], box[1], box[2], box[3], video->info.orientation, &resized_width,
@@ -434,7 +472,7 @@ int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, int width, int hei
     }
     *info = video.info;
 
-    vv_decoder d = {0};
+    vv_decoder d = {.need_key = 1};
     d.codec = avcodec_alloc_context3(video.decoder);
     d.packet = av_packet_alloc();
     d.frame = av_frame_alloc();
@@ -444,7 +482,10 @@ int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, int width, int hei
         status = fail(err, errlen, -1, "out of memory");
         goto done;
     }
-    avcodec_parameters_to_context(d.codec, video.stream->codecpar);
+    if (avcodec_parameters_to_context(d.codec, video.stream->codecpar) < 0) {
+        status = fail(err, errlen, -1, "out of memory");
+        goto done;
+    }
     d.codec->thread_count = 1;         // two workers already use both cores; no thread start-up per job
     d.codec->max_pixels = max_pixels;  // a frame larger than its header said is refused, not allocated
     d.codec->pkt_timebase = video.stream->time_base;
@@ -464,6 +505,14 @@ int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, int width, int hei
         int64_t end = video.info.duration_ms > 0 ? video.info.duration_ms * 1000 : target;
         int64_t from = target < end ? target : end;
         const int64_t points[] = {from, from - 2000000, from - 10000000, 0};
+        // A demuxer that seeks by timestamp may also land between keyframes before the time,
+        // where the first frame that decodes is the next keyframe, past it: that frame is kept
+        // only in case no earlier point decodes.
+        AVFrame *overshoot = av_frame_alloc();
+        if (!overshoot) {
+            status = fail(err, errlen, -1, "out of memory");
+            goto done;
+        }
         for (size_t i = 0; i < sizeof points / sizeof *points && best_score < 0; i++) {
             int64_t point = points[i] > 0 ? points[i] : 0;
             if (i > 0 && point >= (points[i - 1] > 0 ? points[i - 1] : 0)) continue;  // tried already
@@ -476,6 +525,11 @@ int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, int width, int hei
                     break;
                 }
                 int64_t t = frame_time(&video, d.frame);
+                if (best_score < 0 && point > 0 && t != AV_NOPTS_VALUE && t > target) {
+                    av_frame_unref(overshoot);
+                    av_frame_move_ref(overshoot, d.frame);
+                    break;
+                }
                 if (best_score >= 0 && t != AV_NOPTS_VALUE && t > target) break;  // the previous one was shown then
                 av_frame_unref(best);
                 av_frame_move_ref(best, d.frame);
@@ -484,6 +538,12 @@ int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, int width, int hei
             }
             if (last_error == AVERROR_EXIT) break;
         }
+        if (best_score < 0 && overshoot->data[0]) {
+            av_frame_unref(best);
+            av_frame_move_ref(best, overshoot);
+            best_score = 0;
+        }
+        av_frame_free(&overshoot);
     } else {
         // A representative frame: the first keyframe after 10 % of the duration, or later ones
         // while the frames found are near-uniform; the best seen when all are.

@@ -89,17 +89,34 @@ public enum VideoClips {
 
     /// A clip whose first second is red, second green and third blue (a keyframe each
     /// half second): the frame at a time tells which time was decoded.
-    public static func colourSteps(in directory: String) throws -> String {
-        let path = directory + "/steps.mp4"
+    /// As an MPEG-TS (`transportStream`): MPEG-2 with a keyframe every 2 s, so a seek by
+    /// timestamp lands between keyframes.
+    public static func colourSteps(in directory: String, transportStream: Bool = false) throws -> String {
+        let path = directory + (transportStream ? "/steps.ts" : "/steps.mp4")
+        let codec = transportStream ? ["-c:v", "mpeg2video", "-q:v", "4", "-g", "50", "-f", "mpegts"]
+            : ["-c:v", "libx264", "-pix_fmt", "yuv420p", "-g", "12"]
         try run(ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
-                         "color=c=red:s=320x240:r=25:d=1[a];color=c=lime:s=320x240:r=25:d=1[b];color=c=blue:s=320x240:r=25:d=1[c];[a][b][c]concat=n=3",
-                         "-c:v", "libx264", "-pix_fmt", "yuv420p", "-g", "12", path])
+                         "color=c=red:s=320x240:r=25:d=1[a];color=c=lime:s=320x240:r=25:d=1[b];color=c=blue:s=320x240:r=25:d=1[c];[a][b][c]concat=n=3"]
+                 + codec + [path])
         return path
     }
 
     /// Writes a clockwise turn into the first track header's display matrix of an MP4/MOV
     /// (ffmpeg 5.1's CLI cannot set one): the matrix phones write, as ffprobe reads it back.
     public static func setDisplayRotation(_ path: String, degrees: Int) throws {
+        let one: Int32 = 0x10000
+        let (a, b, c, d): (Int32, Int32, Int32, Int32) = switch degrees {
+        case 90: (0, one, -one, 0)
+        case 180: (-one, 0, 0, -one)
+        case 270: (0, -one, one, 0)
+        default: (one, 0, 0, one)
+        }
+        try setDisplayMatrix(path, a, b, c, d)
+    }
+
+    /// Writes the 2x2 part (16.16 fixed point) of the first track header's display matrix:
+    /// (-1, 0, 0, 1) mirrors left to right, (1, 0, 0, -1) top to bottom.
+    public static func setDisplayMatrix(_ path: String, _ a: Int32, _ b: Int32, _ c: Int32, _ d: Int32) throws {
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         let tkhd = Array("tkhd".utf8)
         guard let at = (0..<(bytes.count - 4)).first(where: { Array(bytes[$0..<$0 + 4]) == tkhd }) else {
@@ -108,13 +125,6 @@ public enum VideoClips {
         // After the version and flags, the times, track id and duration (20 bytes, or 32 in
         // version 1), 8 reserved bytes, and layer, group, volume and 2 reserved bytes.
         let matrix = at + 8 + (bytes[at + 4] == 1 ? 32 : 20) + 8 + 8
-        let one: Int32 = 0x10000
-        let (a, b, c, d): (Int32, Int32, Int32, Int32) = switch degrees {
-        case 90: (0, one, -one, 0)
-        case 180: (-one, 0, 0, -one)
-        case 270: (0, -one, one, 0)
-        default: (one, 0, 0, one)
-        }
         let values: [Int32] = [a, b, 0, c, d, 0, 0, 0, 0x4000_0000]
         for (i, value) in values.enumerated() {
             let v = UInt32(bitPattern: value)

@@ -103,6 +103,40 @@ struct VideoTests {
         #expect(daemon.stop() == 0)
     }
 
+    @Test("a time in an MPEG-TS whose seek lands between keyframes is the frame shown then, not the next keyframe")
+    func transportStreamTimes() throws {
+        let daemon = try DaemonProcess()
+        let steps = try VideoClips.colourSteps(in: daemon.directory, transportStream: true)
+        let client = try daemon.connect()
+        for (time, band) in [(UInt32(500), 0), (1500, 1), (2500, 2)] {
+            let result = try client.render(RenderRequest(path: steps, spec: RenditionSpec(width: 64, height: 64, format: .png, timeMillis: time)))
+            let image = try ImageFixtures.decode(result.bytes)
+            let centre = (image.height / 2 * image.width + image.width / 2) * image.bands
+            let rgb = (0..<3).map { Int(image.pixels[centre + $0]) }
+            #expect(rgb[band] > 200 && rgb.enumerated().allSatisfy { $0.offset == band || $0.element < 60 }, "at \(time) ms: \(rgb)")
+        }
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test("a mirrored display matrix mirrors the way it says: left to right keeps the top, top to bottom swaps it")
+    func mirroredClips() throws {
+        let daemon = try DaemonProcess()
+        let client = try daemon.connect()
+        let one: Int32 = 0x10000
+        for (name, matrix, whiteOnTop) in [("hflip", (-one, Int32(0), Int32(0), one), true), ("vflip", (one, 0, 0, -one), false)] {
+            let path = try VideoClips.phoneClip(in: daemon.directory, rotation: 0)
+            let mirrored = daemon.directory + "/\(name).mov"
+            try FileManager.default.moveItem(atPath: path, toPath: mirrored)
+            try VideoClips.setDisplayMatrix(mirrored, matrix.0, matrix.1, matrix.2, matrix.3)
+            let result = try client.render(RenderRequest(path: mirrored, spec: RenditionSpec(width: 128, height: 128, format: .png)))
+            let image = try ImageFixtures.decode(result.bytes)
+            let top = Int(image.pixels[(image.height / 8 * image.width + image.width / 2) * image.bands])
+            let bottom = Int(image.pixels[(image.height * 7 / 8 * image.width + image.width / 2) * image.bands])
+            #expect(whiteOnTop ? (top > 200 && bottom < 50) : (bottom > 200 && top < 50), "\(name): top \(top), bottom \(bottom)")
+        }
+        #expect(daemon.stop() == 0)
+    }
+
     @Test("in every container, a time near the end, at it and past it gives a frame (the last), not an error")
     func timesNearTheEnd() throws {
         let daemon = try DaemonProcess()
