@@ -278,14 +278,24 @@ big_sps = edit(big, STBL + [b"stsd", b"avc1", b"avcC"], lambda body: avcc_with_s
 add(write("big/sps-16k.mp4", big_sps), "too-large,corrupt-image",
     "MP4 whose SPS, track header and sample entry say 16384x16384 (1024x1024 macroblocks; FFmpeg refuses the size)")
 big16000 = edit(edit(only, [b"moov", b"trak", b"tkhd"], tkhd_size(16000, 16000)), STBL + [b"stsd", b"avc1"], sample_entry_size(16000, 16000))
-# 16000x16000 is exactly viewerd's default pixel limit (256,000,000): not too large, so like
-# bombs/jpeg-12000.jpg it may render (grey) or fail, within the timeout.
+# 16000x16000 is exactly viewerd's default pixel limit for photos (256,000,000), far over the
+# 8192x8192 a video's frame may be: too-large at once, not a decode to the timeout.
 add(write("big/sps-16000.mp4", edit(big16000, STBL + [b"stsd", b"avc1", b"avcC"], lambda body: avcc_with_size(bytes(body), 1000, 1000))),
-    "too-large,corrupt-image,timeout,result",
+    "too-large",
     "MP4 whose SPS, track header and sample entry say 16000x16000 (FFmpeg accepts the size; viewerd's pixel limit exactly)")
 add(write("big/mkv-pixels-16k.mkv", replace_once(replace_once(mkv, b"\xb0\x82\x01\x40", b"\xb0\x82\x40\x00"),
                                                   b"\xba\x82\x01\x00", b"\xba\x82\x40\x00")),
     "too-large,corrupt-image,result", "Matroska PixelWidth and PixelHeight 16384, its SPS 320x256")
+# Sides no Int holds: 8-byte EBML values of 2^63 and 2^33 (a trap in the daemon's sniffer and
+# its pixel count, found in review), in a Matroska of nothing else.
+def ebml(element_id, payload):
+    return element_id + bytes([0x80 | len(payload)]) + payload
+for name, side in (("mkv-side-2e63", 1 << 63), ("mkv-side-2e33", 1 << 33)):
+    eight = side.to_bytes(8, "big")
+    tracks = ebml(b"\x16\x54\xae\x6b", ebml(b"\xae", ebml(b"\xe0", ebml(b"\xb0", eight) + ebml(b"\xba", eight))))
+    header = ebml(b"\x1a\x45\xdf\xa3", ebml(b"\x42\x82", b"matroska"))
+    add(write("big/" + name + ".mkv", header + b"\x18\x53\x80\x67\x01\xff\xff\xff\xff\xff\xff\xff" + tracks),
+        "too-large,corrupt-image,unsupported-format", "Matroska header alone, PixelWidth and PixelHeight of 2^%d" % (side.bit_length() - 1))
 
 # 6. Demuxers made to loop or search.
 def null_packet():
