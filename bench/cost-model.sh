@@ -72,7 +72,10 @@ JXL|jxl.jxl|vips jxlsave b12.v jxl.jxl --Q 75 --effort 4
 TIFF|tiff.tif|vips tiffsave base.v tiff.tif --compression lzw
 TIFF|tiff-12.tif|vips tiffsave b12.v tiff-12.tif --compression lzw
 GIF|gif.gif|vips gifsave b3.v gif.gif
-GIF|gif-1.gif|vips gifsave b1.v gif-1.gif'
+GIF|gif-1.gif|vips gifsave b1.v gif-1.gif
+H.264 1080p MP4|h264-1080.mp4|ffmpeg -nostdin -loglevel error -y -f lavfi -i testsrc2=size=1920x1080:rate=30:duration=4 -c:v libx264 -preset veryfast -g 30 -pix_fmt yuv420p h264-1080.mp4
+HEVC 2160p MP4|hevc-2160.mp4|ffmpeg -nostdin -loglevel error -y -f lavfi -i testsrc2=size=3840x2160:rate=30:duration=2 -c:v libx265 -preset ultrafast -x265-params log-level=error -g 30 hevc-2160.mp4
+VP9 1080p WebM|vp9-1080.webm|ffmpeg -nostdin -loglevel error -y -f lavfi -i testsrc2=size=1920x1080:rate=30:duration=3 -c:v libvpx-vp9 -deadline realtime -cpu-used 8 -g 30 vp9-1080.webm'
 
 (mkimages) >&2
 while IFS='|' read -r class file command; do

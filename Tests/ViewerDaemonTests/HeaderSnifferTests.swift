@@ -176,7 +176,7 @@ struct HeaderSnifferTests {
         // The cost follows the frame, not the length: a 4K frame costs the same in any file.
         let uhd = SourceHeader(width: 3840, height: 2160, bands: 3, loader: "video:mp4")
         let cost = Renderer.estimateCost(uhd, spec: RenditionSpec(width: 256, height: 256))
-        #expect(cost.memoryBytes > 90 << 20 && cost.memoryBytes < 130 << 20, "\(cost)")
+        #expect(cost.memoryBytes > 116 << 20 && cost.memoryBytes < 140 << 20, "\(cost)")  // measured 116 MiB (cost-model.sh)
         #expect(cost.costly)
     }
 
