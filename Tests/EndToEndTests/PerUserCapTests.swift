@@ -92,9 +92,10 @@ struct PerUserCapTests {
             order.append(answer.id)
         }
 
-        // Then all three are rendered, none refused; the third was read only once the first
-        // had ended, so it came after the second, which was queued before it
-        #expect(order == [1, 2, 3])
+        // Then all three are rendered, none refused; the third was read only once one of the
+        // first two had ended, so it came last (the first two are opened off the loop at once:
+        // either may reach the worker first)
+        #expect(order.last == 3 && Set(order.prefix(2)) == [1, 2], "\(order)")
         #expect((try socket.stats()["sources_refused"] ?? 0) == 0)
     }
 }

@@ -200,10 +200,14 @@ struct RequestLifecycleTests {
 
         try connection.send(.render(RenderRequest(path: gridded, spec: RenditionSpec(width: 128, height: 128))), id: 2)
         guard case .result = try connection.read().message else { Issue.record("expected the grid's RESULT"); return }
+        // The grid's rendition is a preview's source once the store's writer has committed it
+        // (a moment after its RESULT; longer on a loaded machine).
+        #expect(try eventually { try daemon.connect().stats()["store_entries"] == 2 })
         try connection.send(.render(RenderRequest(path: gridded, spec: pager, delivery: .opportunistic)), id: 3)
-        let first = try connection.read(), second = try connection.read()
-        guard case .preview(let preview) = first.message, case .result(let final) = second.message else {
-            Issue.record("expected PREVIEW then RESULT, got \(first.message.type), \(second.message.type)")
+        // Bounded reads: a missing PREVIEW fails the test instead of hanging the suite.
+        guard let first = try connection.read(timeout: .seconds(30)), let second = try connection.read(timeout: .seconds(30)),
+              case .preview(let preview) = first.message, case .result(let final) = second.message else {
+            Issue.record("expected PREVIEW then RESULT within 30 s each")
             return
         }
         #expect((preview.width, preview.height) == (final.width, final.height))
