@@ -14,10 +14,11 @@ extension Renderer {
     public func mediaInfo(_ source: SourceFile) throws(RenderError) -> MediaInfo {
         // A video's container and codec headers (FFmpeg, no frame decoded); anything else is
         // an image whose libvips header says the rest.
-        if let signature = ImageSignature.detect(descriptor: source.descriptor), signature.isVideo {
+        let signature = ImageSignature.detect(descriptor: source.descriptor)
+        if let signature, signature.isVideo {
             return Self.mediaInfo(try videoInfo(source, container: signature))
         }
-        let header = try Self.attributingErrors { () throws(RenderError) in try headerUngated(source) }
+        let header = try Self.attributingErrors { () throws(RenderError) in try headerUngated(source, signature: signature) }
         return Self.mediaInfo(header, format: Self.formatName(header.loader, descriptor: source.descriptor))
     }
 

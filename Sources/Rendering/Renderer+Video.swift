@@ -29,8 +29,12 @@ extension SourceHeader {
 }
 
 extension Renderer {
-    /// `SourceHeader.loader` of a video: this prefix and the codec ("video:h264").
+    /// `SourceHeader.loader` of a video: this prefix and the codec ("video:h264"), or the
+    /// container where only it is known (the daemon's sniffer: "video:mp4").
     static let videoLoaderPrefix = "video:"
+
+    /// The loader name of a video read by `what` (a codec or a container).
+    public static func videoLoader(_ what: String) -> String { videoLoaderPrefix + what }
 
     /// Reads a video's headers (a worker's media info, and the admission of a poster render).
     public func videoInfo(_ source: SourceFile, container: ImageSignature) throws(RenderError) -> VideoInfo {
@@ -44,7 +48,7 @@ extension Renderer {
     /// The header a video gives the renderer's other paths (limits, plans, cost).
     func videoHeader(_ info: VideoInfo) -> SourceHeader {
         SourceHeader(width: info.width, height: info.height, bands: 3, orientation: info.orientation,
-                     loader: Self.videoLoaderPrefix + info.codec)
+                     loader: Self.videoLoader(info.codec))
     }
 
     /// The poster frame of a video, as a thumbnail pipeline for the spec's box: the frame

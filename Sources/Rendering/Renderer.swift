@@ -131,8 +131,13 @@ public struct Renderer: Sendable {
     }
 
     func headerUngated(_ source: SourceFile) throws(RenderError) -> SourceHeader {
+        try headerUngated(source, signature: ImageSignature.detect(descriptor: source.descriptor))
+    }
+
+    /// `headerUngated` for a caller that has read the file's signature already (nil: none).
+    func headerUngated(_ source: SourceFile, signature: ImageSignature?) throws(RenderError) -> SourceHeader {
         // Only files that begin like a format we read reach libvips' sniffers.
-        guard let signature = ImageSignature.detect(descriptor: source.descriptor) else {
+        guard let signature else {
             if source.identity.size == 0 { throw .unsupportedContent(path: source.path, detail: "the file is empty") }
             throw .unsupportedFormat(source.path)
         }
@@ -206,8 +211,13 @@ public struct Renderer: Sendable {
 
     /// `admit` for callers already inside `attributingErrors` (the gate is not re-entrant).
     func admitUngated(_ source: SourceFile, spec: RenditionSpec) throws(RenderError) -> SourceHeader {
+        try admitUngated(source, spec: spec, signature: ImageSignature.detect(descriptor: source.descriptor))
+    }
+
+    /// `admitUngated` for a caller that has read the file's signature already (nil: none).
+    func admitUngated(_ source: SourceFile, spec: RenditionSpec, signature: ImageSignature?) throws(RenderError) -> SourceHeader {
         if let problem = spec.validate(maxSide: limits.maxOutputSide) { throw .invalidSpec(problem) }
-        let header = try headerUngated(source)
+        let header = try headerUngated(source, signature: signature)
         if let refusal = limits.refusal(of: header, path: source.path) { throw refusal }
         guard spec.page < header.pages || spec.page == 0 || header.isVideo else {
             throw .invalidSpec("page \(spec.page) does not exist: \(source.path) has \(header.pages)")
@@ -227,10 +237,11 @@ public struct Renderer: Sendable {
                                   cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
         // A video is admitted by its decode, which reads the headers once (a long video's
         // index is megabytes) and checks them against the limits.
-        if let signature = ImageSignature.detect(descriptor: source.descriptor), signature.isVideo {
+        let signature = ImageSignature.detect(descriptor: source.descriptor)
+        if let signature, signature.isVideo {
             return try videoThumbnail(source, container: signature, spec: spec, cancellation: cancellation)
         }
-        let header = try admitUngated(source, spec: spec)
+        let header = try admitUngated(source, spec: spec, signature: signature)
         let box = Self.thumbnailBox(spec, vector: header.isVector)
         var out: OpaquePointer?
         let toSRGB: Int32 = header.hasICCProfile && !header.isCMYK ? 1 : 0

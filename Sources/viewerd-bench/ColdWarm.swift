@@ -172,17 +172,25 @@ final class Bench: @unchecked Sendable {
     /// Returns the latencies (ns) and the count of answers that were not cache hits.
     func closedLoop(daemon: DaemonProcess, clients: Int, seconds duration: Double, ping: Bool,
                     paths: [String]) throws -> (latencies: [Double], misses: Int, elapsed: Double) {
-        let sockets = try (0..<clients).map { try daemon.rawConnection(name: "bench-warm-\($0)") }
-        let templates = paths.map { FrameTemplate(.render(RenderRequest(path: $0, spec: thumbnailSpec))) }
-        let pingTemplate = FrameTemplate(.ping)
+        let templates = ping ? [FrameTemplate(.ping)] : paths.map { FrameTemplate(.render(RenderRequest(path: $0, spec: thumbnailSpec))) }
+        return try closedLoop(daemon: daemon, clients: clients, seconds: duration, name: ping ? "ping" : "hits", templates: templates) {
+            ping || ($0.messageType == .result && $0.fromCache)
+        }
+    }
+
+    /// Closed-loop clients over `templates` in turn (each client from its own place); `expected`
+    /// tells the answers that count as hits. The warm part's and the media info part's loop.
+    func closedLoop(daemon: DaemonProcess, clients: Int, seconds duration: Double, name: String, templates: [FrameTemplate],
+                    expected: @escaping @Sendable (Frame) -> Bool) throws -> (latencies: [Double], misses: Int, elapsed: Double) {
+        let sockets = try (0..<clients).map { try daemon.rawConnection(name: "bench-\(name)-\($0)") }
         let barrier = Barrier(clients)
         let collected = Locked((latencies: [Double](), misses: 0, start: UInt64.max, end: UInt64(0)))
-        runThreads(clients, name: ping ? "ping" : "hits") { c in
+        runThreads(clients, name: name) { c in
             let socket = sockets[c]
             var latencies: [Double] = []
             latencies.reserveCapacity(200_000)
             var misses = 0
-            var k = (c * 7919) % max(paths.count, 1)
+            var k = (c * 7919) % templates.count
             var id: UInt32 = 1
             barrier.wait()
             let started = now()
@@ -191,13 +199,13 @@ final class Bench: @unchecked Sendable {
                 while true {
                     let t0 = now()
                     if t0 >= deadline { break }
-                    try socket.write(ping ? pingTemplate.with(id: id) : templates[k].with(id: id))
+                    try socket.write(templates[k].with(id: id))
                     let frame = try socket.readFrame()
                     latencies.append(Double(now() - t0))
-                    if !ping && (frame.messageType != .result || !frame.fromCache) { misses += 1 }
+                    if !expected(frame) { misses += 1 }
                     id &+= 1
                     if id == 0 { id = 1 }
-                    k = (k + 1) % paths.count
+                    k = (k + 1) % templates.count
                 }
             } catch {
                 print("  client \(c): \(error)")

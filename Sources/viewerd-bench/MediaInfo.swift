@@ -46,18 +46,20 @@ extension Bench {
 
         // Warm: every file is stored by now; closed-loop clients over all of them.
         _ = try infoAll(files, daemon: daemon)
-        let pingLoop = try infoLoop(daemon: daemon, files: files, ping: true, seconds: settings.pingSeconds)
-        let hitLoop = try infoLoop(daemon: daemon, files: files, ping: false, seconds: settings.warmSeconds)
+        let pingLoop = try closedLoop(daemon: daemon, clients: Self.infoClients, seconds: settings.pingSeconds, name: "info-ping",
+                                      templates: [FrameTemplate(.ping)]) { $0.messageType == .pong }
+        let hitLoop = try closedLoop(daemon: daemon, clients: Self.infoClients, seconds: settings.warmSeconds, name: "info",
+                                     templates: files.map { FrameTemplate(.info(InfoRequest(path: $0))) }) { $0.messageType == .infoReply }
         let rate = Double(hitLoop.latencies.count) / hitLoop.elapsed
         let pingRate = Double(pingLoop.latencies.count) / pingLoop.elapsed
         let stats = try daemon.stats()
         report.add(Row(scenario: "info", figure: "warm INFO answers/s, \(files.count) files, \(Self.infoClients) clients",
                        value: "\(Int(rate))", baseline: "ping \(Int(pingRate))/s", ratio: fmt(rate / pingRate),
-                       goal: ">= 20000", pass: rate >= 20_000 && hitLoop.failures == 0))
+                       goal: ">= 20000", pass: rate >= 20_000 && hitLoop.misses == 0))
         report.results["info"] = [
             "files": files.count, "cold_files": coldCount, "cold_p50_us": coldP50, "cold_p99_us": percentile(cold, 0.99) / 1e3,
             "ping_p50_us": pingP50, "header_read_p50_us": readP50, "cold_failures": failures,
-            "warm_clients": Self.infoClients, "warm_per_s": rate, "warm_failures": hitLoop.failures, "pings_per_s": pingRate,
+            "warm_clients": Self.infoClients, "warm_per_s": rate, "warm_failures": hitLoop.misses, "pings_per_s": pingRate,
             "warm_p50_us": percentile(hitLoop.latencies, 0.5) / 1e3, "warm_p99_us": percentile(hitLoop.latencies, 0.99) / 1e3,
             "info_hits": stats["info_hits"] ?? 0, "info_reads": stats["info_reads"] ?? 0,
         ] as [String: Any]
@@ -93,44 +95,5 @@ extension Bench {
         defer { socket.shutdown() }
         try socket.write(files.enumerated().flatMap { Message.info(InfoRequest(path: $1)).frame(requestID: UInt32($0 + 1)).bytes })
         return try files.indices.filter { _ in try socket.readFrame().messageType == .infoReply }.count
-    }
-
-    /// Closed-loop clients (as the warm part's): each sends an INFO (or a PING), waits, sends the next.
-    private func infoLoop(daemon: DaemonProcess, files: [String], ping: Bool, seconds duration: Double) throws
-        -> (latencies: [Double], failures: Int, elapsed: Double) {
-        let clients = Self.infoClients
-        let sockets = try (0..<clients).map { try daemon.rawConnection(name: "bench-info-\($0)") }
-        let templates = ping ? [FrameTemplate(.ping)] : files.map { FrameTemplate(.info(InfoRequest(path: $0))) }
-        let barrier = Barrier(clients)
-        let collected = Locked((latencies: [Double](), failures: 0, start: UInt64.max, end: UInt64(0)))
-        runThreads(clients, name: ping ? "info-ping" : "info") { c in
-            var latencies: [Double] = []
-            latencies.reserveCapacity(200_000)
-            var (failures, k, id) = (0, (c * 7919) % templates.count, UInt32(1))
-            barrier.wait()
-            let started = now()
-            let deadline = started + UInt64(duration * 1e9)
-            do {
-                while now() < deadline {
-                    let t0 = now()
-                    try sockets[c].write(templates[k].with(id: id))
-                    let frame = try sockets[c].readFrame()
-                    latencies.append(Double(now() - t0))
-                    if frame.messageType != (ping ? .pong : .infoReply) { failures += 1 }
-                    id = id == UInt32.max ? 1 : id + 1
-                    k = (k + 1) % templates.count
-                }
-            } catch {
-                print("  client \(c): \(error)")
-            }
-            let ended = now()
-            collected.withLock { all in
-                all.latencies += latencies
-                all.failures += failures
-                (all.start, all.end) = (min(all.start, started), max(all.end, ended))
-            }
-            sockets[c].shutdown()
-        }
-        return collected.withLock { ($0.latencies, $0.failures, seconds($0.end - $0.start)) }
     }
 }

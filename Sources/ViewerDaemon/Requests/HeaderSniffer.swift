@@ -185,7 +185,7 @@ public enum HeaderSniffer {
         default: size = nil
         }
         guard let size, size.width > 0, size.height > 0 else { return nil }
-        return SourceHeader(width: size.width, height: size.height, bands: 3, loader: "video:" + format.name)
+        return SourceHeader(width: size.width, height: size.height, bands: 3, loader: Renderer.videoLoader(format.name))
     }
 
     /// The largest `tkhd` width × height (16.16 fixed point) of the `moov` box's tracks.
@@ -442,22 +442,20 @@ public enum HeaderSniffer {
     /// 20-fold), so that such files are neither free nor unbounded. A file that is
     /// no image format at all (a sparse 4 GiB file of zeros) costs next to nothing.
     static func cost(of source: SourceFile, _ sniffed: Sniffed, spec: RenditionSpec) -> RenderCost {
+        if let format = sniffed.format, format.isVideo {
+            // A video's decode is bounded by its frames, not its length, and by at least a UHD
+            // frame's: the container's size is a claim the codec's own headers need not keep
+            // (a track header may say 16x16 over 8K frames), and a transport stream says none.
+            let uhd = SourceHeader(width: 3840, height: 2160, bands: 3, loader: Renderer.videoLoader(format.name))
+            let header = sniffed.header.map { $0.totalPixels > uhd.totalPixels ? $0 : uhd } ?? uhd
+            return Renderer.estimateCost(header, spec: spec)
+        }
         if let header = sniffed.header {
-            if header.isVideo, header.totalPixels < 3840 * 2160 {
-                // The container's size is a claim the codec's own headers need not keep (a
-                // track header may say 16x16 over 8K frames): a video costs at least a UHD frame.
-                return Renderer.estimateCost(SourceHeader(width: 3840, height: 2160, bands: 3, loader: header.loader), spec: spec)
-            }
             return Renderer.estimateCost(header, spec: spec)
         }
         guard let format = sniffed.format else {
             // Not a format we read: the worker refuses it from its first bytes, at no cost.
             return RenderCost(memoryBytes: 1 << 20, costly: false)
-        }
-        if format.isVideo {
-            // A video's decode is bounded by its frames, not its length: without a size in
-            // its headers (a transport stream), a UHD frame's.
-            return Renderer.estimateCost(SourceHeader(width: 3840, height: 2160, bands: 3, loader: "video:" + format.name), spec: spec)
         }
         let guess = max(UInt64(source.identity.size) * 20, 32 << 20)
         // A vector's cost is not in its size: a few hundred bytes of SVG <use> fan-out run to

@@ -120,7 +120,7 @@ enum WorkerSandbox {
     static func warmUp(_ renderer: Renderer, text: Bool = true) {
         let small = RenditionSpec(width: 16, height: 16, format: .png)
         var documents = [Data(base64Encoded: blackPNG).map(Array.init) ?? []]
-        if text { documents += [Array(svgWithText.utf8), Array(pdfWithText.utf8)] }
+        if text { documents += [Array(svgWithText.utf8), pdfWithText] }
         for document in documents {
             _ = try? renderer.render(bytes: document, spec: small)
         }
@@ -198,26 +198,15 @@ enum WorkerSandbox {
         font-weight="bold">Aa</text></svg>
         """
 
-    private static let pdfWithText: String = {
+    private static let pdfWithText: [UInt8] = {
         let content = "BT /F1 12 Tf 2 10 Td (Aa) Tj ET"
-        let objects = [
+        return TestDocuments.pdf(objects: [
             "<< /Type /Catalog /Pages 2 0 R >>",
             "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
             "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 32 16] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
             "<< /Length \(content.utf8.count) >>\nstream\n\(content)\nendstream",
             "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        ]
-        var pdf = "%PDF-1.4\n"
-        var offsets: [Int] = []
-        for (i, object) in objects.enumerated() {
-            offsets.append(pdf.utf8.count)
-            pdf += "\(i + 1) 0 obj\n\(object)\nendobj\n"
-        }
-        let xref = pdf.utf8.count
-        pdf += "xref\n0 \(objects.count + 1)\n0000000000 65535 f \n"
-        for offset in offsets { pdf += String(repeating: "0", count: 10 - String(offset).count) + "\(offset) 00000 n \n" }
-        pdf += "trailer\n<< /Size \(objects.count + 1) /Root 1 0 R >>\nstartxref\n\(xref)\n%%EOF\n"
-        return pdf
+        ])
     }()
 }
 
