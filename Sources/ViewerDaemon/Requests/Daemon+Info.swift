@@ -45,9 +45,15 @@ extension Daemon {
             source = opened
         }
         let key = MediaInfoRecord.key(for: source.identity)
-        if let info = reader.withRendition(key, { _, bytes in MediaInfoRecord.decode(bytes) }) ?? nil {
+        // A hit: the stored INFO_REPLY body goes out as it is, one copy, no decode and encode.
+        let hit = reader.withRendition(key) { _, bytes -> Bool in
+            guard let body = MediaInfoRecord.body(bytes) else { return false }
+            connection.enqueue(.infoReply, requestID: ref.id, body: body)
+            return true
+        } ?? false
+        if hit {
             stats.infoHits += 1
-            return send(connection, .infoReply(info), requestID: ref.id)
+            return connections.touch(connection)
         }
         // A file that failed before fails again without a read, as a RENDER of it would;
         // except for a render too large or too slow for its pixels: its header reads fine.

@@ -75,8 +75,15 @@ enum MediaInfoRecord {
 
     /// Nil for another version, or bytes that do not decode.
     static func decode(_ bytes: UnsafeRawBufferPointer) -> MediaInfo? {
+        guard let body = body(bytes) else { return nil }
+        return try? MediaInfo(body: body)
+    }
+
+    /// The INFO_REPLY body a stored value holds, as it is (the hit path sends it); nil for
+    /// another version. The store's CRC-32C has checked the bytes.
+    static func body(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
         guard let first = bytes.first, first == version else { return nil }
-        return try? MediaInfo(body: bytes.dropFirst())
+        return UnsafeRawBufferPointer(rebasing: bytes.dropFirst())
     }
 
     static func metadata(_ info: MediaInfo, now: UInt64) -> RenditionMetadata {

@@ -61,6 +61,15 @@ final class Connection {
         }
     }
 
+    /// Appends a frame whose whole body is copied from `body` (a stored INFO_REPLY body: on the
+    /// hit path, from the store's mapped page straight into the queue, as a RESULT's bytes).
+    func enqueue(_ type: MessageType, requestID: UInt32, body: UnsafeRawBufferPointer) {
+        outbound.appendFrame(FrameHeader(type: type.rawValue, requestID: requestID, bodyLength: UInt32(body.count)),
+                             reserving: body.count) {
+            $0.append(contentsOf: body)
+        }
+    }
+
     /// Appends a RESULT or PREVIEW frame whose rendition bytes are copied from `payload` (for
     /// a hit, the store's mapped page: the one copy on the hit path, straight into the queue).
     func enqueueRendition(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
