@@ -6,13 +6,13 @@ enum Tag {
         static let maxRequestBody: UInt16 = 3, maxResponseBody: UInt16 = 4
         static let capabilities: UInt16 = 5, maxOutstanding: UInt16 = 6
     }
-    /// RENDER, and the spec fields (2-10 and 14) of PREFETCH and STOP_PREFETCH. Senders
-    /// write fields in tag order, so the time (a later addition) comes last.
+    /// RENDER, and the spec fields (2-10 and 14-16) of PREFETCH and STOP_PREFETCH. Senders
+    /// write fields in tag order, so the time, region and tile (later additions) come last.
     enum Render {
         static let path: UInt16 = 1, width: UInt16 = 2, height: UInt16 = 3, fit: UInt16 = 4
         static let crop: UInt16 = 5, format: UInt16 = 6, quality: UInt16 = 7, background: UInt16 = 8
         static let page: UInt16 = 9, upscale: UInt16 = 10, priority: UInt16 = 11, delivery: UInt16 = 12
-        static let allowLarger: UInt16 = 13, time: UInt16 = 14
+        static let allowLarger: UInt16 = 13, time: UInt16 = 14, region: UInt16 = 15, tile: UInt16 = 16
     }
     /// PREFETCH and STOP_PREFETCH: tag 1 is the list of paths, 2-10 the spec, 11 the priority.
     enum Prefetch { static let paths: UInt16 = 1 }
@@ -60,7 +60,7 @@ extension Message {
             w.put(Tag.Render.priority, m.priority.rawValue)
             w.put(Tag.Render.delivery, m.delivery.rawValue)
             if m.allowLarger { w.put(Tag.Render.allowLarger, true) }
-            if let time = m.spec.timeMillis { w.put(Tag.Render.time, time) }
+            Self.putSpecAdditions(m.spec, into: &w)
         case .setPriority(let priority):
             w.put(Tag.SetPriority.priority, priority.rawValue)
         case .prefetch(let m), .stopPrefetch(let m):
@@ -72,7 +72,7 @@ extension Message {
             w.put(Tag.Prefetch.paths, bytes: list)
             Self.putSpec(m.spec, into: &w)
             w.put(Tag.Render.priority, m.priority.rawValue)
-            if let time = m.spec.timeMillis { w.put(Tag.Render.time, time) }
+            Self.putSpecAdditions(m.spec, into: &w)
         case .invalidate(let m):
             w.put(Tag.Invalidate.path, m.path)
             w.put(Tag.Invalidate.recursive, m.recursive)
@@ -182,7 +182,22 @@ extension Message {
             fit: fit, crop: crop, format: format, quality: quality,
             background: try r.integer(Tag.Render.background) ?? 0xFFFFFF,
             page: try r.integer(Tag.Render.page) ?? 0, upscale: try r.bool(Tag.Render.upscale) ?? false,
-            timeMillis: try r.integer(Tag.Render.time))
+            timeMillis: try r.integer(Tag.Render.time),
+            region: try r.bytes(Tag.Render.region).map { bytes throws(ProtocolError) in
+                guard bytes.count == 16 else { throw .badFieldLength(tag: Tag.Render.region, length: bytes.count) }
+                return PixelRegion(bytes: Array(bytes))
+            },
+            tile: try r.bytes(Tag.Render.tile).map { bytes throws(ProtocolError) in
+                guard bytes.count == 12 else { throw .badFieldLength(tag: Tag.Render.tile, length: bytes.count) }
+                return TileAddress(bytes: Array(bytes))
+            })
+    }
+
+    /// The spec's fields after the priority and delivery (tags 14-16), each when it is set.
+    private static func putSpecAdditions(_ spec: RenditionSpec, into w: inout FieldWriter) {
+        if let time = spec.timeMillis { w.put(Tag.Render.time, time) }
+        if let region = spec.region { w.put(Tag.Render.region, bytes: region.bytes) }
+        if let tile = spec.tile { w.put(Tag.Render.tile, bytes: tile.bytes) }
     }
 
     private static func decodePrefetch(_ r: FieldReader) throws(ProtocolError) -> PrefetchRequest {

@@ -79,10 +79,16 @@ public struct RenditionSpec: Hashable, Sendable {
     /// For a video: the frame shown this many milliseconds from its start (a scrubbing
     /// preview); nil: a representative frame (PROTOCOL.md, "Videos"). Ignored for images.
     public var timeMillis: UInt32?
+    /// Only this part of the upright image, in its pixels at full size, fitted into the box
+    /// (PhotoKit's `normalizedCropRect`, in pixels: PROTOCOL.md, "Regions and tiles").
+    public var region: PixelRegion?
+    /// One tile of the image's Deep Zoom pyramid (`TilePyramid`); the box is then the tile's.
+    public var tile: TileAddress?
 
     public init(width: UInt32, height: UInt32, fit: FitMode = .fit, crop: CropAnchor = .centre,
                 format: OutputFormat = .jpeg, quality: UInt8 = 0, background: UInt32 = 0xFFFFFF,
-                page: UInt32 = 0, upscale: Bool = false, timeMillis: UInt32? = nil) {
+                page: UInt32 = 0, upscale: Bool = false, timeMillis: UInt32? = nil,
+                region: PixelRegion? = nil, tile: TileAddress? = nil) {
         self.width = width
         self.height = height
         self.fit = fit
@@ -93,6 +99,8 @@ public struct RenditionSpec: Hashable, Sendable {
         self.page = page
         self.upscale = upscale
         self.timeMillis = timeMillis
+        self.region = region
+        self.tile = tile
     }
 
     /// The canonical form: equivalent specs normalize to equal values (and equal keys).
@@ -100,7 +108,12 @@ public struct RenditionSpec: Hashable, Sendable {
         var spec = self
         // Fill needs both sides; with one unconstrained it is the same as fit.
         if spec.fit == .fill && (spec.width == 0 || spec.height == 0) { spec.fit = .fit }
-        if spec.fit == .fit { spec.crop = .centre }
+        // A tile's size is the pyramid's: no box, no crop, never larger than the source.
+        if spec.tile != nil {
+            (spec.width, spec.height, spec.fit, spec.upscale, spec.region) = (0, 0, .fit, false, nil)
+        }
+        // A region is the crop: what fill cuts from it is its centre.
+        if spec.fit == .fit || spec.region != nil { spec.crop = .centre }
         if spec.quality == 0 || !spec.format.usesQuality { spec.quality = spec.format.defaultQuality }
         spec.quality = min(spec.quality, 100)
         // A background only matters where alpha is flattened.
@@ -111,6 +124,13 @@ public struct RenditionSpec: Hashable, Sendable {
 
     /// Checks the box against the limits; the message says what is wrong.
     public func validate(maxSide: UInt32) -> String? {
+        if let tile {
+            if region != nil { return "region and tile: give one of them, not both" }
+            return tile.problem
+        }
+        if let region, region.width == 0 || region.height == 0 {
+            return "region: \(region) has no area"
+        }
         if width == 0 && height == 0 { return "the box is 0x0: give a width, a height or both" }
         if width > maxSide || height > maxSide {
             return "the box \(width)x\(height) exceeds the limit of \(maxSide) pixels a side"
@@ -118,23 +138,41 @@ public struct RenditionSpec: Hashable, Sendable {
         return nil
     }
 
-    /// Decodes `keyBytes` (version 1, or 2 with a time); nil for anything else.
+    /// Decodes `keyBytes` (version 1, 2 with a time, 3 with a region or a tile); nil for
+    /// anything else.
     public init?<C: Collection>(keyBytes: C) where C.Element == UInt8 {
         let b = Array(keyBytes)
-        guard (b.count == 22 && b[0] == 1) || (b.count == 26 && b[0] == 2), let fit = FitMode(rawValue: b[9]),
+        guard b.count >= 22, [1, 2, 3].contains(b[0]), let fit = FitMode(rawValue: b[9]),
               let crop = CropAnchor(rawValue: b[10]), let format = OutputFormat(rawValue: b[11]) else { return nil }
         self.init(width: UInt32(le: b, at: 1), height: UInt32(le: b, at: 5), fit: fit, crop: crop, format: format,
-                  quality: b[12], background: UInt32(le: b, at: 13), page: UInt32(le: b, at: 17), upscale: b[21] != 0,
-                  timeMillis: b[0] == 2 ? UInt32(le: b, at: 22) : nil)
+                  quality: b[12], background: UInt32(le: b, at: 13), page: UInt32(le: b, at: 17), upscale: b[21] != 0)
+        switch b[0] {
+        case 1: guard b.count == 22 else { return nil }
+        case 2:
+            guard b.count == 26 else { return nil }
+            timeMillis = UInt32(le: b, at: 22)
+        default:
+            // Version 3: a byte of flags (1 time, 2 region, 4 tile), then each part present.
+            guard b.count >= 23, b[22] & ~7 == 0 else { return nil }
+            var at = 23
+            let flags = b[22]
+            let expected = 23 + (flags & 1 != 0 ? 4 : 0) + (flags & 2 != 0 ? 16 : 0) + (flags & 4 != 0 ? 12 : 0)
+            guard b.count == expected else { return nil }
+            if flags & 1 != 0 { timeMillis = UInt32(le: b, at: at); at += 4 }
+            if flags & 2 != 0 { region = PixelRegion(bytes: b[at..<(at + 16)]); at += 16 }
+            if flags & 4 != 0 { tile = TileAddress(bytes: b[at..<(at + 12)]) }
+        }
     }
 
     /// A stable byte encoding of the normalized spec, for cache keys: version 1, 22 bytes;
-    /// version 2 (26 bytes) when a video time is asked, which follows as a u32. Specs without
-    /// a time keep version 1, so renditions stored before times existed still hit.
+    /// version 2 (26 bytes) when a video time is asked, which follows as a u32; version 3 when
+    /// a region or a tile is asked: a byte of flags, then the time, region and tile present.
+    /// Specs without them keep the older versions, so renditions stored before still hit.
     public var keyBytes: [UInt8] {
         let spec = normalized()
-        var out: [UInt8] = [spec.timeMillis == nil ? 1 : 2]
-        out.reserveCapacity(26)
+        let extended = spec.region != nil || spec.tile != nil
+        var out: [UInt8] = [extended ? 3 : spec.timeMillis == nil ? 1 : 2]
+        out.reserveCapacity(55)
         out.appendLE(spec.width)
         out.appendLE(spec.height)
         out.append(spec.fit.rawValue)
@@ -144,7 +182,12 @@ public struct RenditionSpec: Hashable, Sendable {
         out.appendLE(spec.background)
         out.appendLE(spec.page)
         out.append(spec.upscale ? 1 : 0)
+        if extended {
+            out.append((spec.timeMillis != nil ? 1 : 0) | (spec.region != nil ? 2 : 0) | (spec.tile != nil ? 4 : 0))
+        }
         if let time = spec.timeMillis { out.appendLE(time) }
+        if let region = spec.region { out += region.bytes }
+        if let tile = spec.tile { out += tile.bytes }
         return out
     }
 }

@@ -88,4 +88,59 @@ struct RenditionSpecTests {
         #expect(RenditionSpec(width: 8192, height: 8192).validate(maxSide: 8192) == nil)
         #expect(RenditionSpec(width: 0, height: 1).validate(maxSide: 8192) == nil)
     }
+
+    @Test("regions and tiles are part of the key (version 3) and survive the round trip through it")
+    func regionAndTileKeys() {
+        let plain = RenditionSpec(width: 512, height: 512)
+        var region = plain
+        region.region = PixelRegion(x: 100, y: 200, width: 1000, height: 800)
+        var moved = region
+        moved.region?.x = 101
+        var tile = plain
+        tile.tile = TileAddress(level: 12, column: 3, row: 4)
+        var next = tile
+        next.tile?.column = 4
+        var video = region
+        video.timeMillis = 1500
+        let keys = [plain, region, moved, tile, next, video].map(\.keyBytes)
+        #expect(Set(keys).count == keys.count)
+        #expect(plain.keyBytes.count == 22 && region.keyBytes[0] == 3 && region.keyBytes.count == 22 + 1 + 16)
+        for spec in [region, tile, video] {
+            #expect(RenditionSpec(keyBytes: spec.keyBytes) == spec.normalized())
+        }
+        // A tile's box, fit and upscale do not matter: the pyramid sizes it.
+        var boxed = tile
+        (boxed.width, boxed.height, boxed.fit, boxed.upscale) = (100, 50, .fill, true)
+        #expect(boxed.keyBytes == tile.keyBytes)
+        // Keys that are not whole are refused.
+        #expect(RenditionSpec(keyBytes: region.keyBytes.dropLast()) == nil)
+        #expect(RenditionSpec(keyBytes: region.keyBytes + [0]) == nil)
+    }
+
+    @Test("a region without area, a tile off the grids and both at once are refused, naming the field")
+    func regionAndTileValidation() {
+        var spec = RenditionSpec(width: 256, height: 256)
+        spec.region = PixelRegion(x: 0, y: 0, width: 0, height: 10)
+        #expect(spec.validate(maxSide: 8192)?.hasPrefix("region:") == true)
+        spec.region = nil
+        spec.tile = TileAddress(level: 3, column: 0, row: 0, size: 300)
+        #expect(spec.validate(maxSide: 8192)?.hasPrefix("tile:") == true)
+        spec.tile = TileAddress(level: 3, column: 0, row: 0, overlap: 2)
+        #expect(spec.validate(maxSide: 8192)?.hasPrefix("tile:") == true)
+        spec.tile = TileAddress(level: 3, column: 0, row: 0)
+        #expect(spec.validate(maxSide: 8192) == nil)
+        var unboxed = spec
+        (unboxed.width, unboxed.height) = (0, 0)
+        #expect(unboxed.validate(maxSide: 8192) == nil)
+        spec.region = PixelRegion(x: 0, y: 0, width: 5, height: 5)
+        #expect(spec.validate(maxSide: 8192)?.contains("region and tile") == true)
+    }
+
+    @Test("a normalized rectangle becomes the pixels it touches, edges rounded outwards")
+    func normalizedRegion() {
+        let region = PixelRegion(normalized: (0.25, 0.5, 0.5, 0.25), imageWidth: 6000, imageHeight: 4000)
+        #expect(region == PixelRegion(x: 1500, y: 2000, width: 3000, height: 1000))
+        let odd = PixelRegion(normalized: (0.1, 0.1, 0.3, 0.3), imageWidth: 333, imageHeight: 333)
+        #expect(odd == PixelRegion(x: 33, y: 33, width: 101, height: 101))
+    }
 }
