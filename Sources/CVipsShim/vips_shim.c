@@ -471,6 +471,31 @@ static int to_srgb8(VipsImage *in, VipsImage **out) {
     return 0;
 }
 
+int vs_crop(VipsImage *in, int left, int top, int width, int height, VipsImage **out) {
+    *out = NULL;
+    return vips_extract_area(in, out, left, top, width, height, NULL);
+}
+
+int vs_join_vertical(VipsImage *top, VipsImage *bottom, VipsImage **out) {
+    *out = NULL;
+    return vips_join(top, bottom, out, VIPS_DIRECTION_VERTICAL, NULL);
+}
+
+int vs_materialize(VipsImage *in, vs_cancel *cancel, VipsImage **out) {
+    *out = NULL;
+    VipsImage *img = NULL;
+    if (to_srgb8(in, &img)) return -1;
+    if (cancel) {
+        vips_image_set_progress(img, TRUE);
+        g_signal_connect(img, "eval", G_CALLBACK(on_eval), cancel);
+    }
+    VipsImage *memory = vips_image_copy_memory(img);
+    g_object_unref(img);
+    if (!memory) return -1;
+    *out = memory;
+    return 0;
+}
+
 int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background, vs_cancel *cancel,
                    void **buf, size_t *len, int *out_width, int *out_height) {
     *buf = NULL;

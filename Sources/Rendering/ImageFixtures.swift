@@ -1,4 +1,7 @@
 import CVipsShim
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Writing and decoding plain pixels with libvips, for tests, fixtures and benchmarks.
 public enum ImageFixtures {
@@ -70,5 +73,35 @@ public enum ImageFixtures {
             i += 2 + length
         }
         return [0xFF, 0xD8] + app1 + rest + Array(jpeg[min(i, jpeg.count)...])
+    }
+
+    /// Decoded pixels: rows of `width` × `bands` bytes.
+    public typealias Pixels = (pixels: [UInt8], width: Int, height: Int, bands: Int)
+
+    /// The `width` × `height` rectangle at `x`, `y` of decoded pixels.
+    public static func crop(_ image: Pixels, x: Int, y: Int, width: Int, height: Int) -> Pixels {
+        precondition(x >= 0 && y >= 0 && x + width <= image.width && y + height <= image.height)
+        var out: [UInt8] = []
+        out.reserveCapacity(width * height * image.bands)
+        for row in y..<(y + height) {
+            let start = (row * image.width + x) * image.bands
+            out += image.pixels[start..<(start + width * image.bands)]
+        }
+        return (out, width, height, image.bands)
+    }
+
+    /// Peak signal-to-noise ratio of two images of one size over their first three bands, in
+    /// dB (∞ for equal pixels); -∞ when the sizes differ.
+    public static func psnr(_ a: Pixels, _ b: Pixels) -> Double {
+        guard a.width == b.width, a.height == b.height, a.bands >= 3, b.bands >= 3 else { return -.infinity }
+        var squared = 0.0
+        for i in 0..<(a.width * a.height) {
+            for band in 0..<3 {
+                let d = Double(a.pixels[i * a.bands + band]) - Double(b.pixels[i * b.bands + band])
+                squared += d * d
+            }
+        }
+        guard squared > 0 else { return .infinity }
+        return 10 * log10(255 * 255 / (squared / Double(a.width * a.height * 3)))
     }
 }

@@ -39,6 +39,8 @@ extension Renderer {
     public func previewWithSource(_ source: SourceFile, spec: RenditionSpec, stored: [UInt8]? = nil,
                                   cancellation: RenderCancellation? = nil) throws(RenderError) -> (rendition: Rendition, from: PreviewSource)? {
         let spec = spec.normalized()
+        // A whole picture, shrunk, is no preview of a part of it.
+        guard spec.region == nil, spec.tile == nil else { return nil }
         return try Self.attributingErrors { () throws(RenderError) -> (Rendition, PreviewSource)? in
             let header = try admitUngated(source, spec: spec)
             // The budget needs the output's pixels to within a pixel (`outputSize`); the exact

@@ -195,6 +195,7 @@ public struct Renderer: Sendable {
         let header: SourceHeader
         if let admitted { header = admitted } else { header = try admitUngated(source, spec: spec) }
         if header.isVideo { return try videoPlan(header, spec: spec) }
+        if let size = Self.zoomedSize(spec, image: Self.upright(header)) { return size }
         let box = Self.thumbnailBox(spec, vector: header.isVector)
         var width: Int32 = 0, height: Int32 = 0
         guard vs_plan_fd(source.descriptor, box.width, box.height, box.crop, box.size, Int32(spec.page),
@@ -239,9 +240,15 @@ public struct Renderer: Sendable {
         // index is megabytes) and checks them against the limits.
         let signature = ImageSignature.detect(descriptor: source.descriptor)
         if let signature, signature.isVideo {
+            if spec.region != nil || spec.tile != nil {
+                throw .invalidSpec("\(spec.tile != nil ? "tile" : "region"): not for videos (\(source.path))")
+            }
             return try videoThumbnail(source, container: signature, spec: spec, cancellation: cancellation)
         }
         let header = try admitUngated(source, spec: spec, signature: signature)
+        if spec.region != nil || spec.tile != nil {
+            return try zoomedThumbnail(source, header: header, spec: spec, cancellation: cancellation)
+        }
         let box = Self.thumbnailBox(spec, vector: header.isVector)
         var out: OpaquePointer?
         let toSRGB: Int32 = header.hasICCProfile && !header.isCMYK ? 1 : 0

@@ -138,6 +138,16 @@ void vs_cancel_free(vs_cancel *cancel);
 void vs_cancel_request(vs_cancel *cancel);
 int vs_cancel_requested(const vs_cancel *cancel);
 
+/// The `width` x `height` rectangle at `left`, `top` of an image, lazily (a region or a tile).
+int vs_crop(VipsImage *in, int left, int top, int width, int height, VipsImage **out);
+
+/// `bottom` below `top` (of one width), lazily: a level's strip and its neighbours' rows.
+int vs_join_vertical(VipsImage *top, VipsImage *bottom, VipsImage **out);
+
+/// Computes an image into memory as 8-bit sRGB (what vs_save_buffer encodes), so that many
+/// tiles are cut from one decode. `cancel` (may be NULL) stops the computation.
+int vs_materialize(VipsImage *in, vs_cancel *cancel, VipsImage **out);
+
 /// Dimensions of a (lazy) image.
 void vs_image_size(VipsImage *image, int *width, int *height, int *bands);
 

@@ -1,0 +1,218 @@
+import CVipsShim
+import ViewerProtocol
+
+/// Region renders and the tiles of a Deep Zoom pyramid (issue 18; PROTOCOL.md, "Regions and
+/// tiles"). Both start from the same picture: the upright image resized to a whole size (the
+/// scaled image for a region, the level's size for a tile) by libvips' thumbnail, which picks
+/// the largest shrink-on-load that still gives that size; the part is then cut from it.
+extension Renderer {
+    /// Where a region render cuts: the image scaled to `scaledWidth` × `scaledHeight`, and the
+    /// rectangle of it that is the output (before a `fill` box cuts its centre).
+    public struct RegionPlan: Equatable, Sendable {
+        public var scaledWidth: Int, scaledHeight: Int
+        public var left: Int, top: Int, width: Int, height: Int
+    }
+
+    /// The plan of a region render of an upright `image`: scale s fits the region into the
+    /// box (covers it for `fill`), at most 1 without `upscale`; edges are the region's scaled
+    /// and rounded, so the same region at scale 1 is exactly its pixels.
+    public static func regionPlan(_ region: PixelRegion, image: (width: Int, height: Int), spec: RenditionSpec) -> RegionPlan {
+        let rw = Double(region.width), rh = Double(region.height)
+        let sx = spec.width == 0 ? nil : Double(spec.width) / rw
+        let sy = spec.height == 0 ? nil : Double(spec.height) / rh
+        var scale: Double
+        switch (sx, sy) {
+        case let (x?, y?): scale = spec.fit == .fill ? max(x, y) : min(x, y)
+        case let (x?, nil): scale = x
+        case let (nil, y?): scale = y
+        case (nil, nil): scale = 1
+        }
+        if !spec.upscale { scale = min(scale, 1) }
+        func scaled(_ value: UInt32) -> Int { Int((Double(value) * scale).rounded()) }
+        let sw = max(1, Int((Double(image.width) * scale).rounded())), sh = max(1, Int((Double(image.height) * scale).rounded()))
+        let left = min(scaled(region.x), sw - 1), top = min(scaled(region.y), sh - 1)
+        let right = min(max(scaled(region.x + region.width), left + 1), sw)
+        let bottom = min(max(scaled(region.y + region.height), top + 1), sh)
+        return RegionPlan(scaledWidth: sw, scaledHeight: sh, left: left, top: top, width: right - left, height: bottom - top)
+    }
+
+    /// The output size of a region or tile spec for an upright image; nil for other specs.
+    static func zoomedSize(_ spec: RenditionSpec, image: (width: Int, height: Int)) -> (width: Int, height: Int)? {
+        if let region = spec.region {
+            let plan = regionPlan(region, image: image, spec: spec)
+            guard spec.fit == .fill else { return (plan.width, plan.height) }
+            return (min(plan.width, Int(spec.width)), min(plan.height, Int(spec.height)))
+        }
+        if let address = spec.tile,
+           let tile = address.pyramid(width: image.width, height: image.height)
+               .tile(level: Int(address.level), column: Int(address.column), row: Int(address.row)) {
+            return (tile.width, tile.height)
+        }
+        return nil
+    }
+
+    /// The upright size of a source.
+    static func upright(_ header: SourceHeader) -> (width: Int, height: Int) {
+        header.orientation >= 5 && header.orientation <= 8 ? (header.height, header.width) : (header.width, header.height)
+    }
+
+    /// What is wrong with a region or tile for this image, naming the field; nil when nothing.
+    static func zoomProblem(_ spec: RenditionSpec, image: (width: Int, height: Int), path: String) -> String? {
+        let size = "the \(image.width)x\(image.height) image"
+        if let region = spec.region, !region.fits(width: image.width, height: image.height) {
+            return "region: \(region) is outside \(size) (\(path))"
+        }
+        guard let address = spec.tile else { return nil }
+        let pyramid = address.pyramid(width: image.width, height: image.height)
+        guard Int(address.level) <= pyramid.top else {
+            return "tile: level \(address.level) is past the top level \(pyramid.top) of \(size) (\(path))"
+        }
+        let grid = pyramid.grid(ofLevel: Int(address.level))
+        if address.column >= grid.columns {
+            return "tile: column \(address.column) is past the last column \(grid.columns - 1) of level \(address.level) (\(path))"
+        }
+        if address.row >= grid.rows {
+            return "tile: row \(address.row) is past the last row \(grid.rows - 1) of level \(address.level) (\(path))"
+        }
+        return nil
+    }
+
+    /// The region or the single tile of an admitted source, lazily (one tile: a level cut
+    /// whole is `renderLevel`).
+    func zoomedThumbnail(_ source: SourceFile, header: SourceHeader, spec: RenditionSpec,
+                         cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
+        let image = Self.upright(header)
+        if let problem = Self.zoomProblem(spec, image: image, path: source.path) { throw .invalidSpec(problem) }
+        if let region = spec.region {
+            let plan = Self.regionPlan(region, image: image, spec: spec)
+            let scaled = try scaledImage(source, header: header, size: (plan.scaledWidth, plan.scaledHeight), spec: spec,
+                                         cancellation: cancellation)
+            var cut = try crop(scaled, x: plan.left, y: plan.top, width: plan.width, height: plan.height, path: source.path)
+            if spec.fit == .fill, plan.width > Int(spec.width) || plan.height > Int(spec.height) {
+                let (w, h) = (min(plan.width, Int(spec.width)), min(plan.height, Int(spec.height)))
+                cut = try crop(cut, x: (plan.width - w) / 2, y: (plan.height - h) / 2, width: w, height: h, path: source.path)
+            }
+            return cut
+        }
+        let (pyramid, address) = try levelOf(spec, image: image)
+        let level = try scaledImage(source, header: header, size: pyramid.size(ofLevel: Int(address.level)), spec: spec,
+                                    cancellation: cancellation)
+        let tile = pyramid.tile(level: Int(address.level), column: Int(address.column), row: Int(address.row))!
+        return try crop(level, x: tile.x, y: tile.y, width: tile.width, height: tile.height, path: source.path)
+    }
+
+    /// Renders every tile of the level `spec.tile` is on from one decode of `source`, the asked
+    /// tile first, then the others nearest it first, each handed to `emit` as it is encoded.
+    /// A level of at most `memoryBudget` bytes (8-bit, its bands) is computed into memory
+    /// once; a larger one is made in strips of one row of tiles, top to bottom (the asked
+    /// tile first within its strip), so a 50 MP level never holds more than a strip.
+    /// `cancellation` stops it between tiles (and within a decode); it then throws.
+    public func renderLevel(_ source: SourceFile, spec: RenditionSpec, memoryBudget: Int = 256 << 20,
+                            cancellation: RenderCancellation? = nil,
+                            emit: (TileAddress, Rendition) -> Void) throws(RenderError) {
+        // A failure is run again to learn its own message (`attributingErrors`): the tiles
+        // sent before it are not sent twice.
+        var sent = Set<TileAddress>()
+        try Self.attributingErrors { () throws(RenderError) in
+            let spec = spec.normalized()
+            let signature = ImageSignature.detect(descriptor: source.descriptor)
+            if let signature, signature.isVideo { throw .invalidSpec("tile: videos have no tiles (\(source.path))") }
+            let header = try admitUngated(source, spec: spec, signature: signature)
+            let image = Self.upright(header)
+            if let problem = Self.zoomProblem(spec, image: image, path: source.path) { throw .invalidSpec(problem) }
+            let (pyramid, asked) = try levelOf(spec, image: image)
+            let level = Int(asked.level)
+            let size = pyramid.size(ofLevel: level), grid = pyramid.grid(ofLevel: level)
+            let picture = try scaledImage(source, header: header, size: size, spec: spec, cancellation: cancellation)
+            func cut(_ from: VipsImageRef, _ tile: TilePyramid.Tile, top: Int) throws(RenderError) {
+                if cancellation?.isCancelled == true { throw .invalidSpec("cancelled") }
+                let part = try crop(from, x: tile.x, y: tile.y - top, width: tile.width, height: tile.height, path: source.path)
+                var address = asked
+                (address.column, address.row) = (UInt32(tile.column), UInt32(tile.row))
+                guard !sent.contains(address) else { return }
+                emit(address, try encode(part, spec: spec, path: source.path, cancellation: cancellation))
+                sent.insert(address)
+            }
+            let bands = max(3, picture.size.bands)
+            if size.width * size.height * bands <= memoryBudget {
+                let whole = try materialize(picture, path: source.path, cancellation: cancellation)
+                let tiles = (0..<grid.rows).flatMap { row in
+                    (0..<grid.columns).map { pyramid.tile(level: level, column: $0, row: row)! }
+                }
+                let near = { (t: TilePyramid.Tile) in
+                    max(abs(t.column - Int(asked.column)), abs(t.row - Int(asked.row))) }
+                for tile in tiles.sorted(by: { near($0) < near($1) }) { try cut(whole, tile, top: 0) }
+                return
+            }
+            // Strips: bands of one row of tiles, each computed once, top to bottom (a streamed
+            // decode cannot go back); a row's tiles are cut from its band with its neighbours'
+            // (the overlap reaches into them).
+            func band(_ row: Int) throws(RenderError) -> VipsImageRef? {
+                guard row < grid.rows else { return nil }
+                let top = row * pyramid.tileSize, height = min(pyramid.tileSize, size.height - top)
+                return try materialize(try crop(picture, x: 0, y: top, width: size.width, height: height, path: source.path),
+                                       path: source.path, cancellation: cancellation)
+            }
+            var previous: VipsImageRef?, current = try band(0)
+            for row in 0..<grid.rows {
+                let next = try band(row + 1)
+                var strip = current!
+                if let previous { strip = try join(previous, strip, path: source.path) }
+                if let next { strip = try join(strip, next, path: source.path) }
+                let top = (row - (previous == nil ? 0 : 1)) * pyramid.tileSize
+                var columns = Array(0..<grid.columns)
+                if row == Int(asked.row) { columns.sort { ($0 == Int(asked.column) ? 0 : 1) < ($1 == Int(asked.column) ? 0 : 1) } }
+                for column in columns { try cut(strip, pyramid.tile(level: level, column: column, row: row)!, top: top) }
+                (previous, current) = (current, next)
+            }
+        }
+    }
+
+    /// The pyramid of the image on the spec's grid, and the spec's tile address on it.
+    private func levelOf(_ spec: RenditionSpec, image: (width: Int, height: Int)) throws(RenderError) -> (TilePyramid, TileAddress) {
+        guard let address = spec.tile else { throw .invalidSpec("tile: none asked") }
+        return (address.pyramid(width: image.width, height: image.height), address)
+    }
+
+    /// The upright source resized to exactly `size` (colour managed to sRGB), lazily; the
+    /// thumbnail picks the largest shrink-on-load that still gives it.
+    private func scaledImage(_ source: SourceFile, header: SourceHeader, size: (width: Int, height: Int),
+                             spec: RenditionSpec, cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
+        var out: OpaquePointer?
+        let toSRGB: Int32 = header.hasICCProfile && !header.isCMYK ? 1 : 0
+        let status = withExtendedLifetime(cancellation) {
+            vs_thumbnail_fd(source.descriptor, Int32(size.width), Int32(size.height), 0, 3 /* VIPS_SIZE_FORCE */,
+                            Int32(spec.page), toSRGB, cancellation?.handle, &out)
+        }
+        guard status == 0, let out else { throw .corrupt(path: source.path, detail: takeVipsError()) }
+        let image = VipsImageRef(out)
+        guard image.size.width == size.width, image.size.height == size.height else {
+            throw .corrupt(path: source.path, detail: "libvips made \(image.size.width)x\(image.size.height), " +
+                           "not the \(size.width)x\(size.height) asked")
+        }
+        return image
+    }
+
+    private func crop(_ image: VipsImageRef, x: Int, y: Int, width: Int, height: Int, path: String) throws(RenderError) -> VipsImageRef {
+        var out: OpaquePointer?
+        guard vs_crop(image.pointer, Int32(x), Int32(y), Int32(width), Int32(height), &out) == 0, let out else {
+            throw .corrupt(path: path, detail: takeVipsError())
+        }
+        return VipsImageRef(out)
+    }
+
+    private func join(_ top: VipsImageRef, _ bottom: VipsImageRef, path: String) throws(RenderError) -> VipsImageRef {
+        var out: OpaquePointer?
+        guard vs_join_vertical(top.pointer, bottom.pointer, &out) == 0, let out else {
+            throw .corrupt(path: path, detail: takeVipsError())
+        }
+        return VipsImageRef(out)
+    }
+
+    private func materialize(_ image: VipsImageRef, path: String, cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
+        var out: OpaquePointer?
+        let status = withExtendedLifetime(cancellation) { vs_materialize(image.pointer, cancellation?.handle, &out) }
+        guard status == 0, let out else { throw .corrupt(path: path, detail: takeVipsError()) }
+        return VipsImageRef(out)
+    }
+}
