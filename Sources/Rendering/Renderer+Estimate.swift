@@ -52,7 +52,27 @@ extension Renderer {
     /// plus the output and resampling buffers (4 × output RGBA) and a fixed 4 MiB.
     /// `costly`: a progressive JPEG, an interlaced PNG, or a whole decode (HEIF, JPEG XL,
     /// GIF, video, others) over 4 MP, or any estimate over 256 MiB.
+    /// A region or a tile costs what the picture it is cut from costs: the image scaled to the
+    /// region's scale, or the whole level (held in memory, at most as much as its output
+    /// buffers count).
     public static func estimateCost(_ header: SourceHeader, spec: RenditionSpec) -> RenderCost {
+        if spec.region != nil || spec.tile != nil {
+            let image = upright(header)
+            var whole = RenditionSpec(width: 1, height: 1, format: spec.format)
+            if let region = spec.region, region.width > 0, region.height > 0, image.width > 0, image.height > 0 {
+                let plan = regionPlan(region, image: image, spec: spec)
+                (whole.width, whole.height) = (UInt32(clamping: plan.scaledWidth), UInt32(clamping: plan.scaledHeight))
+            } else if let tile = spec.tile, image.width > 0, image.height > 0 {
+                let pyramid = tile.pyramid(width: image.width, height: image.height)
+                let level = pyramid.size(ofLevel: min(Int(tile.level), pyramid.top))
+                (whole.width, whole.height) = (UInt32(clamping: level.width), UInt32(clamping: level.height))
+            }
+            return estimateCostOfWhole(header, spec: whole)
+        }
+        return estimateCostOfWhole(header, spec: spec)
+    }
+
+    private static func estimateCostOfWhole(_ header: SourceHeader, spec: RenditionSpec) -> RenderCost {
         // Headers are untrusted: a PNG may declare 2^31-1 × 2^31-1 pixels of 16-bit RGBA, whose
         // products overflow 64 bits. The arithmetic saturates (such a file is refused as
         // too large by the worker; its estimate only has to be huge, not trap).

@@ -92,6 +92,12 @@ public struct TileAddress: Hashable, Sendable, CustomStringConvertible {
         return out
     }
 
+    /// Decodes the 12 bytes of `bytes`; nil when there are not 12.
+    public init?<C: Collection>(wire bytes: C) where C.Element == UInt8 {
+        guard bytes.count == 12 else { return nil }
+        self.init(bytes: Array(bytes))
+    }
+
     init<C: Collection>(bytes: C) where C.Element == UInt8, C.Index == Int {
         let b = Array(bytes)
         self.init(level: b[0], column: UInt32(le: b, at: 4), row: UInt32(le: b, at: 8), size: UInt16(le: b, at: 2), overlap: b[1])

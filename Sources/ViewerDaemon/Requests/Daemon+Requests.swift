@@ -112,12 +112,31 @@ extension Daemon {
             stats.misses -= 1  // counted when it opened; it is a hit after all
             return RequestDecision.hit.log(request, requestID: ref.id, client: connection.clientName)
         }
-        let actions = inFlight.request(ref, key: key, priority: entry.priority, delivery: request.delivery) { id in
-            makeJob(id, key: key, source: source, spec: entry.spec, sniffed: sniffed,
+        // A tile waits for the job of its whole level, which cuts every tile from one decode.
+        let jobKey = entry.spec.tile.map { Self.levelKey(of: entry.spec, $0, source: source) } ?? key
+        var actions = inFlight.request(ref, key: jobKey, part: jobKey == key ? nil : key, priority: entry.priority,
+                                       delivery: request.delivery) { id in
+            makeJob(id, key: jobKey, source: source, spec: entry.spec, sniffed: sniffed,
                     wantsPreview: request.delivery == .opportunistic)
+        }
+        if jobKey != key && inFlight.isPending(ref) {
+            // The rest of the level is the asking connection's prefetch, no more urgent than the
+            // request: it ends with the connection, STOP_PREFETCH_ALL, or the cancel of the
+            // connection's last tile of the level (`cancel`).
+            let priority = max(entry.priority, .prefetch)
+            actions += inFlight.prefetch(jobKey, by: connection.id, priority: priority) { id in
+                makeJob(id, key: jobKey, source: source, spec: entry.spec, sniffed: sniffed, wantsPreview: false)
+            }.actions
         }
         if Log.isDebug { RequestDecision(actions).log(request, requestID: ref.id, client: connection.clientName) }
         perform(actions)
+    }
+
+    /// The key of the job that cuts every tile of `tile`'s level.
+    static func levelKey(of spec: RenditionSpec, _ tile: TileAddress, source: SourceFile) -> RenditionKey {
+        var level = spec
+        level.tile = tile.wholeLevel
+        return RenditionKey(source: source.identity.bytes, spec: level.keyBytes, rendererVersion: Renderer.version)
     }
 
     /// The answers a miss gets without a render: the failure recorded for the file (it fails
@@ -191,7 +210,8 @@ extension Daemon {
             ?? HeaderSniffer.cost(of: source, sniffed, spec: spec)
         return RenderJob(key: key, source: source, spec: spec, priority: .normal, sequence: id, cost: cost,
                          derivedFrom: base?.bytes, previewBase: previewBase,
-                         mayHavePreview: base == nil && (sniffed.format == .jpeg || sniffed.format == .heif),
+                         mayHavePreview: base == nil && (sniffed.format == .jpeg || sniffed.format == .heif)
+                        && spec.region == nil && spec.tile == nil,
                          fingerprint: sniffed.fingerprint)
     }
 
@@ -258,6 +278,9 @@ extension Daemon {
                 // One per job: the preview lane's and the job's own worker's may both come.
                 guard !job.previewSent.exchange(true, ordering: .relaxed) else { continue }
                 perform(inFlight.preview(job.sequence, JobRendition(key: job.key, rendition: rendition)))
+            case .tile(let job, let tile):
+                stats.tiles += 1
+                perform(inFlight.partDone(job.sequence, part: tile.key, tile))
             case .finished(let job, let outcome):
                 switch outcome {
                 case .rendered(let rendition):

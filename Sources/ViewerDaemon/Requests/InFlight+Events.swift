@@ -5,8 +5,9 @@ import ViewerProtocol
 extension InFlight {
     /// A RENDER that needs a render: joins the job of `key`, or starts one made by `makeJob`.
     /// A request whose id is already pending on its connection is answered
-    /// `invalid-argument`, and the pending one carries on.
-    mutating func request(_ request: RequestRef, key: Key, priority: Priority, delivery: DeliveryMode,
+    /// `invalid-argument`, and the pending one carries on. `part`: the one output of the
+    /// job it wants, when the job makes several (`partDone`).
+    mutating func request(_ request: RequestRef, key: Key, part: Key? = nil, priority: Priority, delivery: DeliveryMode,
                           makeJob: (JobID) -> Job) -> [Action] {
         guard !isPending(request) else {
             return [.answer(request, .error(ErrorReply(.invalidArgument,
@@ -14,7 +15,7 @@ extension InFlight {
         }
         interests[request.connection, default: Interest()].requests[request.id] = key
         return join(key, Waiter(connection: request.connection, requestID: request.id, priority: priority,
-                                delivery: delivery), makeJob: makeJob)
+                                delivery: delivery, part: part), makeJob: makeJob)
     }
 
     /// A prefetch of `key` by `connection`. Returns false (and no action) if that connection

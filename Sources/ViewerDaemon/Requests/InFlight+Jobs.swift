@@ -38,7 +38,34 @@ extension InFlight {
             answer = .error(ErrorReply(.internalError, "the render was stopped \(entry.restarts + 1) times; try again"))
         }
         remove(key)
-        return settle(entry.waiters, key: key, answer)
+        // A request for a part the job did not make (a tile not kept because its file changed
+        // while it was read) hears so; the others hear how the job ended.
+        let (parted, whole) = (entry.waiters.filter { $0.part != nil && $0.requestID != nil },
+                               entry.waiters.filter { $0.part == nil || $0.requestID == nil })
+        var missing = answer
+        if case .result = answer {
+            missing = .error(ErrorReply(.unreadable, "the part asked for was not made (did the file change?); ask again"))
+        }
+        return settle(whole, key: key, answer) + settle(parted, key: key, missing)
+    }
+
+    /// One part of a job's work is done (a tile of a level): the requests that wait for that
+    /// part get it and leave; a job nobody waits for any more is abandoned.
+    mutating func partDone(_ id: JobID, part: Key, _ output: Output) -> [Action] {
+        guard let key = keys[id], var entry = entries[key] else { return [] }
+        let isDone = { (waiter: Waiter) in waiter.part == part && waiter.requestID != nil }
+        let done = entry.waiters.filter(isDone)
+        guard !done.isEmpty else { return [] }
+        entry.waiters.removeAll(where: isDone)
+        entries[key] = entry
+        var actions = settle(done, key: key, .result(output))
+        if entry.waiters.isEmpty {
+            remove(key)
+            actions.append(.abandon(entry.id, entry.job))
+        } else {
+            actions += retune(key, renew: false)
+        }
+        return actions
     }
 
     /// The scheduler dropped a queued job from `client`'s lane (over its queue limit): that

@@ -68,6 +68,9 @@ struct InFlight<Key: Hashable, Job, Output> {
         let requestID: UInt32?
         var priority: Priority
         let delivery: DeliveryMode
+        /// The one output of the job the request wants, when the job makes several (a tile of
+        /// a level's job): answered by `partDone`, not by the job's end.
+        var part: Key? = nil
 
         var request: RequestRef? { requestID.map { RequestRef(connection: connection, id: $0) } }
     }
@@ -129,6 +132,14 @@ struct InFlight<Key: Hashable, Job, Output> {
 
     /// Requests of `connection` waiting for a job.
     func pendingCount(of connection: UInt64) -> Int { interests[connection]?.requests.count ?? 0 }
+
+    /// Requests of `connection` waiting for the job of `key`.
+    func pendingCount(of connection: UInt64, key: Key) -> Int {
+        interests[connection]?.requests.values.reduce(0) { $0 + ($1 == key ? 1 : 0) } ?? 0
+    }
+
+    /// The key of the job `request` waits for.
+    func key(of request: RequestRef) -> Key? { interests[request.connection]?.requests[request.id] }
 
     /// Prefetches of `connection` waiting for a job.
     func prefetchCount(of connection: UInt64) -> Int { interests[connection]?.prefetches.count ?? 0 }

@@ -66,6 +66,17 @@ final class RenderJob: Sendable {
         self.priority = Atomic(priority.rawValue)
     }
 
+    /// A tile's job cuts its whole level (`WorkerCommand.renderLevel`): `key` is the level's,
+    /// each tile is stored and answered under its own (`key(ofTile:)`).
+    var isWholeLevel: Bool { spec.tile != nil }
+
+    /// The key of one tile of this job's level.
+    func key(ofTile address: TileAddress) -> RenditionKey {
+        var tile = spec
+        tile.tile = address
+        return RenditionKey(source: source.identity.bytes, spec: tile.keyBytes, rendererVersion: Renderer.version)
+    }
+
     /// Sets what the in-flight table decided: the priority of its most urgent waiter, and
     /// whether one of them wants a preview.
     func retune(priority: Priority, wantsPreview: Bool) {
@@ -97,6 +108,8 @@ enum JobOutcome: Sendable {
 enum LoopEvent: Sendable {
     /// A degraded preview of a running job (before its `finished`).
     case preview(RenderJob, Rendition)
+    /// A tile of a level's job, stored (before its `finished`).
+    case tile(RenderJob, JobRendition)
     /// A job the pool took has ended; exactly one per job.
     case finished(RenderJob, JobOutcome)
     /// A control request finished elsewhere (the store's writer thread).

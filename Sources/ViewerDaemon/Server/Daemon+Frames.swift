@@ -107,9 +107,17 @@ extension Daemon {
     }
 
     /// CANCEL: a RENDER still opening is answered at once; else the in-flight table decides.
+    /// The cancel of a connection's last pending tile of a level also ends its prefetch of
+    /// the rest of that level (the viewer panned or zoomed away).
     private func cancel(_ ref: RequestRef) {
         guard opening.take(ref) != nil, let connection = connections.byID[ref.connection] else {
-            return perform(inFlight.cancel(ref))
+            let key = inFlight.key(of: ref)
+            var actions = inFlight.cancel(ref)
+            if let key, RenditionSpec(keyBytes: key.specBytes)?.tile?.column == .max,
+               inFlight.pendingCount(of: ref.connection, key: key) == 0 {
+                actions += inFlight.stopPrefetch(key, by: ref.connection).actions
+            }
+            return perform(actions)
         }
         stats.cancelledQueued += 1  // it never reached the queue
         send(connection, .cancelled, requestID: ref.id)

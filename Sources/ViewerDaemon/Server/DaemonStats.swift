@@ -4,6 +4,8 @@ struct DaemonStats {
     var hits: UInt64 = 0
     var misses: UInt64 = 0
     var renders: UInt64 = 0
+    /// Tiles of levels cut and stored (a level's job counts once in `renders`).
+    var tiles: UInt64 = 0
     var errors: UInt64 = 0
     var malformedFrames: UInt64 = 0
     /// Requests answered from the negative cache (a recorded failure) without a render.

@@ -51,6 +51,7 @@ struct StatsReport {
             ("hits", stats.hits),
             ("misses", stats.misses),
             ("renders", stats.renders),
+            ("tiles", stats.tiles),
             ("coalesced", inFlight.coalesced),
             ("previews", stats.previews),
             ("derivations", stats.derivations),

@@ -20,6 +20,8 @@ struct WorkerJob {
     var previewOnly = false
     /// Only the media info is wanted (the info lane): `request.path` names the file.
     var infoOnly = false
+    /// Every tile of the request's level is wanted (`WorkerCommand.renderLevel`).
+    var wholeLevel = false
 
     /// For a job that is never served (cancelled while queued).
     func closeDescriptors() {

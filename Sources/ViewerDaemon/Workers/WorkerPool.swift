@@ -278,23 +278,23 @@ final class WorkerPool: Sendable {
             }
             running.add(1, ordering: .relaxed)
             job.startedNanos.store(AssetIdentity.wallClockNanos(), ordering: .relaxed)
-            let outcome = slot.run(job) { preview in
+            let outcome = slot.run(job, onPreview: { preview in
                 onEvent(.preview(job, preview))
-            }
+            }, onTile: { address, tile in
+                // Each tile of a level is stored as it comes, before its waiters hear of it.
+                let key = job.key(ofTile: address)
+                if job.sourceWasSteady, let stamp = job.stamp { store(tile, key: key, of: job, stamp: stamp) }
+                onEvent(.tile(job, JobRendition(key: key, rendition: tile)))
+            })
             running.add(-1, ordering: .relaxed)
-            if case .rendered(let rendition) = outcome {
+            // A level's job ends with an empty result: its tiles were stored as they came.
+            if case .rendered(let rendition) = outcome, !job.isWholeLevel {
                 settings.setFailing(false)
                 // A file rewritten during the render would store old pixels under the old
                 // identity: wasteful where timestamps are fine (that key never matches
                 // again), wrong where they are coarse (it may match): not stored. Nor is one
                 // without its stamp: a later rewrite keeping the identity could not be told.
-                if job.sourceWasSteady, let stamp = job.stamp {
-                    store.put(job.key, path: job.source.path,
-                              metadata: RenditionMetadata(format: rendition.format.rawValue, width: rendition.width,
-                                                          height: rendition.height,
-                                                          created: UInt64(Date().timeIntervalSince1970)),
-                              bytes: rendition.bytes, source: stamp)
-                }
+                if job.sourceWasSteady, let stamp = job.stamp { store(rendition, key: job.key, of: job, stamp: stamp) }
             }
             // Its memory is free (admission may let others start), and the loop may queue the
             // same job again as soon as it hears of the end (a cancel meant for another job):
@@ -303,6 +303,16 @@ final class WorkerPool: Sendable {
             wakeup.broadcast()
             onEvent(.finished(job, outcome))
         }
+    }
+}
+
+extension WorkerPool {
+    /// Queues a rendition of `job`'s source for the store's writer.
+    private func store(_ rendition: Rendition, key: RenditionKey, of job: RenderJob, stamp: SourceStamp) {
+        store.put(key, path: job.source.path,
+                  metadata: RenditionMetadata(format: rendition.format.rawValue, width: rendition.width,
+                                              height: rendition.height, created: UInt64(Date().timeIntervalSince1970)),
+                  bytes: rendition.bytes, source: stamp)
     }
 }
 

@@ -67,6 +67,9 @@ public enum WorkerProcess {
             return 70
         }
         let renderer = Renderer(limits: limits)
+        // A level held whole in memory takes at most an eighth of the address space allowed
+        // (256 MiB at the default 4 GiB: a 50 MP photo's RGB level); larger ones go in strips.
+        let levelBudget = sandboxLimits.addressSpace == 0 ? 256 << 20 : Int(min(sandboxLimits.addressSpace / 8, 256 << 20))
         var listener: Int32 = -1
         if sandboxed {
             WorkerSandbox.warmUp(renderer, text: !protections.contains(.filesystem))
@@ -84,7 +87,7 @@ public enum WorkerProcess {
         reader.name = "viewerd-worker-reader"
         reader.start()
         while let (job, cancellation) = jobs.take() {
-            serve(job, cancellation: cancellation, renderer: renderer, faults: faults, hook: hook)
+            serve(job, cancellation: cancellation, renderer: renderer, levelBudget: levelBudget, faults: faults, hook: hook)
             // A big decode leaves glibc's heap large; hand the pages back between jobs so a
             // worker's resident size follows the job it runs, not the largest it ever ran. A
             // header read grows nothing worth the walk of the heap, which would delay the
@@ -154,7 +157,10 @@ public enum WorkerProcess {
                     case .info(let id, let request) where attached.count == 1:
                         jobs.put(WorkerJob(id: id, request: RenderRequest(path: request.path, spec: RenditionSpec(width: 1, height: 1)),
                                            source: attached[0], base: -1, isDerivation: false, infoOnly: true))
-                    case .render, .derive, .renderWithPreviewBase, .previewOnly, .previewOnlyWithBase, .info:
+                    case .renderLevel(let id, let request) where attached.count == 1:
+                        jobs.put(WorkerJob(id: id, request: request, source: attached[0], base: -1, isDerivation: false,
+                                           wholeLevel: true))
+                    case .render, .derive, .renderWithPreviewBase, .previewOnly, .previewOnlyWithBase, .info, .renderLevel:
                         throw WorkerWireError(description: "a command without its descriptors")
                     }
                 } catch {
@@ -173,8 +179,8 @@ public enum WorkerProcess {
 
     /// Renders one job and answers it. The job's descriptors are closed by then: the source
     /// by the `SourceFile` that takes it over, the base here.
-    private static func serve(_ job: WorkerJob, cancellation: RenderCancellation, renderer: Renderer, faults: Bool,
-                              hook: JobHook?) {
+    private static func serve(_ job: WorkerJob, cancellation: RenderCancellation, renderer: Renderer, levelBudget: Int,
+                              faults: Bool, hook: JobHook?) {
         defer { if job.base >= 0 { Glibc.close(job.base) } }
         if job.infoOnly {
             let info = Result { () throws(RenderError) in
@@ -188,7 +194,19 @@ public enum WorkerProcess {
             return
         }
         let outcome: Result<Rendition, RenderError>
-        if job.isDerivation {
+        if job.wholeLevel {
+            // The tiles go as they are cut; the job ends with an empty result.
+            outcome = Result { () throws(RenderError) in
+                let source = try SourceFile(descriptor: job.source, path: job.request.path)
+                if faults { injectFault(path: job.request.path) }
+                try hook?(job.request.path)
+                try renderer.renderLevel(source, spec: job.request.spec, memoryBudget: levelBudget,
+                                         cancellation: cancellation) { address, tile in
+                    send(.tile(id: job.id, address, tile))
+                }
+                return Rendition(format: job.request.spec.format, width: 0, height: 0, bytes: [])
+            }
+        } else if job.isDerivation {
             outcome = Result { () throws(RenderError) in try derive(job, cancellation: cancellation, renderer: renderer) }
         } else if job.previewOnly {
             outcome = Result { () throws(RenderError) in

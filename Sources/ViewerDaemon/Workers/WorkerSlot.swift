@@ -48,11 +48,13 @@ final class WorkerSlot: @unchecked Sendable {
 
     /// Renders `job` in the worker process, starting one if needed. The pool has called
     /// `control.begin(job.sequence)` when it took the job, so a cancel of it is never lost.
-    func run(_ job: RenderJob, onPreview: (Rendition) -> Void) -> JobOutcome {
+    /// A level job's tiles go to `onTile` as they come.
+    func run(_ job: RenderJob, onPreview: (Rendition) -> Void,
+             onTile: (TileAddress, Rendition) -> Void = { _, _ in }) -> JobOutcome {
         defer { control.end() }
         guard control.request(for: job.sequence) == .none else { return .cancelled }
         let id = UInt32(truncatingIfNeeded: job.sequence)
-        let outcome = attempt(job, id: id, onPreview: onPreview)
+        let outcome = attempt(job, id: id, onPreview: onPreview, onTile: onTile)
         defer { retireIfSpent() }
         // A SIGKILL the daemon did not send comes from outside (the OOM killer, an admin), not
         // from the codec (those abort or segfault; RLIMIT_AS makes allocations fail): the file
@@ -60,7 +62,7 @@ final class WorkerSlot: @unchecked Sendable {
         // Found by make torture (kill -9 of workers mid-job).
         if case .failed(_, .workerDied(.killedFromOutside)) = outcome {
             Log.warning("event=worker-killed-retry path=\(Log.quote(job.source.path))")
-            return attempt(job, id: id, onPreview: { _ in })  // at most one PREVIEW per request
+            return attempt(job, id: id, onPreview: { _ in }, onTile: onTile)  // at most one PREVIEW per request
         }
         return outcome
     }
@@ -110,12 +112,14 @@ final class WorkerSlot: @unchecked Sendable {
     /// A preview comes from a few KiB of thumbnail: one that takes longer is not worth waiting for.
     static let previewTimeout: Duration = .seconds(5)
 
-    private func attempt(_ job: RenderJob, id: UInt32, onPreview: (Rendition) -> Void) -> JobOutcome {
+    private func attempt(_ job: RenderJob, id: UInt32, onPreview: (Rendition) -> Void,
+                         onTile: (TileAddress, Rendition) -> Void) -> JobOutcome {
         if let death = hand({ send(job, id: id, previewOnly: false) }) {
             return .failed(.reported(code: .internalError, message: "\(death) (\(job.source.path))"),
                            cause: .workerDied(death))
         }
-        switch awaitAnswer(sequence: job.sequence, path: job.source.path, id: id, timeout: pool.jobTimeout, onPreview: onPreview) {
+        switch awaitAnswer(sequence: job.sequence, path: job.source.path, id: id, timeout: pool.jobTimeout, onPreview: onPreview,
+                           onTile: onTile) {
         case .outcome(let outcome): return outcome
         case .info: return protocolFailure(path: job.source.path, detail: "media info for a render")
         }
@@ -149,6 +153,8 @@ final class WorkerSlot: @unchecked Sendable {
         let baseBytes: [UInt8]?
         if previewOnly {
             (command, baseBytes) = job.previewBase.map { (.previewOnlyWithBase(id: id, request), $0) } ?? (.previewOnly(id: id, request), nil)
+        } else if job.spec.tile != nil {
+            (command, baseBytes) = (.renderLevel(id: id, request), nil)
         } else if let derivedFrom = job.derivedFrom {
             (command, baseBytes) = (.derive(id: id, request), derivedFrom)
         } else if wantsPreview, let previewBase = job.previewBase {
@@ -188,7 +194,8 @@ final class WorkerSlot: @unchecked Sendable {
     }
 
     private func awaitAnswer(sequence: UInt64, path: String, id: UInt32, timeout: Duration,
-                             onPreview: (Rendition) -> Void) -> WorkerAnswer {
+                             onPreview: (Rendition) -> Void,
+                             onTile: (TileAddress, Rendition) -> Void = { _, _ in }) -> WorkerAnswer {
         let deadline = ContinuousClock.now + timeout
         var cancelDeadline: ContinuousClock.Instant?
         var buffer = [UInt8](repeating: 0, count: 256 * 1024)
@@ -207,6 +214,7 @@ final class WorkerSlot: @unchecked Sendable {
                     switch reply {
                     case .sandbox: break
                     case .preview(_, let rendition): onPreview(rendition)
+                    case .tile(_, let address, let rendition): onTile(address, rendition)
                     case .result(_, let rendition):
                         consecutiveEarlyDeaths = 0
                         return .rendered(rendition)

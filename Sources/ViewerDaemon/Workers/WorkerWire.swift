@@ -22,11 +22,14 @@ enum WorkerCommand: Sendable, Equatable {
     /// Read the media info of the source (descriptor 0) from its header: answered `info`
     /// or `error` (the info lane, `WorkerPool`).
     case info(id: UInt32, InfoRequest)
+    /// Cut every tile of the level the request's tile is on from one decode of the source
+    /// (descriptor 0): a `tile` reply for each, the asked one first, then an empty `result`.
+    case renderLevel(id: UInt32, RenderRequest)
 
     var id: UInt32 {
         switch self {
         case .render(let id, _), .derive(let id, _), .renderWithPreviewBase(let id, _), .previewOnly(let id, _),
-             .previewOnlyWithBase(let id, _), .cancel(let id), .info(let id, _): id
+             .previewOnlyWithBase(let id, _), .cancel(let id), .info(let id, _), .renderLevel(let id, _): id
         }
     }
 }
@@ -42,11 +45,14 @@ enum WorkerReply: Sendable, Equatable {
     case cancelled(id: UInt32)
     /// The answer to an `info` command.
     case info(id: UInt32, MediaInfo)
+    /// One tile of a `renderLevel` job, to store (not terminal).
+    case tile(id: UInt32, TileAddress, Rendition)
 
     var id: UInt32 {
         switch self {
         case .sandbox: 0
-        case .preview(let id, _), .result(let id, _), .error(let id, _), .cancelled(let id), .info(let id, _): id
+        case .preview(let id, _), .result(let id, _), .error(let id, _), .cancelled(let id), .info(let id, _),
+             .tile(let id, _, _): id
         }
     }
 }
@@ -71,13 +77,14 @@ struct WorkerWireError: Error, Sendable, Equatable, CustomStringConvertible {
 enum WorkerWire {
     enum Kind: UInt8 {
         case render = 0x41, derive = 0x42, cancel = 0x43, renderWithPreviewBase = 0x44, previewOnly = 0x45,
-             previewOnlyWithBase = 0x46, info = 0x47
-        case preview = 0xC1, result = 0xC2, error = 0xC3, cancelled = 0xC4, sandbox = 0xC5, infoReply = 0xC6
+             previewOnlyWithBase = 0x46, info = 0x47, renderLevel = 0x48
+        case preview = 0xC1, result = 0xC2, error = 0xC3, cancelled = 0xC4, sandbox = 0xC5, infoReply = 0xC6,
+             tile = 0xC7
 
         /// Descriptors that come with a command of this kind.
         var descriptorCount: Int {
             switch self {
-            case .render, .previewOnly, .info: 1
+            case .render, .previewOnly, .info, .renderLevel: 1
             case .derive, .renderWithPreviewBase, .previewOnlyWithBase: 2
             default: 0
             }
@@ -113,6 +120,8 @@ enum WorkerWire {
             frame(.cancel, id: id, body: [], descriptors: false)
         case .info(let id, let request):
             frame(.info, id: id, body: Message.info(request).body(), descriptors: true)
+        case .renderLevel(let id, let request):
+            frame(.renderLevel, id: id, body: Message.render(request).body(), descriptors: true)
         }
     }
 
@@ -124,6 +133,7 @@ enum WorkerWire {
         case .previewOnly: .previewOnly(id: frame.requestID, try request(frame))
         case .previewOnlyWithBase: .previewOnlyWithBase(id: frame.requestID, try request(frame))
         case .cancel: .cancel(id: frame.requestID)
+        case .renderLevel: .renderLevel(id: frame.requestID, try request(frame))
         case .info:
             if case .info(let request) = try decodePublic(frame, as: .info) {
                 .info(id: frame.requestID, request)
@@ -144,6 +154,9 @@ enum WorkerWire {
         case .error(let id, let e): frame(.error, id: id, body: Message.error(e).body(), descriptors: false)
         case .cancelled(let id): frame(.cancelled, id: id, body: [], descriptors: false)
         case .info(let id, let info): frame(.infoReply, id: id, body: info.body(), descriptors: false)
+        case .tile(let id, let address, let r):
+            // The tile's address (the TILE field's 12 bytes), then a RESULT body.
+            frame(.tile, id: id, body: address.bytes + Message.result(result(r)).body(), descriptors: false)
         }
     }
 
@@ -156,6 +169,12 @@ enum WorkerWire {
             guard case .error(let e) = try decodePublic(frame, as: .error) else { break }
             return .error(id: id, e)
         case .cancelled: return .cancelled(id: id)
+        case .tile:
+            guard frame.body.count >= 12, let address = TileAddress(wire: frame.body.prefix(12)) else {
+                throw WorkerWireError(description: "a tile reply of \(frame.body.count) bytes")
+            }
+            let body = Frame(type: MessageType.result.rawValue, requestID: id, body: Array(frame.body.dropFirst(12)))
+            return .tile(id: id, address, try rendition(body))
         case .infoReply:
             guard case .infoReply(let info) = try decodePublic(frame, as: .infoReply) else { break }
             return .info(id: id, info)
