@@ -17,7 +17,7 @@ _viewerctl() {
     _init_completion 2>/dev/null || {
         cur="${COMP_WORDS[COMP_CWORD]}"; prev="${COMP_WORDS[COMP_CWORD-1]}"; words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
     }
-    local commands="render info warm stats status invalidate trim clear ping help"
+    local commands="render tile info warm stats status invalidate trim clear ping help"
     local command="" i
     for ((i = 1; i < cword; i++)); do
         case "${words[i]}" in
@@ -33,7 +33,9 @@ _viewerctl() {
         --format|-f) COMPREPLY=($(compgen -W "jpeg webp png avif raw" -- "$cur")); return ;;
         --priority) COMPREPLY=($(compgen -W "visible high normal prefetch background" -- "$cur")); return ;;
         --size|-s) COMPREPLY=($(compgen -W "128x128 256x256 512x512 1024x1024" -- "$cur")); return ;;
-        --quality|-q|--time|-t|--to) return ;;
+        --tile-size) COMPREPLY=($(compgen -W "256 512" -- "$cur")); return ;;
+        --overlap) COMPREPLY=($(compgen -W "0 1" -- "$cur")); return ;;
+        --quality|-q|--time|-t|--to|--region) return ;;
         -o|--output) _viewerctl_files; return ;;
     esac
     if [[ -z "$command" ]]; then
@@ -42,7 +44,8 @@ _viewerctl() {
     fi
     local options=""
     case "$command" in
-        render) options="--size --mode --crop --format --quality --time --priority --cache-only -o --help" ;;
+        render) options="--size --mode --crop --format --quality --time --region --priority --cache-only -o --help" ;;
+        tile) options="--tile-size --overlap --format --quality --priority --cache-only -o --pyramid --json --help" ;;
         warm) options="--size --mode --crop --format --quality --time --priority --recursive --help" ;;
         info) options="--json --help" ;;
         stats) options="--json --help" ;;

@@ -1,6 +1,7 @@
+import Foundation
 import ViewerProtocol
 
-/// Where `render` writes, and the format that choice implies.
+/// Where `render` and `tile` write, and the format that choice implies.
 ///
 /// A file's suffix names its format, as `vipsthumbnail -o x.webp` reads it: `-o out.webp`
 /// without `--format` writes WebP, never JPEG bytes under a `.webp` name. Standard output
@@ -40,5 +41,29 @@ struct OutputFile {
         case let (nil, suffix?): return suffix
         case (nil, nil): return .jpeg
         }
+    }
+
+    /// Writes `result`'s bytes here and, for a file, says what was written; returns the exit code.
+    func write(_ result: RenderResult) -> Int32 {
+        let data = Data(result.bytes)
+        if isStandardOutput {
+            FileHandle.standardOutput.write(data)
+            return ExitCode.success
+        }
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            printError("cannot write \(path): no directory \(directory)")
+            return ExitCode.failure
+        }
+        do {
+            try data.write(to: URL(fileURLWithPath: path))
+        } catch {
+            printError("cannot write \(path): \(error.localizedDescription)")
+            return ExitCode.failure
+        }
+        print("\(path): \(result.width)x\(result.height) \(result.format.name), " +
+              "\(ByteCount.format(UInt64(result.bytes.count))) (\(result.fromCache ? "from cache" : "rendered"))")
+        return ExitCode.success
     }
 }

@@ -8,11 +8,15 @@ struct RenderCommand: Subcommand {
     static let usage = """
         viewerctl render PATH --size WxH [--mode fit|fill] [--crop centre|attention|entropy]
                          [--format jpeg|webp|png|avif|raw] [--quality 1-100] [--time SECONDS]
+                         [--region X,Y,W,H]
                          [--priority visible|high|normal|prefetch|background] [--cache-only]
                          -o OUT|-
           WxH: either side may be 0 (unconstrained), e.g. 256x0. OUT "-" is standard output.
           A video gives its poster frame: a representative one, or with --time the frame shown
           that many seconds in (e.g. 12.5).
+          --region: only that part of the image, W×H pixels at (X, Y) of the upright image at
+          full size (as `viewerctl info` gives its size), fitted into the box; at a scale of 1
+          it is exactly those pixels (e.g. --region 2000,1000,1000,1000 --size 500x500).
           Without --format, OUT's suffix picks the format (.jpg/.jpeg, .webp, .png, .avif; JPEG
           otherwise and for "-"); a --format that contradicts the suffix is refused.
         """
@@ -24,11 +28,7 @@ struct RenderCommand: Subcommand {
         // -o first: its suffix decides the format when --format is absent.
         guard let output = try arguments.option("--output", "-o") else { throw UsageError("render needs -o OUT (or -o - for standard output)") }
         let spec = try SpecOptions.parse(&arguments, required: true, output: OutputFile(path: output))
-        var priority = Priority.visible
-        if let name = try arguments.option("--priority") {
-            guard let parsed = Priority(name: name) else { throw UsageError("unknown priority \(name)") }
-            priority = parsed
-        }
+        let priority = try SpecOptions.priority(&arguments, fallback: .visible)
         let cacheOnly = arguments.flag("--cache-only")
         let paths = try arguments.positionals()
         guard paths.count == 1 else { throw UsageError("render takes one PATH") }
@@ -39,26 +39,6 @@ struct RenderCommand: Subcommand {
     }
 
     func run(_ globals: Globals) throws -> Int32 {
-        let result = try globals.connect().render(request)
-        let data = Data(result.bytes)
-        if output == "-" {
-            FileHandle.standardOutput.write(data)
-        } else {
-            let directory = URL(fileURLWithPath: output).deletingLastPathComponent().path
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-                printError("cannot write \(output): no directory \(directory)")
-                return ExitCode.failure
-            }
-            do {
-                try data.write(to: URL(fileURLWithPath: output))
-            } catch {
-                printError("cannot write \(output): \(error.localizedDescription)")
-                return ExitCode.failure
-            }
-            print("\(output): \(result.width)x\(result.height) \(result.format.name), " +
-                  "\(ByteCount.format(UInt64(result.bytes.count))) (\(result.fromCache ? "from cache" : "rendered"))")
-        }
-        return ExitCode.success
+        OutputFile(path: output).write(try globals.connect().render(request))
     }
 }

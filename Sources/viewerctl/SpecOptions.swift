@@ -1,8 +1,9 @@
+import Foundation
 import ViewerProtocol
 
 /// The rendition options shared by `render` and `warm`.
 enum SpecOptions {
-    /// Parses `--size`, `--mode`, `--crop`, `--format`, `--quality` and `--time`.
+    /// Parses `--size`, `--mode`, `--crop`, `--format`, `--quality`, `--time` and `--region`.
     ///
     /// - Parameter output: where `render` writes; its suffix decides the format when
     ///   `--format` is absent (see `OutputFile`). Nil for `warm`, which writes nothing.
@@ -31,16 +32,7 @@ enum SpecOptions {
             // A crop only happens in fill mode: in fit mode the whole image fits the box.
             if spec.fit != .fill { printError("warning: --crop has no effect without --mode fill") }
         }
-        var requested: OutputFormat?
-        if let format = try arguments.option("--format", "-f") {
-            guard let parsed = OutputFormat(name: format) else { throw UsageError("unknown format \(format)") }
-            requested = parsed
-        }
-        spec.format = try output?.format(requested: requested) ?? requested ?? .jpeg
-        if let quality = try arguments.option("--quality", "-q") {
-            guard let q = UInt8(quality), (1...100).contains(q) else { throw UsageError("--quality takes 1-100") }
-            spec.quality = q
-        }
+        (spec.format, spec.quality) = try encoding(&arguments, output: output)
         if let time = try arguments.option("--time", "-t") {
             // Seconds, as a viewer's scrubber shows them; the wire carries milliseconds.
             guard let seconds = Double(time), seconds >= 0, seconds * 1000 < Double(UInt32.max) else {
@@ -48,6 +40,40 @@ enum SpecOptions {
             }
             spec.timeMillis = UInt32((seconds * 1000).rounded())
         }
+        if let region = try arguments.option("--region") { spec.region = try Self.region(region) }
         return spec
+    }
+
+    /// Parses `--format` and `--quality` (0 when absent: the format's default), for `render`,
+    /// `warm` and `tile`; `output` as in `parse`.
+    static func encoding(_ arguments: inout Arguments, output: OutputFile?) throws(UsageError) -> (OutputFormat, UInt8) {
+        var requested: OutputFormat?
+        if let format = try arguments.option("--format", "-f") {
+            guard let parsed = OutputFormat(name: format) else { throw UsageError("unknown format \(format)") }
+            requested = parsed
+        }
+        let format = try output?.format(requested: requested) ?? requested ?? .jpeg
+        guard let quality = try arguments.option("--quality", "-q") else { return (format, 0) }
+        guard let q = UInt8(quality), (1...100).contains(q) else { throw UsageError("--quality takes 1-100") }
+        return (format, q)
+    }
+
+    /// Parses `--priority` (`fallback` when absent), for `render`, `warm` and `tile`.
+    static func priority(_ arguments: inout Arguments, fallback: Priority) throws(UsageError) -> Priority {
+        guard let name = try arguments.option("--priority") else { return fallback }
+        guard let parsed = Priority(name: name) else { throw UsageError("unknown priority \(name)") }
+        return parsed
+    }
+
+    /// `X,Y,W,H` in the upright image's pixels, as `--region` takes it. Whether it lies inside
+    /// the image is the daemon's to say: only it knows the size.
+    static func region(_ text: String) throws(UsageError) -> PixelRegion {
+        let numbers = text.split(separator: ",", omittingEmptySubsequences: false)
+            .map { UInt32($0.trimmingCharacters(in: .whitespaces)) }
+        guard numbers.count == 4, let x = numbers[0], let y = numbers[1], let width = numbers[2], let height = numbers[3] else {
+            throw UsageError("--region takes X,Y,W,H in the upright image's pixels, e.g. 2000,1000,1000,1000 (got \(text))")
+        }
+        guard width > 0, height > 0 else { throw UsageError("--region: the width and height must be at least 1 (got \(text))") }
+        return PixelRegion(x: x, y: y, width: width, height: height)
     }
 }

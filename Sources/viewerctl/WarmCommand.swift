@@ -30,12 +30,7 @@ struct WarmCommand: Subcommand {
     init(_ arguments: inout Arguments) throws(UsageError) {
         recursive = arguments.flag("--recursive", "-r")
         spec = try SpecOptions.parse(&arguments, required: true)
-        if let name = try arguments.option("--priority") {
-            guard let parsed = Priority(name: name) else { throw UsageError("unknown priority \(name)") }
-            priority = parsed
-        } else {
-            priority = .background
-        }
+        priority = try SpecOptions.priority(&arguments, fallback: .background)
         paths = try arguments.positionals().map(absolute)
         guard !paths.isEmpty else { throw UsageError("warm needs at least one PATH") }
     }

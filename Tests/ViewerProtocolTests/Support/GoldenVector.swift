@@ -93,6 +93,13 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
         GoldenVector("info-reply", requestID: 19, .infoReply(MediaInfo(
             kind: .video, width: 1920, height: 1080, durationMillis: 12345, frames: 370, pages: 1,
             format: "mp4/h264", hasAlpha: false))),
+        GoldenVector("render-region", requestID: 20, .render(RenderRequest(
+            path: "/pictures/a.jpg",
+            spec: RenditionSpec(width: 500, height: 500, region: PixelRegion(x: 2000, y: 1000, width: 1000, height: 1000)),
+            priority: .visible))),
+        GoldenVector("render-tile", requestID: 21, .render(RenderRequest(
+            path: "/pictures/a.jpg", spec: RenditionSpec(width: 0, height: 0, tile: TileAddress(level: 12, column: 11, row: 7)),
+            priority: .visible))),
     ]
 
     /// Every vector file back to back, as a peer would send them on one connection.

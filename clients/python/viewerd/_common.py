@@ -1,7 +1,7 @@
 """What the blocking and asyncio clients share: building requests and reading answers."""
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Optional, Tuple, Union
 
 from . import protocol as p
 from .errors import ViewerError
@@ -17,9 +17,10 @@ def _enum(kind, value):  # type: ignore[no-untyped-def]
 
 def make_spec(width: int = 0, height: int = 0, fit: FitLike = p.Fit.FIT, crop: Union[p.Crop, int, str] = p.Crop.CENTRE,
               format: Union[p.Format, int, str] = p.Format.JPEG, quality: int = 0, background: int = 0xFFFFFF,
-              page: int = 0, upscale: bool = False, time_ms: Optional[int] = None) -> p.Spec:
+              page: int = 0, upscale: bool = False, time_ms: Optional[int] = None,
+              region: Optional[Tuple[int, int, int, int]] = None, tile: Optional[p.TileAddress] = None) -> p.Spec:
     return p.Spec(width, height, _enum(p.Fit, fit), _enum(p.Crop, crop), _enum(p.Format, format), quality,
-                  background, page, upscale, time_ms)
+                  background, page, upscale, time_ms, p.Region(*region) if region is not None else None, tile)
 
 
 def make_render(path: Optional[str], fd: Optional[int], spec: p.Spec, priority: Union[p.Priority, int, str],

@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from typing import AsyncIterator, Callable, Dict, List, Optional, Union
+from typing import AsyncIterator, Callable, Dict, List, Optional, Tuple, Union
 
 from . import protocol as p
 from ._common import IdCounter, expect, make_render, make_spec, raise_if_error, _enum
@@ -229,8 +229,10 @@ class AsyncClient:
     async def start_render(self, path: Optional[str] = None, width: int = 0, height: int = 0, *,
                            fd: Optional[int] = None, fit="fit", crop="centre", format="jpeg", quality: int = 0,
                            background: int = 0xFFFFFF, page: int = 0, upscale: bool = False, priority="normal",
-                           delivery="final", allow_larger: bool = False) -> AsyncRenderRequest:
-        spec = make_spec(width, height, fit, crop, format, quality, background, page, upscale)
+                           delivery="final", allow_larger: bool = False, region: Optional[Tuple[int, int, int, int]] = None,
+                           tile: Optional[p.TileAddress] = None) -> AsyncRenderRequest:
+        spec = make_spec(width, height, fit, crop, format, quality, background, page, upscale,
+                         region=region, tile=tile)
         message = make_render(path, fd, spec, priority, delivery, allow_larger)
         connection = await self._current()
         rid = connection.register()

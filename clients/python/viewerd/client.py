@@ -5,7 +5,7 @@ import collections
 import socket
 import threading
 import time
-from typing import Callable, Deque, Dict, Iterator, List, Optional, Union
+from typing import Callable, Deque, Dict, Iterator, List, Optional, Tuple, Union
 
 from . import protocol as p
 from ._common import IdCounter, expect, make_render, make_spec, raise_if_error, _enum
@@ -239,10 +239,12 @@ class Client:
     def start_render(self, path: Optional[str] = None, width: int = 0, height: int = 0, *, fd: Optional[int] = None,
                      fit="fit", crop="centre", format="jpeg", quality: int = 0, background: int = 0xFFFFFF,
                      page: int = 0, upscale: bool = False, priority="normal", delivery="final",
-                     allow_larger: bool = False) -> RenderRequest:
+                     allow_larger: bool = False, region: Optional[Tuple[int, int, int, int]] = None,
+                     tile: Optional[p.TileAddress] = None) -> RenderRequest:
         """Sends a RENDER of ``path`` (absolute), or of the open file ``fd`` (passed to the
         daemon; ``path`` then only names it), and returns at once."""
-        spec = make_spec(width, height, fit, crop, format, quality, background, page, upscale)
+        spec = make_spec(width, height, fit, crop, format, quality, background, page, upscale,
+                         region=region, tile=tile)
         message = make_render(path, fd, spec, priority, delivery, allow_larger)
         connection = self._current()
         rid = connection.register()

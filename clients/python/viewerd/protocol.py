@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import struct
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, NamedTuple, Optional, Tuple, Union
 
 MAGIC = b"VWRD"
 FRAMING_VERSION = 1
@@ -252,6 +252,13 @@ class _Reader:
         except UnicodeDecodeError:
             raise MalformedFrame(f"field {tag} is not UTF-8") from None
 
+    def fixed(self, tag: int, width: int) -> bytes:
+        """A present field of exactly ``width`` bytes (a region's 16, a tile's 12)."""
+        value = self.fields[tag]
+        if len(value) != width:
+            raise MalformedFrame(f"field {tag} has {len(value)} bytes, expected {width}")
+        return value
+
     def raw(self, tag: int, default: Optional[bytes] = None) -> bytes:
         value = self.fields.get(tag)
         if value is None:
@@ -315,9 +322,35 @@ def decode_counters(value: bytes) -> Dict[str, int]:
 # ---------------------------------------------------------------- messages
 
 
+class Region(NamedTuple):
+    """A rectangle of the upright image in its pixels at full size (RENDER tag 15): only that
+    part is rendered, fitted into the box (PROTOCOL.md, "Regions and tiles")."""
+
+    x: int
+    y: int
+    width: int
+    height: int
+
+
+class TileAddress(NamedTuple):
+    """One tile of the image's Deep Zoom pyramid (RENDER tag 16); see :mod:`viewerd.pyramid`
+    for which tiles a viewport needs. ``size`` is 256 or 512, ``overlap`` 0 or 1."""
+
+    level: int
+    column: int
+    row: int
+    size: int = 256
+    overlap: int = 1
+
+
+_REGION = struct.Struct("<IIII")
+_TILE = struct.Struct("<BBHII")
+
+
 @dataclass
 class Spec:
-    """What a rendition is: RENDER's fields 2 to 10, shared with PREFETCH and STOP_PREFETCH."""
+    """What a rendition is: RENDER's fields 2 to 10 and 14 to 16, shared with PREFETCH and
+    STOP_PREFETCH."""
 
     width: int = 0
     height: int = 0
@@ -331,15 +364,25 @@ class Spec:
     #: For a video: the frame shown this many milliseconds from its start (tag 14); None: a
     #: representative frame. Ignored for images.
     time_ms: Optional[int] = None
+    #: Only this part of the upright image, (x, y, width, height) in its pixels (tag 15).
+    region: Optional[Region] = None
+    #: One tile of the pyramid instead of a box (tag 16); the box, fit and upscale are ignored.
+    tile: Optional[TileAddress] = None
 
     def _write(self, w: _Writer) -> None:
         (w.u32(2, self.width).u32(3, self.height).u8(4, self.fit).u8(5, self.crop).u8(6, self.format)
          .u8(7, self.quality).u32(8, self.background).u32(9, self.page).u8(10, int(self.upscale)))
 
-    def _write_time(self, w: _Writer) -> None:
-        """Tag 14, after the message's other fields (senders write tags in order)."""
+    def _write_additions(self, w: _Writer) -> None:
+        """Tags 14 to 16, each when set, after the message's other fields (senders write tags
+        in order, and these came later)."""
         if self.time_ms is not None:
             w.u32(14, self.time_ms)
+        if self.region is not None:
+            w.raw(15, _REGION.pack(*self.region))
+        if self.tile is not None:
+            t = self.tile
+            w.raw(16, _TILE.pack(t.level, t.overlap, t.size, t.column, t.row))
 
     @classmethod
     def _read(cls, r: _Reader) -> "Spec":
@@ -347,8 +390,13 @@ class Spec:
         if quality > 100:
             raise MalformedFrame(f"quality {quality} is over 100")
         time_ms = r.u32(14, 0) if 14 in r.fields else None
+        region = Region(*_REGION.unpack(r.fixed(15, _REGION.size))) if 15 in r.fields else None
+        tile = None
+        if 16 in r.fields:
+            level, overlap, size, column, row = _TILE.unpack(r.fixed(16, _TILE.size))
+            tile = TileAddress(level, column, row, size, overlap)
         return cls(r.u32(2, 0), r.u32(3, 0), r.enum(4, Fit, 0), r.enum(5, Crop, 1), r.enum(6, Format, 1),
-                   quality, r.u32(8, 0xFFFFFF), r.u32(9, 0), r.bool(10), time_ms)
+                   quality, r.u32(8, 0xFFFFFF), r.u32(9, 0), r.bool(10), time_ms, region, tile)
 
 
 @dataclass
@@ -519,7 +567,7 @@ def encode_body(message: Message) -> Tuple[MessageType, bytes]:
         w.u8(11, message.priority).u8(12, message.delivery)
         if message.allow_larger:
             w.u8(13, 1)
-        message.spec._write_time(w)
+        message.spec._write_additions(w)
         return MessageType.RENDER, w.bytes()
     if isinstance(message, Rendition):
         (w.u8(1, message.format).u32(2, message.width).u32(3, message.height).u8(4, int(message.from_cache))
@@ -535,7 +583,7 @@ def encode_body(message: Message) -> Tuple[MessageType, bytes]:
         w.raw(1, encode_paths(message.paths))
         message.spec._write(w)
         w.u8(11, message.priority)
-        message.spec._write_time(w)
+        message.spec._write_additions(w)
         return (MessageType.PREFETCH if isinstance(message, Prefetch) else MessageType.STOP_PREFETCH), w.bytes()
     if isinstance(message, Invalidate):
         w.string(1, message.path).u8(2, int(message.recursive))
