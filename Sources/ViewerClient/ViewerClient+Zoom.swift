@@ -15,6 +15,8 @@ extension ViewerClient {
     /// ```
     public func zoomedImage(path: String, tileSize: Int = 256, overlap: Int = 1, format: OutputFormat = .jpeg,
                             quality: UInt8 = 0) async throws -> ZoomedImage {
+        // A server without `zoom` would ignore the tile and send the whole image for each.
+        guard try await server.capabilities.contains(.zoom) else { throw ViewerClientError.unsupported(Capabilities.zoom.names) }
         let info = try await info(path: path)
         guard info.kind != .video else { throw ViewerClientError.unsupported("tiles are not for videos (\(path))") }
         guard info.width > 0, info.height > 0 else {

@@ -52,6 +52,8 @@ public struct Capabilities: OptionSet, Sendable, Hashable {
     public static let cancellation = Capabilities(rawValue: 1 << 4)
     /// INFO (and a descriptor with it).
     public static let mediaInfo = Capabilities(rawValue: 1 << 5)
+    /// RENDER's region and tile fields (tags 15, 16): without it a server ignores them.
+    public static let zoom = Capabilities(rawValue: 1 << 6)
 }
 
 extension Capabilities: CustomStringConvertible {
@@ -60,7 +62,8 @@ extension Capabilities: CustomStringConvertible {
     public var description: String {
         let named: [(Capabilities, String)] = [(.descriptorPassing, "descriptor-passing"), (.previews, "previews"),
                                                (.prefetch, "prefetch"), (.invalidate, "invalidate"),
-                                               (.cancellation, "cancellation"), (.mediaInfo, "media-info")]
+                                               (.cancellation, "cancellation"), (.mediaInfo, "media-info"),
+                                               (.zoom, "zoom")]
         var names = named.filter { contains($0.0) }.map(\.1)
         let known = named.reduce(Capabilities()) { $0.union($1.0) }
         for bit in 0..<64 where rawValue & ~known.rawValue & (1 << UInt64(bit)) != 0 { names.append("bit \(bit)") }

@@ -11,13 +11,20 @@ struct WorkerWireTests {
 
     static let commands: [WorkerCommand] = [.render(id: 1, request), .derive(id: 2, request), .cancel(id: 3),
                                             .renderWithPreviewBase(id: 4, request), .previewOnly(id: 5, request),
-                                            .previewOnlyWithBase(id: 6, request), .info(id: 7, InfoRequest(path: "/videos/c d.mp4"))]
+                                            .previewOnlyWithBase(id: 6, request), .info(id: 7, InfoRequest(path: "/videos/c d.mp4")),
+                                            .renderLevel(id: 8, tileRequest)]
+    static let tileRequest: RenderRequest = {
+        var spec = RenditionSpec(width: 0, height: 0, format: .png)
+        spec.tile = TileAddress(level: 12, column: 3, row: 7)
+        return RenderRequest(path: "/photos/big.jpg", spec: spec, priority: .visible)
+    }()
     static let replies: [WorkerReply] = [
         .sandbox([.seccomp, .noNewPrivs, .filesystem, .resourceLimits]),
         .sandbox([]),
         .preview(id: 4, rendition), .result(id: 5, rendition),
         .error(id: 6, ErrorReply(.corruptImage, "corrupt image: bad (x.jpg)")), .cancelled(id: 7),
         .info(id: 8, MediaInfo(kind: .animated, width: 640, height: 480, frames: 12, format: "gif", hasAlpha: true)),
+        .tile(id: 9, TileAddress(level: 12, column: 23, row: 15, size: 512, overlap: 0), rendition),
     ]
 
     /// Feeds `bytes` one byte at a time and returns the frames.
@@ -60,6 +67,16 @@ struct WorkerWireTests {
         let info = try #require(try frames(WorkerWire.encode(.info(id: 1, InfoRequest(path: "/a.jpg")))).first)
         #expect(WorkerWire.Kind(rawValue: info.type)?.descriptorCount == 1)
         #expect(info.flags & FrameFlags.descriptor != 0)
+        let level = try #require(try frames(WorkerWire.encode(.renderLevel(id: 1, Self.tileRequest))).first)
+        #expect(WorkerWire.Kind(rawValue: level.type)?.descriptorCount == 1 && level.type != render.type)
+    }
+
+    @Test("a tile reply too short for its address is an error")
+    func shortTile() throws {
+        var frame = try #require(try frames(WorkerWire.encode(.tile(id: 2, TileAddress(level: 1, column: 0, row: 0),
+                                                                    Self.rendition))).first)
+        frame.body = Array(frame.body.prefix(11))
+        #expect(throws: WorkerWireError.self) { try WorkerWire.decodeReply(frame) }
     }
 
     @Test("a reply is not a command, nor a command a reply, nor a public message either")
@@ -105,6 +122,7 @@ extension WorkerCommand: CustomTestStringConvertible {
         case .previewOnlyWithBase(let id, _): "preview only with a base \(id)"
         case .cancel(let id): "cancel \(id)"
         case .info(let id, _): "info \(id)"
+        case .renderLevel(let id, _): "render a level \(id)"
         }
     }
 }
@@ -118,6 +136,7 @@ extension WorkerReply: CustomTestStringConvertible {
         case .error(let id, _): "error \(id)"
         case .cancelled(let id): "cancelled \(id)"
         case .info(let id, _): "info \(id)"
+        case .tile(let id, let address, _): "tile \(id) \(address)"
         }
     }
 }

@@ -102,7 +102,7 @@ extension Daemon {
                                           maxRequestBody: configuration.maxRequestBody,
                                           maxResponseBody: configuration.maxResponseBody,
                                           capabilities: [.descriptorPassing, .previews, .prefetch, .invalidate, .cancellation,
-                                                                 .mediaInfo],
+                                                                 .mediaInfo, .zoom],
                                           maxOutstanding: UInt32(configuration.maxOutstandingPerClient))), requestID: 0)
     }
 

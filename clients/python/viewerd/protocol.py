@@ -94,6 +94,7 @@ class Capability(enum.IntFlag):
     INVALIDATE = 0x08
     CANCELLATION = 0x10
     MEDIA_INFO = 0x20
+    ZOOM = 0x40
 
 
 class MediaKind(enum.IntEnum):

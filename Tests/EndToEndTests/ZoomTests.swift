@@ -1,0 +1,227 @@
+import Foundation
+import Rendering
+import Testing
+import ViewerProtocol
+import ViewerTestSupport
+
+/// Pinch-to-zoom through the real daemon, its workers and its store (issue 18): region
+/// renders against crops of full renders, every level's tiles stitched against the vips CLI,
+/// one decode per level whatever number of tiles is asked, upright tiles of a turned photo,
+/// a cancelled level that stops storing, and bad addresses answered naming the field.
+@Suite("Regions and tiles through the daemon", .serialized)
+struct ZoomTests {
+    /// A tile request on the raw wire.
+    static func tileRequest(_ path: String, _ address: TileAddress, format: OutputFormat = .png,
+                            priority: Priority = .visible, delivery: DeliveryMode = .final) -> Message {
+        var spec = RenditionSpec(width: 0, height: 0, format: format)
+        spec.tile = address
+        return .render(RenderRequest(path: path, spec: spec, priority: priority, delivery: delivery))
+    }
+
+    /// Reads answers until every id in `ids` has its terminal one.
+    static func answers(_ socket: RawSocket, ids: Set<UInt32>) throws -> [UInt32: Message] {
+        var out: [UInt32: Message] = [:]
+        while out.count < ids.count {
+            guard let (id, message) = try socket.read(timeout: .seconds(60)) else { throw WireError.timedOut }
+            if case .preview = message { continue }
+            if ids.contains(id) { out[id] = message }
+        }
+        return out
+    }
+
+    static func pixels(_ message: Message?) throws -> ImageFixtures.Pixels {
+        guard case .result(let result)? = message else { throw RenderError.invalidSpec("not a result: \(String(describing: message))") }
+        return try ImageFixtures.decode(result.bytes)
+    }
+
+    @Test("a region render equals the same crop of a full-size render (PSNR at least 40 dB)")
+    func regionIsACrop() throws {
+        let daemon = try DaemonProcess()
+        let path = try Fixtures.write(daemon.directory + "/photo.jpg", width: 2400, height: 1600)
+        let client = try daemon.connect()
+        let full = try ImageFixtures.decode(client.render(RenderRequest(path: path,
+            spec: RenditionSpec(width: 2400, height: 1600, format: .png))).bytes)
+        var spec = RenditionSpec(width: 800, height: 800, format: .png)
+        spec.region = PixelRegion(x: 1000, y: 300, width: 700, height: 500)
+        let region = try ImageFixtures.decode(client.render(RenderRequest(path: path, spec: spec)).bytes)
+        #expect((region.width, region.height) == (700, 500))
+        let psnr = ImageFixtures.psnr(region, ImageFixtures.crop(full, x: 1000, y: 300, width: 700, height: 500))
+        #expect(psnr >= 40, "\(psnr) dB")
+        // The same region asked again is a hit: regions are renditions like any other.
+        let again = try client.render(RenderRequest(path: path, spec: spec))
+        #expect(again.fromCache)
+        daemon.stop()
+    }
+
+    @Test("every tile of every level, asked at once, stitches back into the level vips makes; one decode a level")
+    func levelsStitch() throws {
+        let daemon = try DaemonProcess()
+        let path = try Fixtures.write(daemon.directory + "/photo.jpg", width: 1500, height: 1000)
+        let pyramid = TilePyramid(width: 1500, height: 1000)
+        let socket = try daemon.rawConnection()
+        var id: UInt32 = 0
+        for level in 0...pyramid.top {
+            let size = pyramid.size(ofLevel: level), grid = pyramid.grid(ofLevel: level)
+            var asked: [UInt32: TilePyramid.Tile] = [:]
+            for row in 0..<grid.rows {
+                for column in 0..<grid.columns {
+                    id += 1
+                    asked[id] = pyramid.tile(level: level, column: column, row: row)
+                    try socket.send(Self.tileRequest(path, TileAddress(pyramid.tile(level: level, column: column, row: row)!,
+                                                                      of: pyramid)), id: id)
+                }
+            }
+            let answers = try Self.answers(socket, ids: Set(asked.keys))
+            let reference = daemon.directory + "/level\(level).png"
+            let vips = try runTool("/usr/bin/vips", ["thumbnail", path, reference, "\(size.width)", "--height", "\(size.height)",
+                                                     "--size", "force"])
+            #expect(vips.status == 0, "\(vips.stderr)")
+            let whole = try ImageFixtures.decode(Array(Data(contentsOf: URL(fileURLWithPath: reference))))
+            // Stitched: each tile's pixels where the tile lies (overlaps agree, so last wins).
+            var stitched = [UInt8](repeating: 0, count: size.width * size.height * 3)
+            for (id, tile) in asked {
+                let pixels = try Self.pixels(answers[id])
+                #expect((pixels.width, pixels.height) == (tile.width, tile.height), "level \(level) tile \(tile.column),\(tile.row)")
+                for y in 0..<min(tile.height, pixels.height) {
+                    for x in 0..<min(tile.width, pixels.width) {
+                        for band in 0..<3 {
+                            stitched[((tile.y + y) * size.width + tile.x + x) * 3 + band] = pixels.pixels[(y * pixels.width + x) * pixels.bands + band]
+                        }
+                    }
+                }
+            }
+            let psnr = ImageFixtures.psnr((stitched, size.width, size.height, 3), whole)
+            #expect(psnr >= 40, "level \(level): \(psnr) dB")
+        }
+        // One job a level, whatever number of its tiles were asked at once.
+        let stats = try socket.stats()
+        #expect(stats["renders"] == UInt64(pyramid.top + 1))
+        #expect(stats["tiles"] == UInt64((0...pyramid.top).reduce(0) { $0 + pyramid.grid(ofLevel: $1).columns * pyramid.grid(ofLevel: $1).rows }))
+        daemon.stop()
+    }
+
+    @Test("tiles asked one at a time: the first decodes the level, the others are hits")
+    func restOfLevelStored() throws {
+        let daemon = try DaemonProcess()
+        let path = try Fixtures.write(daemon.directory + "/photo.jpg", width: 2000, height: 1200)
+        let pyramid = TilePyramid(width: 2000, height: 1200)
+        let client = try daemon.connect()
+        var spec = RenditionSpec(width: 0, height: 0, format: .jpeg)
+        spec.tile = TileAddress(level: UInt8(pyramid.top), column: 3, row: 2)
+        let first = try client.render(RenderRequest(path: path, spec: spec, priority: .visible))
+        #expect(!first.fromCache && (first.width, first.height) == (258, 258))
+        let grid = pyramid.grid(ofLevel: pyramid.top)
+        #expect(eventually(.seconds(30)) { (try? daemon.stats()["tiles"]) == UInt64(grid.columns * grid.rows) })
+        for (column, row) in [(0, 0), (7, 4), (4, 2)] {
+            spec.tile = TileAddress(level: UInt8(pyramid.top), column: UInt32(column), row: UInt32(row))
+            let tile = try client.render(RenderRequest(path: path, spec: spec, delivery: .cacheOnly))
+            #expect(tile.fromCache, "\(column),\(row)")
+        }
+        #expect(try daemon.stats()["renders"] == 1)
+        daemon.stop()
+    }
+
+    @Test("an EXIF-turned photo is tiled upright")
+    func turnedIsUpright() throws {
+        let daemon = try DaemonProcess()
+        try Fixtures.setUp()
+        // Stored 900x600, EXIF orientation 6: upright it stands 600 wide and 900 high.
+        let path = daemon.directory + "/turned.jpg"
+        try ImageFixtures.write(path: path, pixels: ImageFixtures.gradient(width: 900, height: 600), width: 900, height: 600,
+                                bands: 3, orientation: 6)
+        let client = try daemon.connect()
+        let upright = try ImageFixtures.decode(client.render(RenderRequest(path: path,
+            spec: RenditionSpec(width: 600, height: 900, format: .png))).bytes)
+        #expect((upright.width, upright.height) == (600, 900))
+        let pyramid = TilePyramid(width: 600, height: 900)
+        let socket = try daemon.rawConnection()
+        let grid = pyramid.grid(ofLevel: pyramid.top)
+        var asked: [UInt32: TilePyramid.Tile] = [:]
+        for row in 0..<grid.rows {
+            for column in 0..<grid.columns {
+                let tile = pyramid.tile(level: pyramid.top, column: column, row: row)!
+                asked[UInt32(asked.count + 1)] = tile
+                try socket.send(Self.tileRequest(path, TileAddress(tile, of: pyramid)), id: UInt32(asked.count))
+            }
+        }
+        #expect(asked.count == 3 * 4)
+        let answers = try Self.answers(socket, ids: Set(asked.keys))
+        for (id, tile) in asked {
+            let psnr = ImageFixtures.psnr(try Self.pixels(answers[id]),
+                                          ImageFixtures.crop(upright, x: tile.x, y: tile.y, width: tile.width, height: tile.height))
+            #expect(psnr >= 40, "tile \(tile.column),\(tile.row): \(psnr) dB")
+        }
+        daemon.stop()
+    }
+
+    @Test("cancelling the last pending tile of a level stops the level: the rest is not stored")
+    func cancelledLevelStops() throws {
+        let daemon = try DaemonProcess()
+        // 6000x4000 of noise in PNG tiles: 384 tiles of the top level take the worker seconds.
+        let path = daemon.directory + "/big.png"
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var pixels = [UInt8](repeating: 0, count: 6000 * 4000 * 3)
+        for i in stride(from: 0, to: pixels.count, by: 8) {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            withUnsafeBytes(of: seed) { bytes in for j in 0..<min(8, pixels.count - i) { pixels[i + j] = bytes[j] } }
+        }
+        try Fixtures.setUp()
+        try ImageFixtures.write(path: path, pixels: pixels, width: 6000, height: 4000, bands: 3)
+        let pyramid = TilePyramid(width: 6000, height: 4000)
+        let top = UInt8(pyramid.top)
+        let socket = try daemon.rawConnection()
+        // Given a tile that comes first and one, far from it, that comes among the last
+        try socket.send(Self.tileRequest(path, TileAddress(level: top, column: 0, row: 0)), id: 1)
+        try socket.send(Self.tileRequest(path, TileAddress(level: top, column: 23, row: 15)), id: 2)
+        guard let (first, answer) = try socket.read(timeout: .seconds(60)), case .result = answer else {
+            Issue.record("no first tile")
+            return
+        }
+        #expect(first == 1)
+        // When the far one is cancelled (the viewer zoomed out)
+        try socket.send(.cancel, id: 2)
+        let cancelled = try Self.answers(socket, ids: [2])
+        #expect({ if case .cancelled? = cancelled[2] { true } else { false } }())
+        // Then the level's job ends, and the tiles stop at fewer than the level's 384
+        #expect(eventually(.seconds(30)) { (try? daemon.stats()["jobs_running"]) == 0 })
+        let stored = try daemon.stats()["tiles"] ?? 0
+        #expect(stored >= 1 && stored < 384, "\(stored) tiles stored")
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(try daemon.stats()["tiles"] == stored)
+        daemon.stop()
+    }
+
+    @Test("a region outside the image, without area, a level past the top and a tile past the edge: invalid-argument naming the field")
+    func badAddresses() throws {
+        let daemon = try DaemonProcess()
+        let path = try Fixtures.write(daemon.directory + "/photo.png", width: 600, height: 400)
+        let client = try daemon.connect()
+        func refusal(_ change: (inout RenditionSpec) -> Void) -> String? {
+            var spec = RenditionSpec(width: 256, height: 256, format: .png)
+            change(&spec)
+            do {
+                _ = try client.render(RenderRequest(path: path, spec: spec))
+                return nil
+            } catch {
+                return "\(error)"
+            }
+        }
+        let cases: [(String, (inout RenditionSpec) -> Void)] = [
+            ("region: 101x10+500+0 is outside the 600x400 image", { $0.region = PixelRegion(x: 500, y: 0, width: 101, height: 10) }),
+            ("region: 0x10+0+0 has no area", { $0.region = PixelRegion(x: 0, y: 0, width: 0, height: 10) }),
+            ("tile: level 11 is past the top level 10", { $0.tile = TileAddress(level: 11, column: 0, row: 0) }),
+            ("tile: column 3 is past the last column 2 of level 10", { $0.tile = TileAddress(level: 10, column: 3, row: 0) }),
+            ("tile: row 2 is past the last row 1 of level 10", { $0.tile = TileAddress(level: 10, column: 0, row: 2) }),
+            ("tile: the tile side 300 is not 256 or 512", { $0.tile = TileAddress(level: 1, column: 0, row: 0, size: 300) }),
+        ]
+        for (message, change) in cases {
+            let answer = refusal(change)
+            #expect(answer?.contains(message) == true && answer?.contains("invalid-argument") == true, "\(answer ?? "rendered")")
+        }
+        // Refusals are not remembered against the file: a good tile of it still renders.
+        var spec = RenditionSpec(width: 0, height: 0, format: .png)
+        spec.tile = TileAddress(level: 10, column: 2, row: 1)
+        #expect(try client.render(RenderRequest(path: path, spec: spec)).width == 600 - 511)
+        daemon.stop()
+    }
+}
