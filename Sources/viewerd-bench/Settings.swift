@@ -8,6 +8,10 @@ struct Settings {
     /// `--memory-budget` of every daemon the bench starts.
     var memoryBudget = "256M"
     var memoryBudgetBytes: UInt64 = 256 << 20
+    /// `--worker-memory-limit` of every daemon the bench starts: the daemon's default, given
+    /// explicitly so that the zoom part compares the workers' peak with the limit in force.
+    var workerMemoryLimit = "4G"
+    var workerMemoryLimitBytes: UInt64 = 4 << 30
     /// Extra environment variables of the daemon (`--daemon-env`), for experiments.
     var daemonEnvironment: [String: String] = [:]
 
@@ -80,6 +84,7 @@ struct Settings {
 
     /// Arguments of every daemon the bench starts.
     func daemonArguments(cacheBudget: String = "1G") -> [String] {
-        ["--workers", String(workers), "--memory-budget", memoryBudget, "--cache-budget", cacheBudget]
+        ["--workers", String(workers), "--memory-budget", memoryBudget, "--cache-budget", cacheBudget,
+         "--worker-memory-limit", workerMemoryLimit]
     }
 }
