@@ -57,6 +57,16 @@ struct Settings {
     var scaleBudget = "4G"
     var scaleBudgetBytes: UInt64 = 4 << 30
 
+    // Zoom
+    /// Cold pager runs, each a fresh daemon and a vipsthumbnail pass, alternating which goes first.
+    var zoomPagerRuns = 2
+    /// Timed first tiles (each of a new copy of the 24 MP JPEG) and as many vips crops.
+    var zoomFirstTileRuns = 3
+    /// The pan's pace: newly visible tiles asked a second.
+    var panTilesPerSecond = 20.0
+    /// Seconds a level may take to be stored after its first tile before the part gives up.
+    var levelTimeout = 60.0
+
     static func forSmoke() -> Settings {
         var s = Settings()
         s.smoke = true
@@ -76,6 +86,8 @@ struct Settings {
         s.scaleSeconds = 0.25
         s.scaleBudget = "512M"
         s.scaleBudgetBytes = 512 << 20
+        s.zoomPagerRuns = 1
+        s.levelTimeout = 10
         return s
     }
 
