@@ -22,21 +22,23 @@ final class Bench: @unchecked Sendable {
         self.workDirectory = workDirectory
     }
 
-    func startDaemon(_ label: String, cacheDirectory: String? = nil, cacheBudget: String = "1G") throws -> DaemonProcess {
+    /// A fresh daemon with the bench's arguments (`Settings.daemonArguments`) and `extraArguments`.
+    func startDaemon(_ label: String, cacheDirectory: String? = nil, cacheBudget: String = "1G",
+                     extraArguments: [String] = []) throws -> DaemonProcess {
         daemonCount += 1
         let daemon = DaemonProcess(name: "viewerd", executable: daemonExecutable,
                                    directory: "\(workDirectory)/d\(daemonCount)-\(label)", cacheDirectory: cacheDirectory,
                                    arguments: settings.daemonArguments(cacheBudget: cacheBudget),
                                    environment: settings.daemonEnvironment)
-        try daemon.start()
+        try daemon.start(extraArguments: extraArguments)
         return daemon
     }
 
-    /// Sends every path as a RENDER on `clients` connections at once (each pipelines its
-    /// share) and waits for every answer. Returns the wall time from the first send to the
+    /// Sends every path as a RENDER of `spec` on `clients` connections at once (each pipelines
+    /// its share) and waits for every answer. Returns the wall time from the first send to the
     /// last answer, the RESULTs by path index, and the errors.
-    func renderAll(_ paths: [String], daemon: DaemonProcess, clients: Int, priority: Priority = .normal,
-                   keepBytes: Bool = false) throws -> (wall: UInt64, results: [Int: RenderResult], errors: [String]) {
+    func renderAll(_ paths: [String], daemon: DaemonProcess, clients: Int, spec: RenditionSpec = thumbnailSpec,
+                   priority: Priority = .normal, keepBytes: Bool = false) throws -> (wall: UInt64, results: [Int: RenderResult], errors: [String]) {
         let sockets = try (0..<clients).map { try daemon.rawConnection(name: "bench-render-\($0)") }
         let barrier = Barrier(clients)
         let collected = Locked((start: UInt64.max, end: UInt64(0), results: [Int: RenderResult](), errors: [String]()))
@@ -44,7 +46,7 @@ final class Bench: @unchecked Sendable {
             let socket = sockets[c]
             let mine = Array(stride(from: c, to: paths.count, by: clients))
             var batch: [UInt8] = []
-            for index in mine { batch += renderFrame(paths[index], priority: priority, id: UInt32(index + 1)) }
+            for index in mine { batch += renderFrame(paths[index], spec: spec, priority: priority, id: UInt32(index + 1)) }
             barrier.wait()
             let started = now()
             var results: [Int: RenderResult] = [:]
@@ -154,12 +156,13 @@ final class Bench: @unchecked Sendable {
     var coldPeak: MemorySampler.Peak?
     var phonePeak: MemorySampler.Peak?
 
-    /// `vipsthumbnail -s 256` over `files`, `workers` processes at a time.
-    func vipsthumbnail(_ files: [String], run: Int) throws -> (wall: Double, maxRSS: UInt64, cpu: Double) {
+    /// `vipsthumbnail -s SIZE` over `files` (`size` as vipsthumbnail takes it: `256`, or
+    /// `2560x1440>` for a box it only shrinks into), `workers` processes at a time.
+    func vipsthumbnail(_ files: [String], run: Int, size: String = "256") throws -> (wall: Double, maxRSS: UInt64, cpu: Double) {
         let out = "\(workDirectory)/vips-\(run)"
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
         // Same box, quality (viewerd's JPEG default is 80) and metadata stripping as viewerd.
-        let commands = files.indices.map { ["vipsthumbnail", "-s", "256", "-o", "\(out)/\($0).jpg[Q=80,strip]", files[$0]] }
+        let commands = files.indices.map { ["vipsthumbnail", "-s", size, "-o", "\(out)/\($0).jpg[Q=80,strip]", files[$0]] }
         let outcome = spawnAll(commands, parallel: settings.workers, name: "vips")
         if outcome.failures > 0 { print("  vipsthumbnail failed on \(outcome.failures) files") }
         try? FileManager.default.removeItem(atPath: out)

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// Resident memory of a process and its children (the decode workers), sampled on a thread of
-/// its own from /proc/<pid>/status (VmRSS, RssAnon) and /proc/<pid>/task/*/children.
+/// its own from /proc/<pid>/status (VmRSS, RssAnon, VmHWM) and /proc/<pid>/task/*/children.
 final class MemorySampler: @unchecked Sendable {
     struct Peak: Sendable {
         /// Largest sum over the daemon and its workers at one sampling instant (VmRSS).
@@ -20,6 +20,9 @@ final class MemorySampler: @unchecked Sendable {
         var daemonRSS: UInt64 = 0
         /// Largest single worker.
         var workerRSS: UInt64 = 0
+        /// Largest high-water mark (VmHWM) of a worker: the kernel's own peak, so a spike
+        /// between two samples still counts (unless the worker exits before the next sample).
+        var workerHWM: UInt64 = 0
         var workersAtPeak = 0
         var samples = 0
     }
@@ -45,7 +48,7 @@ final class MemorySampler: @unchecked Sendable {
 
     private func sample() {
         guard let daemon = ProcessTable.memory(of: pid) else { return }
-        var total = daemon.resident, anon = daemon.anonymous, largestWorker: UInt64 = 0
+        var total = daemon.resident, anon = daemon.anonymous, largestWorker: UInt64 = 0, workerHWM: UInt64 = 0
         var pss = ProcessTable.proportionalSet(of: pid)
         let children = ProcessTable.children(of: pid)
         for child in children {
@@ -54,6 +57,7 @@ final class MemorySampler: @unchecked Sendable {
             anon += s.anonymous
             pss += ProcessTable.proportionalSet(of: child)
             largestWorker = max(largestWorker, s.resident)
+            workerHWM = max(workerHWM, s.peak)
         }
         state.withLock { state in
             state.peak.samples += 1
@@ -65,6 +69,7 @@ final class MemorySampler: @unchecked Sendable {
             state.peak.totalPSS = max(state.peak.totalPSS, pss)
             state.peak.daemonRSS = max(state.peak.daemonRSS, daemon.resident)
             state.peak.workerRSS = max(state.peak.workerRSS, largestWorker)
+            state.peak.workerHWM = max(state.peak.workerHWM, workerHWM)
         }
     }
 

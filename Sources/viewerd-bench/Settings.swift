@@ -8,6 +8,10 @@ struct Settings {
     /// `--memory-budget` of every daemon the bench starts.
     var memoryBudget = "256M"
     var memoryBudgetBytes: UInt64 = 256 << 20
+    /// `--worker-memory-limit` of every daemon the bench starts: the daemon's default, given
+    /// explicitly so that the zoom part compares the workers' peak with the limit in force.
+    var workerMemoryLimit = "4G"
+    var workerMemoryLimitBytes: UInt64 = 4 << 30
     /// Extra environment variables of the daemon (`--daemon-env`), for experiments.
     var daemonEnvironment: [String: String] = [:]
 
@@ -53,6 +57,16 @@ struct Settings {
     var scaleBudget = "4G"
     var scaleBudgetBytes: UInt64 = 4 << 30
 
+    // Zoom
+    /// Cold pager runs, each a fresh daemon and a vipsthumbnail pass, alternating which goes first.
+    var zoomPagerRuns = 2
+    /// Timed first tiles (each of a new copy of the 24 MP JPEG) and as many vips crops.
+    var zoomFirstTileRuns = 3
+    /// The pan's pace: newly visible tiles asked a second.
+    var panTilesPerSecond = 20.0
+    /// Seconds a level may take to be stored after its first tile before the part gives up.
+    var levelTimeout = 60.0
+
     static func forSmoke() -> Settings {
         var s = Settings()
         s.smoke = true
@@ -72,6 +86,8 @@ struct Settings {
         s.scaleSeconds = 0.25
         s.scaleBudget = "512M"
         s.scaleBudgetBytes = 512 << 20
+        s.zoomPagerRuns = 1
+        s.levelTimeout = 10
         return s
     }
 
@@ -80,6 +96,7 @@ struct Settings {
 
     /// Arguments of every daemon the bench starts.
     func daemonArguments(cacheBudget: String = "1G") -> [String] {
-        ["--workers", String(workers), "--memory-budget", memoryBudget, "--cache-budget", cacheBudget]
+        ["--workers", String(workers), "--memory-budget", memoryBudget, "--cache-budget", cacheBudget,
+         "--worker-memory-limit", workerMemoryLimit]
     }
 }

@@ -58,8 +58,9 @@ struct FrameTemplate {
 /// The rendition every scenario asks for: a 256-pixel box, fit, JPEG at the default quality.
 let thumbnailSpec = RenditionSpec(width: 256, height: 256, fit: .fit, format: .jpeg)
 
-func renderFrame(_ path: String, priority: Priority = .normal, delivery: DeliveryMode = .final, id: UInt32) -> [UInt8] {
-    Message.render(RenderRequest(path: path, spec: thumbnailSpec, priority: priority, delivery: delivery)).frame(requestID: id).bytes
+func renderFrame(_ path: String, spec: RenditionSpec = thumbnailSpec, priority: Priority = .normal, delivery: DeliveryMode = .final,
+                 id: UInt32) -> [UInt8] {
+    Message.render(RenderRequest(path: path, spec: spec, priority: priority, delivery: delivery)).frame(requestID: id).bytes
 }
 
 /// Runs `body(i)` on `count` new threads at once and waits for all of them.

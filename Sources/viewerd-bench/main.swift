@@ -20,7 +20,7 @@ let usage = """
                            (default: ${XDG_CACHE_HOME:-~/.cache}/viewerd-bench)
       --daemon PATH        the viewerd executable (default: the one next to viewerd-bench)
       --out DIR            where the JSON result goes (default: bench-results)
-      --only LIST          comma-separated scenarios: cold,library,warm,coalescing,scroll,scale,video,info
+      --only LIST          comma-separated scenarios: cold,library,warm,coalescing,scroll,scroll-alone,scale,video,info,zoom
       --workers N          daemon workers and vipsthumbnail parallelism (default: cores)
       --memory-budget SIZE daemon --memory-budget (default: 256M)
       --row-interval S     scroll: seconds per row of 4 (default: 0.8)
@@ -164,6 +164,7 @@ do {
         try report.part("8. video") { try bench.video() }
     }
     if wants("info") { try report.part("9. media info") { try bench.mediaInfo() } }
+    if wants("zoom") { try report.part("10. zoom") { try bench.zoom() } }
 } catch {
     failure = "\(error)"
     print("\nviewerd-bench: failed: \(error)")
@@ -182,6 +183,8 @@ var document = report.document(extra: [
     "schema": 1, "smoke": settings.smoke, "date": stamp, "command": CommandLine.arguments.joined(separator: " "),
     "viewerd_version": version, "machine": info, "total_seconds": total,
     "settings": ["workers": settings.workers, "memory_budget": settings.memoryBudget, "cold_runs": settings.coldRuns,
+                 "worker_memory_limit": settings.workerMemoryLimit, "zoom_pager_runs": settings.zoomPagerRuns,
+                 "zoom_first_tile_runs": settings.zoomFirstTileRuns, "pan_tiles_per_s": settings.panTilesPerSecond,
                  "cold_clients": settings.coldClients, "library_preview_renders": settings.libraryPreviewRenders, "client_levels": settings.clientLevels, "warm_seconds": settings.warmSeconds,
                  "coalesce_clients": settings.coalesceClients, "coalesce_assets": settings.coalesceAssets,
                  "columns": settings.columns, "visible_rows": settings.visibleRows, "prefetch_rows": settings.prefetchRows,
