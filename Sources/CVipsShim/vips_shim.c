@@ -481,19 +481,62 @@ int vs_join_vertical(VipsImage *top, VipsImage *bottom, VipsImage **out) {
     return vips_join(top, bottom, out, VIPS_DIRECTION_VERTICAL, NULL);
 }
 
-int vs_materialize(VipsImage *in, vs_cancel *cancel, VipsImage **out) {
-    *out = NULL;
+typedef struct {
+    VipsImage *image;
+    int band_height;
+    size_t line;      // bytes a row
+    VipsPel *buffer;  // band_height rows
+    int filled;       // rows in the buffer
+    int top;          // the buffer's first row in the image
+    vs_band_fn fn;
+    void *context;
+} band_sink;
+
+// Hands the rows gathered so far to the callee as one band.
+static int band_flush(band_sink *sink) {
+    if (sink->filled == 0) return 0;
+    VipsImage *pixels = vips_image_new_from_memory_copy(sink->buffer, sink->line * sink->filled, sink->image->Xsize,
+                                                        sink->filled, sink->image->Bands, VIPS_FORMAT_UCHAR);
+    if (!pixels) return -1;
+    VipsImage *band = NULL;
+    int r = vips_copy(pixels, &band, "interpretation", sink->image->Type, NULL);
+    g_object_unref(pixels);
+    if (r) return -1;
+    int top = sink->top;
+    sink->top += sink->filled;
+    sink->filled = 0;
+    return sink->fn(sink->context, band, top) ? -1 : 0;
+}
+
+// libvips' sink hands the image over in full-width strips, top to bottom, one at a time.
+static int band_write(VipsRegion *region, VipsRect *area, void *a) {
+    band_sink *sink = a;
+    for (int y = 0; y < area->height; y++) {
+        memcpy(sink->buffer + sink->line * sink->filled, VIPS_REGION_ADDR(region, area->left, area->top + y), sink->line);
+        if (++sink->filled == sink->band_height && band_flush(sink)) return -1;
+    }
+    return 0;
+}
+
+int vs_sink_bands(VipsImage *in, int band_height, vs_cancel *cancel, vs_band_fn fn, void *context) {
     VipsImage *img = NULL;
     if (to_srgb8(in, &img)) return -1;
     if (cancel) {
         vips_image_set_progress(img, TRUE);
         g_signal_connect(img, "eval", G_CALLBACK(on_eval), cancel);
     }
-    VipsImage *memory = vips_image_copy_memory(img);
+    band_sink sink = {.image = img, .band_height = band_height, .line = VIPS_IMAGE_SIZEOF_LINE(img),
+                      .fn = fn, .context = context};
+    sink.buffer = g_try_malloc(sink.line * band_height);
+    int result = -1;
+    if (!sink.buffer) {
+        vips_error("viewerd", "out of memory for a band of %d rows", band_height);
+    } else if (vips_sink_disc(img, band_write, &sink) == 0) {
+        result = band_flush(&sink);
+    }
+    g_free(sink.buffer);
     g_object_unref(img);
-    if (!memory) return -1;
-    *out = memory;
-    return 0;
+    return result;
 }
 
 int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background, vs_cancel *cancel,

@@ -133,38 +133,53 @@ extension Renderer {
                 emit(address, try encode(part, spec: spec, path: source.path, cancellation: cancellation))
                 sent.insert(address)
             }
-            let bands = max(3, picture.size.bands)
-            if size.width * size.height * bands <= memoryBudget {
-                let whole = try materialize(picture, path: source.path, cancellation: cancellation)
-                let tiles = (0..<grid.rows).flatMap { row in
-                    (0..<grid.columns).map { pyramid.tile(level: level, column: $0, row: row)! }
+            // The level is computed once, top to bottom (a streamed decode cannot go back), in
+            // bands of one row of tiles; a row's tiles are cut from its band joined with its
+            // neighbours' (the overlap reaches into them).
+            var bands: [Int: VipsImageRef] = [:]
+            func strip(_ row: Int) throws(RenderError) -> (image: VipsImageRef, top: Int) {
+                var image = bands[row]!
+                if let above = bands[row - 1] { image = try join(above, image, path: source.path) }
+                if let below = bands[row + 1] { image = try join(image, below, path: source.path) }
+                return (image, (bands[row - 1] == nil ? row : row - 1) * pyramid.tileSize)
+            }
+            func cutRow(_ row: Int, first: Int?) throws(RenderError) {
+                let current = try strip(row)
+                var columns = Array(0..<grid.columns)
+                if let first { columns.sort { ($0 == first ? 0 : 1) < ($1 == first ? 0 : 1) } }
+                for column in columns { try cut(current.image, pyramid.tile(level: level, column: column, row: row)!, top: current.top) }
+            }
+            let askedRow = Int(asked.row), askedColumn = Int(asked.column)
+            if size.width * size.height * max(3, picture.size.bands) <= memoryBudget {
+                // The whole level is kept: the asked tile goes as soon as its rows are decoded
+                // (a JPEG's centre tile after 58 % of the decode, as `vips crop` makes it), the
+                // rest once the level is, the tiles nearest the asked one first.
+                try sinkBands(picture, height: pyramid.tileSize, path: source.path, cancellation: cancellation) { band, top throws(RenderError) in
+                    let row = top / pyramid.tileSize
+                    bands[row] = band
+                    if row == min(askedRow + 1, grid.rows - 1) {
+                        let first = try strip(askedRow)
+                        try cut(first.image, pyramid.tile(level: level, column: askedColumn, row: askedRow)!, top: first.top)
+                    }
                 }
-                let near = { (t: TilePyramid.Tile) in
-                    max(abs(t.column - Int(asked.column)), abs(t.row - Int(asked.row))) }
-                for tile in tiles.sorted(by: { near($0) < near($1) }) { try cut(whole, tile, top: 0) }
+                let near = { (t: TilePyramid.Tile) in max(abs(t.column - askedColumn), abs(t.row - askedRow)) }
+                var strips: [Int: (image: VipsImageRef, top: Int)] = [:]
+                let tiles = (0..<grid.rows).flatMap { row in (0..<grid.columns).map { pyramid.tile(level: level, column: $0, row: row)! } }
+                for tile in tiles.sorted(by: { near($0) < near($1) }) {
+                    if strips[tile.row] == nil { strips[tile.row] = try strip(tile.row) }
+                    try cut(strips[tile.row]!.image, tile, top: strips[tile.row]!.top)
+                }
                 return
             }
-            // Strips: bands of one row of tiles, each computed once, top to bottom (a streamed
-            // decode cannot go back); a row's tiles are cut from its band with its neighbours'
-            // (the overlap reaches into them).
-            func band(_ row: Int) throws(RenderError) -> VipsImageRef? {
-                guard row < grid.rows else { return nil }
-                let top = row * pyramid.tileSize, height = min(pyramid.tileSize, size.height - top)
-                return try materialize(try crop(picture, x: 0, y: top, width: size.width, height: height, path: source.path),
-                                       path: source.path, cancellation: cancellation)
+            // Over the budget: a row's tiles as soon as the band below it is decoded, three bands
+            // held at most (the asked tile first within its row).
+            try sinkBands(picture, height: pyramid.tileSize, path: source.path, cancellation: cancellation) { band, top throws(RenderError) in
+                let row = top / pyramid.tileSize
+                bands[row] = band
+                bands[row - 3] = nil
+                if row >= 1 { try cutRow(row - 1, first: row - 1 == askedRow ? askedColumn : nil) }
             }
-            var previous: VipsImageRef?, current = try band(0)
-            for row in 0..<grid.rows {
-                let next = try band(row + 1)
-                var strip = current!
-                if let previous { strip = try join(previous, strip, path: source.path) }
-                if let next { strip = try join(strip, next, path: source.path) }
-                let top = (row - (previous == nil ? 0 : 1)) * pyramid.tileSize
-                var columns = Array(0..<grid.columns)
-                if row == Int(asked.row) { columns.sort { ($0 == Int(asked.column) ? 0 : 1) < ($1 == Int(asked.column) ? 0 : 1) } }
-                for column in columns { try cut(strip, pyramid.tile(level: level, column: column, row: row)!, top: top) }
-                (previous, current) = (current, next)
-            }
+            try cutRow(grid.rows - 1, first: grid.rows - 1 == askedRow ? askedColumn : nil)
         }
     }
 
@@ -209,10 +224,33 @@ extension Renderer {
         return VipsImageRef(out)
     }
 
-    private func materialize(_ image: VipsImageRef, path: String, cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
-        var out: OpaquePointer?
-        let status = withExtendedLifetime(cancellation) { vs_materialize(image.pointer, cancellation?.handle, &out) }
-        guard status == 0, let out else { throw .corrupt(path: path, detail: takeVipsError()) }
-        return VipsImageRef(out)
+    /// Computes `image` once, top to bottom, handing it to `body` in bands of `height` rows
+    /// (`vs_sink_bands`). `body` runs on libvips' write thread, one band at a time, in order.
+    private func sinkBands(_ image: VipsImageRef, height: Int, path: String, cancellation: RenderCancellation?,
+                           _ body: (VipsImageRef, Int) throws(RenderError) -> Void) throws(RenderError) {
+        final class Receiver {
+            let body: (VipsImageRef, Int) throws(RenderError) -> Void
+            var failure: RenderError?
+            init(_ body: @escaping (VipsImageRef, Int) throws(RenderError) -> Void) { self.body = body }
+        }
+        // The receiver lives only while the sink runs: `body` does not escape this call.
+        let (failure, status) = withoutActuallyEscaping(body) { body in
+            let receiver = Receiver(body)
+            let status = withExtendedLifetime((receiver, cancellation)) {
+            vs_sink_bands(image.pointer, Int32(height), cancellation?.handle, { context, band, top in
+                let receiver = Unmanaged<Receiver>.fromOpaque(context!).takeUnretainedValue()
+                do throws(RenderError) {
+                    try receiver.body(VipsImageRef(band!), Int(top))
+                    return 0
+                } catch {
+                    receiver.failure = error
+                    return 1
+                }
+            }, Unmanaged.passUnretained(receiver).toOpaque())
+            }
+            return (receiver.failure, status)
+        }
+        if let failure { throw failure }
+        guard status == 0 else { throw .corrupt(path: path, detail: takeVipsError()) }
     }
 }

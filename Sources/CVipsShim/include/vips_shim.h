@@ -144,9 +144,15 @@ int vs_crop(VipsImage *in, int left, int top, int width, int height, VipsImage *
 /// `bottom` below `top` (of one width), lazily: a level's strip and its neighbours' rows.
 int vs_join_vertical(VipsImage *top, VipsImage *bottom, VipsImage **out);
 
-/// Computes an image into memory as 8-bit sRGB (what vs_save_buffer encodes), so that many
-/// tiles are cut from one decode. `cancel` (may be NULL) stops the computation.
-int vs_materialize(VipsImage *in, vs_cancel *cancel, VipsImage **out);
+/// Receives one band of vs_sink_bands (8-bit sRGB pixels in memory, `top` its first row);
+/// returns 0 to go on, anything else to stop the computation. The band is the callee's to unref.
+typedef int (*vs_band_fn)(void *context, VipsImage *band, int top);
+
+/// Computes an image as 8-bit sRGB once, top to bottom (libvips' sink: each row decoded once,
+/// as vips dzsave does), handing it to `fn` in bands of `band_height` rows (the last may be
+/// shorter), in order, from libvips' write thread. `cancel` (may be NULL) stops it. Returns 0,
+/// or -1 when the computation failed or `fn` stopped it.
+int vs_sink_bands(VipsImage *in, int band_height, vs_cancel *cancel, vs_band_fn fn, void *context);
 
 /// Dimensions of a (lazy) image.
 void vs_image_size(VipsImage *image, int *width, int *height, int *bands);
