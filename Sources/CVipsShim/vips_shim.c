@@ -177,6 +177,33 @@ static VipsSource *source_for_fd(int fd, vs_cancel *cancel) {
     return VIPS_SOURCE(custom);
 }
 
+static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
+// Whether an ICC profile describes sRGB: an RGB profile whose description ('desc', ASCII in
+// version 2, UTF-16 in version 4's 'mluc') names sRGB, as cameras' and editors' sRGB profiles
+// do ("sRGB IEC61966-2.1", "sRGB built-in"). Converting such a photo to sRGB through LCMS
+// changes no pixel by more than rounding and tripled the cost of a full-size decode.
+static int icc_is_srgb(const uint8_t *icc, size_t length) {
+    if (length < 132 || memcmp(icc + 16, "RGB ", 4) != 0) return 0;
+    uint32_t count = be32(icc + 128);
+    for (uint32_t i = 0; i < count && 132 + (size_t)(i + 1) * 12 <= length; i++) {
+        const uint8_t *entry = icc + 132 + (size_t)i * 12;
+        if (memcmp(entry, "desc", 4) != 0) continue;
+        size_t offset = be32(entry + 4), size = be32(entry + 8);
+        if (offset > length || size > length - offset || size < 12) return 0;
+        const uint8_t *tag = icc + offset;
+        // Letters of the description, either encoding: UTF-16BE's high bytes are 0 for ASCII.
+        char text[128];
+        size_t n = 0;
+        size_t start = memcmp(tag, "desc", 4) == 0 ? 12 : memcmp(tag, "mluc", 4) == 0 ? 16 : size;
+        for (size_t j = start; j < size && n + 1 < sizeof(text); j++)
+            if (tag[j] >= 0x20 && tag[j] < 0x7F) text[n++] = (char)tag[j];
+        text[n] = 0;
+        return strstr(text, "sRGB") != NULL;
+    }
+    return 0;
+}
+
 int vs_header_fd(int fd, vs_header *out) {
     memset(out, 0, sizeof(*out));
     VipsSource *source = source_for_fd(fd, NULL);
@@ -199,6 +226,10 @@ int vs_header_fd(int fd, vs_header *out) {
     if (vips_image_get_typeof(image, "interlaced") && !vips_image_get_int(image, "interlaced", &interlaced))
         out->interlaced = interlaced;
     out->has_icc = vips_image_get_typeof(image, VIPS_META_ICC_NAME) != 0;
+    const void *icc = NULL;
+    size_t icc_length = 0;
+    if (out->has_icc && !vips_image_get_blob(image, VIPS_META_ICC_NAME, &icc, &icc_length))
+        out->icc_srgb = icc_is_srgb(icc, icc_length);
     out->cmyk = vips_image_get_interpretation(image) == VIPS_INTERPRETATION_CMYK;
     // find_load_source gives the class name; report the nickname people know ("jpegload_source").
     const char *nickname = vips_nickname_find(g_type_from_name(loader));

@@ -194,7 +194,7 @@ extension Renderer {
     private func scaledImage(_ source: SourceFile, header: SourceHeader, size: (width: Int, height: Int),
                              spec: RenditionSpec, cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
         var out: OpaquePointer?
-        let toSRGB: Int32 = header.hasICCProfile && !header.isCMYK ? 1 : 0
+        let toSRGB: Int32 = header.convertsColour ? 1 : 0
         let status = withExtendedLifetime(cancellation) {
             vs_thumbnail_fd(source.descriptor, Int32(size.width), Int32(size.height), 0, 3 /* VIPS_SIZE_FORCE */,
                             Int32(spec.page), toSRGB, cancellation?.handle, &out)

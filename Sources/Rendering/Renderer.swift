@@ -41,8 +41,12 @@ public struct SourceHeader: Sendable, Equatable {
     public var bitsPerSample: Int
     public var orientation: Int
     public var interlaced: Bool
-    /// An ICC profile is embedded (the render converts through it to sRGB).
+    /// An ICC profile is embedded (the render converts through it to sRGB, unless it is one).
     public var hasICCProfile: Bool
+    /// The embedded profile is an sRGB one: pixels are written as they are.
+    public var iccIsSRGB = false
+    /// Whether the render converts the pixels to sRGB through the embedded profile.
+    public var convertsColour: Bool { hasICCProfile && !isCMYK && !iccIsSRGB }
     public var isCMYK: Bool
     /// libvips' loader, e.g. "jpegload_source".
     public var loader: String
@@ -156,10 +160,12 @@ public struct Renderer: Sendable {
         let loader = withUnsafeBytes(of: h.loader) { raw in
             String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
         }
-        return SourceHeader(width: Int(h.width), height: Int(h.height), bands: Int(h.bands),
-                            pages: Int(max(h.pages, 1)), bitsPerSample: Int(h.bits),
-                            orientation: Int(h.orientation), interlaced: h.interlaced != 0,
-                            hasICCProfile: h.has_icc != 0, isCMYK: h.cmyk != 0, loader: loader)
+        var header = SourceHeader(width: Int(h.width), height: Int(h.height), bands: Int(h.bands),
+                                  pages: Int(max(h.pages, 1)), bitsPerSample: Int(h.bits),
+                                  orientation: Int(h.orientation), interlaced: h.interlaced != 0,
+                                  hasICCProfile: h.has_icc != 0, isCMYK: h.cmyk != 0, loader: loader)
+        header.iccIsSRGB = h.icc_srgb != 0
+        return header
     }
 
     /// Renders `source` to `spec`. The header is checked against the limits first.
@@ -251,7 +257,7 @@ public struct Renderer: Sendable {
         }
         let box = Self.thumbnailBox(spec, vector: header.isVector)
         var out: OpaquePointer?
-        let toSRGB: Int32 = header.hasICCProfile && !header.isCMYK ? 1 : 0
+        let toSRGB: Int32 = header.convertsColour ? 1 : 0
         if let image = try Self.dcThumbnail(source, header: header, box: box, toSRGB: toSRGB, cancellation: cancellation) {
             return image
         }

@@ -51,6 +51,27 @@ struct ColourTests {
         #expect(Paint.close(centre, red, within: 6), "\(centre)")
     }
 
+    @Test("an sRGB profile is recognised and not converted through; Display P3 and CMYK ones are")
+    func srgbProfileSkipsConversion() throws {
+        let scratch = try Scratch()
+        let tagged = scratch.path + "/srgb.jpg", p3 = scratch.path + "/p3.jpg", cmyk = scratch.path + "/cmyk.jpg"
+        let gradient = try scratch.image("gradient.png", width: 400, height: 300)
+        try scratch.tool("vips", ["icc_transform", gradient, tagged + "[Q=95]", "srgb"])
+        try scratch.tool("vips", ["icc_transform", gradient, p3, "p3"])
+        try scratch.tool("vips", ["icc_transform", gradient, cmyk, "cmyk"])
+        let header = try renderer.header(of: SourceFile(path: tagged))
+        #expect(header.hasICCProfile && header.iccIsSRGB && !header.convertsColour)
+        #expect(try renderer.header(of: SourceFile(path: p3)).convertsColour)
+        #expect(try !renderer.header(of: SourceFile(path: cmyk)).iccIsSRGB)
+        // The pixels are what a conversion sRGB to sRGB would give, to rounding.
+        let converted = scratch.path + "/converted.png"
+        try scratch.tool("vips", ["icc_transform", tagged, converted, "srgb", "--embedded"])
+        let rendered = try ImageFixtures.decode(renderer.render(SourceFile(path: tagged),
+                                                                spec: RenditionSpec(width: 400, height: 300, format: .png)).bytes)
+        let reference = try ImageFixtures.decode(Array(Data(contentsOf: URL(fileURLWithPath: converted))))
+        #expect(ImageFixtures.psnr(rendered, reference) >= 45)
+    }
+
     @Test("greyscale stays neutral")
     func greyscale() throws {
         let scratch = try Scratch()

@@ -55,6 +55,7 @@ typedef struct {
     int orientation;    // EXIF orientation 1-8 (1 when absent)
     int interlaced;     // progressive JPEG / interlaced PNG
     int has_icc;        // an embedded ICC profile
+    int icc_srgb;       // ... and it is an sRGB one: no conversion needed to write sRGB
     int cmyk;           // CMYK pixels
     char loader[48];    // libvips loader nickname, e.g. "jpegload_source"
 } vs_header;
