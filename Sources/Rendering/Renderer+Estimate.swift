@@ -52,27 +52,38 @@ extension Renderer {
     /// plus the output and resampling buffers (4 × output RGBA) and a fixed 4 MiB.
     /// `costly`: a progressive JPEG, an interlaced PNG, or a whole decode (HEIF, JPEG XL,
     /// GIF, video, others) over 4 MP, or any estimate over 256 MiB.
-    /// A region or a tile costs what the picture it is cut from costs: the image scaled to the
-    /// region's scale, or the whole level (held in memory, at most as much as its output
-    /// buffers count).
+    /// A region or a tile costs the decode of the picture it is cut from (the image at the
+    /// region's scale, at most its own size; the whole level), plus what is held: the region's
+    /// output, or the level in memory (at most `levelMemoryBudget`) and a tile's output.
     public static func estimateCost(_ header: SourceHeader, spec: RenditionSpec) -> RenderCost {
-        if spec.region != nil || spec.tile != nil {
-            let image = upright(header)
-            var whole = RenditionSpec(width: 1, height: 1, format: spec.format)
-            if let region = spec.region, region.width > 0, region.height > 0, image.width > 0, image.height > 0 {
-                let plan = regionPlan(region, image: image, spec: spec)
-                (whole.width, whole.height) = (UInt32(clamping: plan.scaledWidth), UInt32(clamping: plan.scaledHeight))
-            } else if let tile = spec.tile, image.width > 0, image.height > 0 {
-                let pyramid = tile.pyramid(width: image.width, height: image.height)
-                let level = pyramid.size(ofLevel: min(Int(tile.level), pyramid.top))
-                (whole.width, whole.height) = (UInt32(clamping: level.width), UInt32(clamping: level.height))
-            }
-            return estimateCostOfWhole(header, spec: whole)
+        let image = upright(header)
+        guard spec.region != nil || spec.tile != nil, image.width > 0, image.height > 0 else {
+            return estimateCostOfWhole(header, spec: spec)
         }
-        return estimateCostOfWhole(header, spec: spec)
+        var picture = RenditionSpec(width: 1, height: 1, format: spec.format)
+        var resident: UInt64
+        if let region = spec.region {
+            let plan = regionPlan(region, image: image, spec: spec)
+            picture.width = UInt32(clamping: min(plan.scaledWidth, image.width))
+            picture.height = UInt32(clamping: min(plan.scaledHeight, image.height))
+            resident = product(UInt64(plan.width), UInt64(plan.height), 16)
+        } else {
+            let tile = spec.tile!
+            let pyramid = tile.pyramid(width: image.width, height: image.height)
+            let level = pyramid.size(ofLevel: min(Int(tile.level), pyramid.top))
+            (picture.width, picture.height) = (UInt32(clamping: level.width), UInt32(clamping: level.height))
+            let side = UInt64(tile.size) + 2
+            resident = sum(min(product(UInt64(level.width), UInt64(level.height), 3), UInt64(levelMemoryBudget)),
+                           product(side, side, 16))
+        }
+        return estimateCostOfWhole(header, spec: picture, resident: resident)
     }
 
-    private static func estimateCostOfWhole(_ header: SourceHeader, spec: RenditionSpec) -> RenderCost {
+    /// The most memory a level is held whole in; a larger one is made in strips (`renderLevel`).
+    public static let levelMemoryBudget = 256 << 20
+
+    /// `resident`: what the render holds besides its decode, when not its output's buffers.
+    private static func estimateCostOfWhole(_ header: SourceHeader, spec: RenditionSpec, resident: UInt64? = nil) -> RenderCost {
         // Headers are untrusted: a PNG may declare 2^31-1 × 2^31-1 pixels of 16-bit RGBA, whose
         // products overflow 64 bits. The arithmetic saturates (such a file is refused as
         // too large by the worker; its estimate only has to be huge, not trap).
@@ -109,7 +120,7 @@ extension Renderer {
         } else {
             (decode, costly) = (product(w, h, max(b, 4), s), whole)
         }
-        let total = sum(baseMemory, decode, product(outputBytes, 4))
+        let total = sum(baseMemory, decode, resident ?? product(outputBytes, 4))
         return RenderCost(memoryBytes: total, costly: costly || total > 256 << 20)
     }
 

@@ -28,11 +28,11 @@ extension Renderer {
         case (nil, nil): scale = 1
         }
         if !spec.upscale { scale = min(scale, 1) }
-        func scaled(_ value: UInt32) -> Int { Int((Double(value) * scale).rounded()) }
+        func scaled(_ value: Double) -> Int { Int((value * scale).rounded()) }
         let sw = max(1, Int((Double(image.width) * scale).rounded())), sh = max(1, Int((Double(image.height) * scale).rounded()))
-        let left = min(scaled(region.x), sw - 1), top = min(scaled(region.y), sh - 1)
-        let right = min(max(scaled(region.x + region.width), left + 1), sw)
-        let bottom = min(max(scaled(region.y + region.height), top + 1), sh)
+        let left = min(scaled(Double(region.x)), sw - 1), top = min(scaled(Double(region.y)), sh - 1)
+        let right = min(max(scaled(Double(region.x) + rw), left + 1), sw)
+        let bottom = min(max(scaled(Double(region.y) + rh), top + 1), sh)
         return RegionPlan(scaledWidth: sw, scaledHeight: sh, left: left, top: top, width: right - left, height: bottom - top)
     }
 
@@ -85,9 +85,22 @@ extension Renderer {
         if let problem = Self.zoomProblem(spec, image: image, path: source.path) { throw .invalidSpec(problem) }
         if let region = spec.region {
             let plan = Self.regionPlan(region, image: image, spec: spec)
-            let scaled = try scaledImage(source, header: header, size: (plan.scaledWidth, plan.scaledHeight), spec: spec,
-                                         cancellation: cancellation)
-            var cut = try crop(scaled, x: plan.left, y: plan.top, width: plan.width, height: plan.height, path: source.path)
+            var cut: VipsImageRef
+            if plan.scaledWidth > image.width || plan.scaledHeight > image.height {
+                // Enlarged: the region is cut at full size and only it is enlarged (the whole
+                // image at 8192 times could pass libvips' largest side).
+                let full = try scaledImage(source, header: header, size: image, spec: spec, cancellation: cancellation)
+                let part = try crop(full, x: Int(region.x), y: Int(region.y), width: Int(region.width),
+                                    height: Int(region.height), path: source.path)
+                var out: OpaquePointer?
+                guard vs_thumbnail_image(part.pointer, Int32(plan.width), Int32(plan.height), 0, 3 /* force */, 0, &out) == 0,
+                      let out else { throw .corrupt(path: source.path, detail: takeVipsError()) }
+                cut = VipsImageRef(out)
+            } else {
+                let scaled = try scaledImage(source, header: header, size: (plan.scaledWidth, plan.scaledHeight), spec: spec,
+                                             cancellation: cancellation)
+                cut = try crop(scaled, x: plan.left, y: plan.top, width: plan.width, height: plan.height, path: source.path)
+            }
             if spec.fit == .fill, plan.width > Int(spec.width) || plan.height > Int(spec.height) {
                 let (w, h) = (min(plan.width, Int(spec.width)), min(plan.height, Int(spec.height)))
                 cut = try crop(cut, x: (plan.width - w) / 2, y: (plan.height - h) / 2, width: w, height: h, path: source.path)
@@ -103,26 +116,32 @@ extension Renderer {
 
     /// Renders every tile of the level `spec.tile` is on from one decode of `source`, the asked
     /// tile first, then the others nearest it first, each handed to `emit` as it is encoded.
+    /// Returns the level's grid. An asked tile past the level's edge is not an error here (the
+    /// job is the level's, shared by other tiles; the daemon answers that tile).
     /// A level of at most `memoryBudget` bytes (8-bit, its bands) is computed into memory
     /// once; a larger one is made in strips of one row of tiles, top to bottom (the asked
     /// tile first within its strip), so a 50 MP level never holds more than a strip.
     /// `cancellation` stops it between tiles (and within a decode); it then throws.
-    public func renderLevel(_ source: SourceFile, spec: RenditionSpec, memoryBudget: Int = 256 << 20,
+    @discardableResult
+    public func renderLevel(_ source: SourceFile, spec: RenditionSpec, memoryBudget: Int = Renderer.levelMemoryBudget,
                             cancellation: RenderCancellation? = nil,
-                            emit: (TileAddress, Rendition) -> Void) throws(RenderError) {
+                            emit: (TileAddress, Rendition) -> Void) throws(RenderError) -> (columns: Int, rows: Int) {
         // A failure is run again to learn its own message (`attributingErrors`): the tiles
         // sent before it are not sent twice.
         var sent = Set<TileAddress>()
-        try Self.attributingErrors { () throws(RenderError) in
+        return try Self.attributingErrors { () throws(RenderError) -> (columns: Int, rows: Int) in
             let spec = spec.normalized()
             let signature = ImageSignature.detect(descriptor: source.descriptor)
             if let signature, signature.isVideo { throw .invalidSpec("tile: videos have no tiles (\(source.path))") }
             let header = try admitUngated(source, spec: spec, signature: signature)
             let image = Self.upright(header)
-            if let problem = Self.zoomProblem(spec, image: image, path: source.path) { throw .invalidSpec(problem) }
-            let (pyramid, asked) = try levelOf(spec, image: image)
+            var (pyramid, asked) = try levelOf(spec, image: image)
+            guard Int(asked.level) <= pyramid.top else {
+                throw .invalidSpec(Self.zoomProblem(spec, image: image, path: source.path) ?? "tile: level \(asked.level)")
+            }
             let level = Int(asked.level)
             let size = pyramid.size(ofLevel: level), grid = pyramid.grid(ofLevel: level)
+            (asked.column, asked.row) = (min(asked.column, UInt32(grid.columns - 1)), min(asked.row, UInt32(grid.rows - 1)))
             let picture = try scaledImage(source, header: header, size: size, spec: spec, cancellation: cancellation)
             func cut(_ from: VipsImageRef, _ tile: TilePyramid.Tile, top: Int) throws(RenderError) {
                 if cancellation?.isCancelled == true { throw .invalidSpec("cancelled") }
@@ -169,7 +188,7 @@ extension Renderer {
                     if strips[tile.row] == nil { strips[tile.row] = try strip(tile.row) }
                     try cut(strips[tile.row]!.image, tile, top: strips[tile.row]!.top)
                 }
-                return
+                return grid
             }
             // Over the budget: a row's tiles as soon as the band below it is decoded, three bands
             // held at most (the asked tile first within its row).
@@ -180,6 +199,7 @@ extension Renderer {
                 if row >= 1 { try cutRow(row - 1, first: row - 1 == askedRow ? askedColumn : nil) }
             }
             try cutRow(grid.rows - 1, first: grid.rows - 1 == askedRow ? askedColumn : nil)
+            return grid
         }
     }
 

@@ -19,6 +19,12 @@ public struct TilePlan: Equatable, Sendable {
     /// No tiles (before the first update, or after closing).
     public static let empty = TilePlan(onScreen: [], ring: [])
 
+    /// The middle of the screen's tiles, in columns and rows of their level.
+    public var centre: (column: Double, row: Double) {
+        guard let first = onScreen.first, let last = onScreen.last else { return (0, 0) }
+        return (Double(first.column + last.column) / 2, Double(first.row + last.row) / 2)
+    }
+
     init(onScreen: [TilePyramid.Tile], ring: [TilePyramid.Tile]) {
         self.onScreen = onScreen
         self.ring = ring

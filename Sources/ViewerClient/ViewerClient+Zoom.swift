@@ -17,6 +17,9 @@ extension ViewerClient {
                             quality: UInt8 = 0) async throws -> ZoomedImage {
         // A server without `zoom` would ignore the tile and send the whole image for each.
         guard try await server.capabilities.contains(.zoom) else { throw ViewerClientError.unsupported(Capabilities.zoom.names) }
+        guard TileAddress.sizes.contains(UInt16(clamping: tileSize)), TileAddress.overlaps.contains(UInt8(clamping: overlap)) else {
+            throw ViewerClientError.invalidArgument("tiles are 256 or 512 pixels with an overlap of 0 or 1, not \(tileSize)/\(overlap)")
+        }
         let info = try await info(path: path)
         guard info.kind != .video else { throw ViewerClientError.unsupported("tiles are not for videos (\(path))") }
         guard info.width > 0, info.height > 0 else {

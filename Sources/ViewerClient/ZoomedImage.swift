@@ -49,6 +49,9 @@ public final class ZoomedImage: Sendable {
     /// grid of `tileSize` (256 or 512) with `overlap` (0 or 1); tiles encoded as `format`.
     public init(client: ViewerClient, path: String, width: Int, height: Int, tileSize: Int = 256, overlap: Int = 1,
                 format: OutputFormat = .jpeg, quality: UInt8 = 0) {
+        precondition(width > 0 && height > 0, "an image of \(width)x\(height) has no tiles")
+        precondition(TileAddress.sizes.contains(UInt16(clamping: tileSize)) && TileAddress.overlaps.contains(UInt8(clamping: overlap)),
+                     "tiles are 256 or 512 pixels with an overlap of 0 or 1, not \(tileSize)/\(overlap)")
         self.client = client
         self.path = path
         self.pyramid = TilePyramid(width: width, height: height, tileSize: tileSize, overlap: overlap)
@@ -67,35 +70,57 @@ public final class ZoomedImage: Sendable {
     @discardableResult
     public func update(viewport: (x: Double, y: Double, width: Double, height: Double), scale: Double) -> [TilePyramid.Tile] {
         let plan = TilePlan(pyramid: pyramid, viewport: viewport, scale: scale)
-        let started: [(TilePyramid.Tile, RenderRequestHandle)] = state.withLock { state in
-            guard !state.closed else { return [] }
+        let (started, left): ([(TilePyramid.Tile, RenderRequestHandle)], TilePyramid.Tile?) = state.withLock { state in
+            guard !state.closed else { return ([], nil) }
             let changes = plan.changes(since: state.plan)
+            let previous = state.plan.onScreen.first
             state.plan = plan
             // Under the lock, so that a concurrent update never cancels a tile before its
-            // request is recorded; none of these calls comes back to this lock.
-            for tile in changes.cancel { state.pending.removeValue(forKey: tile)?.cancel() }
-            for tile in changes.reprioritize {
-                if let priority = plan.priority(of: tile) { state.pending[tile]?.setPriority(priority) }
+            // request is recorded; none of these calls comes back to this lock. New tiles are
+            // asked before old ones are cancelled (a cancel of the last pending tile of a level
+            // ends the daemon's cutting of it), the screen's from its centre out (the level's
+            // rest is cut nearest the first tile asked first).
+            let centre = plan.centre
+            let ordered = changes.request.sorted { a, b in
+                let (pa, pb) = ((plan.priority(of: a) ?? .prefetch).rawValue, (plan.priority(of: b) ?? .prefetch).rawValue)
+                return pa != pb ? pa < pb : Self.distance(a, centre) < Self.distance(b, centre)
             }
-            return changes.request.map { tile in
+            let started = ordered.map { tile in
                 let handle = client.request(path, spec: spec(of: tile), priority: plan.priority(of: tile) ?? .prefetch)
                 state.pending[tile] = handle
                 return (tile, handle)
             }
+            for tile in changes.cancel { state.pending.removeValue(forKey: tile)?.cancel() }
+            for tile in changes.reprioritize {
+                if let priority = plan.priority(of: tile) { state.pending[tile]?.setPriority(priority) }
+            }
+            return (started, previous.flatMap { $0.level != plan.onScreen.first?.level ? $0 : nil })
         }
         for (tile, handle) in started { deliver(tile, when: handle) }
+        if let left { stopCutting(levelOf: left) }
         return plan.onScreen
+    }
+
+    private static func distance(_ tile: TilePyramid.Tile, _ centre: (column: Double, row: Double)) -> Double {
+        max(abs(Double(tile.column) - centre.column), abs(Double(tile.row) - centre.row))
+    }
+
+    /// Tells the daemon this view no longer wants the rest of `tile`'s level cut (it zoomed to
+    /// another level, or closed): STOP_PREFETCH of a tile stops its level's cutting for this
+    /// connection.
+    private func stopCutting(levelOf tile: TilePyramid.Tile) {
+        let client = client, path = path, spec = spec(of: tile)
+        Task { _ = try? await client.stopCaching([path], spec: spec) }
     }
 
     /// Cancels every tile still pending and ends `tiles`. Also done when the image is released.
     public func close() {
-        let pending = state.withLock { state in
-            state.closed = true
-            state.plan = .empty
-            defer { state.pending = [:] }
-            return Array(state.pending.values)
+        let (pending, shown) = state.withLock { state in
+            defer { (state.closed, state.plan, state.pending) = (true, .empty, [:]) }
+            return (Array(state.pending.values), state.closed ? nil : state.plan.onScreen.first)
         }
         for handle in pending { handle.cancel() }
+        if let shown { stopCutting(levelOf: shown) }
         continuation.finish()
     }
 

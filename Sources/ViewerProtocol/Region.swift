@@ -12,12 +12,12 @@ public struct PixelRegion: Hashable, Sendable, CustomStringConvertible {
     /// `normalizedCropRect`) in an image of `width` × `height`: edges rounded outwards.
     public init(normalized r: (x: Double, y: Double, width: Double, height: Double), imageWidth: Int, imageHeight: Int) {
         func edge(_ value: Double, _ side: Int, up: Bool) -> UInt32 {
-            let scaled = min(max(value, 0), 1) * Double(side)
+            let scaled = (value.isNaN ? 0 : min(max(value, 0), 1)) * Double(max(side, 0))
             return UInt32((up ? scaled.rounded(.up) : scaled.rounded(.down)))
         }
         let left = edge(r.x, imageWidth, up: false), top = edge(r.y, imageHeight, up: false)
         let right = edge(r.x + r.width, imageWidth, up: true), bottom = edge(r.y + r.height, imageHeight, up: true)
-        self.init(x: left, y: top, width: right &- left, height: bottom &- top)
+        self.init(x: left, y: top, width: max(right, left) - left, height: max(bottom, top) - top)
     }
 
     /// x, y, width, height as u32 LE: the RENDER field and the key's part.
@@ -73,6 +73,7 @@ public struct TileAddress: Hashable, Sendable, CustomStringConvertible {
         if !Self.sizes.contains(size) { return "tile: the tile side \(size) is not 256 or 512" }
         if !Self.overlaps.contains(overlap) { return "tile: the overlap \(overlap) is not 0 or 1" }
         if level > 31 { return "tile: level \(level) is past any image's top (31 at most)" }
+        if column == .max || row == .max { return "tile: column and row \(UInt32.max) are reserved" }
         return nil
     }
 

@@ -128,8 +128,11 @@ public struct RenditionSpec: Hashable, Sendable {
             if region != nil { return "region and tile: give one of them, not both" }
             return tile.problem
         }
-        if let region, region.width == 0 || region.height == 0 {
-            return "region: \(region) has no area"
+        if let region {
+            if region.width == 0 || region.height == 0 { return "region: \(region) has no area" }
+            if UInt64(region.x) + UInt64(region.width) > UInt64(UInt32.max) || UInt64(region.y) + UInt64(region.height) > UInt64(UInt32.max) {
+                return "region: \(region) ends past 4294967295"
+            }
         }
         if width == 0 && height == 0 { return "the box is 0x0: give a width, a height or both" }
         if width > maxSide || height > maxSide {

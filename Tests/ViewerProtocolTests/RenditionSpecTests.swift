@@ -134,6 +134,14 @@ struct RenditionSpecTests {
         #expect(unboxed.validate(maxSide: 8192) == nil)
         spec.region = PixelRegion(x: 0, y: 0, width: 5, height: 5)
         #expect(spec.validate(maxSide: 8192)?.contains("region and tile") == true)
+        spec.tile = nil
+        spec.region = PixelRegion(x: .max - 4, y: 0, width: 5, height: 5)
+        #expect(spec.validate(maxSide: 8192)?.hasPrefix("region:") == true)
+        spec.region = PixelRegion(x: .max - 5, y: 0, width: 5, height: 5)
+        #expect(spec.validate(maxSide: 8192) == nil)
+        spec.region = nil
+        spec.tile = TileAddress(level: 3, column: .max, row: 0)
+        #expect(spec.validate(maxSide: 8192)?.contains("reserved") == true)
     }
 
     @Test("a normalized rectangle becomes the pixels it touches, edges rounded outwards")

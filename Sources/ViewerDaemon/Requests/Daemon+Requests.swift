@@ -23,8 +23,9 @@ extension Daemon {
         guard !inFlight.isPending(ref), !opening.contains(ref) else {
             return fail(.invalidArgument, "request id \(requestID) is already in use on this connection")
         }
+        // Checked as sent: normalizing drops what a tile does not use (a region beside it).
+        if let problem = request.spec.validate(maxSide: configuration.limits.maxOutputSide) { return fail(.invalidArgument, problem) }
         let spec = request.spec.normalized()
-        if let problem = spec.validate(maxSide: configuration.limits.maxOutputSide) { return fail(.invalidArgument, problem) }
         guard let lease = claimSource(for: connection) else { return fail(.busy, sourceQuotaMessage) }
         opening[ref] = OpeningRenders.Entry(request: request, spec: spec, priority: request.priority)
         let access = sourceAccess, peer = connection.peerUID, path = request.path, store = store
@@ -113,13 +114,13 @@ extension Daemon {
             return RequestDecision.hit.log(request, requestID: ref.id, client: connection.clientName)
         }
         // A tile waits for the job of its whole level, which cuts every tile from one decode.
-        let jobKey = entry.spec.tile.map { Self.levelKey(of: entry.spec, $0, source: source) } ?? key
+        let jobKey = RenditionKey.job(of: entry.spec, identity: source.identity.bytes)
         var actions = inFlight.request(ref, key: jobKey, part: jobKey == key ? nil : key, priority: entry.priority,
                                        delivery: request.delivery) { id in
             makeJob(id, key: jobKey, source: source, spec: entry.spec, sniffed: sniffed,
                     wantsPreview: request.delivery == .opportunistic)
         }
-        if jobKey != key && inFlight.isPending(ref) {
+        if jobKey != key && inFlight.isPending(ref) && inFlight.prefetchCount(of: connection.id) < configuration.maxOutstandingPerClient {
             // The rest of the level is the asking connection's prefetch, no more urgent than the
             // request: it ends with the connection, STOP_PREFETCH_ALL, or the cancel of the
             // connection's last tile of the level (`cancel`).
@@ -132,12 +133,6 @@ extension Daemon {
         perform(actions)
     }
 
-    /// The key of the job that cuts every tile of `tile`'s level.
-    static func levelKey(of spec: RenditionSpec, _ tile: TileAddress, source: SourceFile) -> RenditionKey {
-        var level = spec
-        level.tile = tile.wholeLevel
-        return RenditionKey(source: source.identity.bytes, spec: level.keyBytes, rendererVersion: Renderer.version)
-    }
 
     /// The answers a miss gets without a render: the failure recorded for the file (it fails
     /// again without a decode, until it changes), or cache-only's not-cached.
@@ -203,15 +198,17 @@ extension Daemon {
     func makeJob(_ id: JobID, key: RenditionKey, source: SourceFile, spec: RenditionSpec,
                  sniffed: HeaderSniffer.Sniffed, wantsPreview: Bool) -> RenderJob {
         let stored = StoredRenditions(store: store, reader: reader)
-        let base = stored.derivationBase(for: source, spec: spec, original: sniffed.header)
+        // A part of the picture is neither derived nor previewed from a whole one (and a file
+        // with a thousand tiles stored is not searched for one).
+        let zoomed = spec.region != nil || spec.tile != nil
+        let base = zoomed ? nil : stored.derivationBase(for: source, spec: spec, original: sniffed.header)
         if base != nil { stats.derivations += 1 }
-        let previewBase = base == nil && wantsPreview ? stored.previewBase(for: source, spec: spec, original: sniffed.header) : nil
+        let previewBase = base == nil && wantsPreview && !zoomed ? stored.previewBase(for: source, spec: spec, original: sniffed.header) : nil
         let cost = base.map { Renderer.estimateCost(SourceHeader(width: $0.width, height: $0.height, bands: 4, loader: "derived"), spec: spec) }
             ?? HeaderSniffer.cost(of: source, sniffed, spec: spec)
         return RenderJob(key: key, source: source, spec: spec, priority: .normal, sequence: id, cost: cost,
                          derivedFrom: base?.bytes, previewBase: previewBase,
-                         mayHavePreview: base == nil && (sniffed.format == .jpeg || sniffed.format == .heif)
-                        && spec.region == nil && spec.tile == nil,
+                         mayHavePreview: base == nil && (sniffed.format == .jpeg || sniffed.format == .heif) && !zoomed,
                          fingerprint: sniffed.fingerprint)
     }
 
@@ -285,7 +282,11 @@ extension Daemon {
                 switch outcome {
                 case .rendered(let rendition):
                     stats.renders += 1
-                    perform(inFlight.finished(job.sequence, .rendered(JobRendition(key: job.key, rendition: rendition))))
+                    // A level's job ends with its grid (columns x rows) as an empty rendition.
+                    let grid = (columns: Int(rendition.width), rows: Int(rendition.height))
+                    perform(inFlight.finished(job.sequence, .rendered(JobRendition(key: job.key, rendition: rendition))) { part in
+                        Self.missingTile(part, grid: grid, path: job.source.path)
+                    })
                 case .failed(let error, let cause):
                     Log.info("event=render-failed code=\(error.code.name) path=\(Log.quote(job.source.path)) " +
                              "detail=\(Log.quote(error.description))")
@@ -312,10 +313,26 @@ extension Daemon {
         // timestamps cannot tell, its failure is not remembered.
         guard job.sourceWasSteady, let stamp = job.stamp else { return }
         let identity = job.source.identity.bytes
-        guard let memory = FailurePolicy.memory(for: error, cause: cause, derivation: job.derivedFrom != nil,
+        // A region or a tile that fails says little about the file (an address, a scale).
+        let partial = job.derivedFrom != nil || job.spec.region != nil || job.spec.tile != nil
+        guard let memory = FailurePolicy.memory(for: error, cause: cause, derivation: partial,
                                                 previous: store.failureHistory(source: identity)) else { return }
         store.recordFailure(source: identity, path: job.source.path, code: error.code.rawValue,
                             message: error.description, permanent: memory.permanent, attempts: memory.attempts,
                             stamp: stamp)
+    }
+
+    /// What a request for a tile a level's job did not cut hears: past the level's edge (the
+    /// job started for another tile of the level cannot tell it sooner), or not kept.
+    static func missingTile(_ part: RenditionKey, grid: (columns: Int, rows: Int), path: String) -> ErrorReply {
+        if let tile = RenditionSpec(keyBytes: part.specBytes)?.tile {
+            if tile.column >= grid.columns {
+                return ErrorReply(.invalidArgument, "tile: column \(tile.column) is past the last column \(grid.columns - 1) of level \(tile.level) (\(path))")
+            }
+            if tile.row >= grid.rows {
+                return ErrorReply(.invalidArgument, "tile: row \(tile.row) is past the last row \(grid.rows - 1) of level \(tile.level) (\(path))")
+            }
+        }
+        return ErrorReply(.unreadable, "the tile was not kept: \(path) changed while it was read; ask again")
     }
 }

@@ -21,8 +21,11 @@ extension InFlight {
 
     /// A job ended: each of its requests gets the result or the error. A job that stopped on
     /// a cancel while someone still waits (a cancel meant for an earlier job of its worker,
-    /// or one that raced with a new waiter) runs again, once, then fails.
-    mutating func finished(_ id: JobID, _ outcome: Outcome) -> [Action] {
+    /// or one that raced with a new waiter) runs again, once, then fails. A request for a part
+    /// the job did not make hears `missingPart`'s error for it.
+    mutating func finished(_ id: JobID, _ outcome: Outcome,
+                           missingPart: (Key) -> ErrorReply = { _ in ErrorReply(.unreadable, "the part asked for was not made; ask again") })
+    -> [Action] {
         guard let key = keys[id], var entry = entries[key] else { return [] }  // abandoned: nobody waits
         let answer: Answer
         switch outcome {
@@ -38,15 +41,14 @@ extension InFlight {
             answer = .error(ErrorReply(.internalError, "the render was stopped \(entry.restarts + 1) times; try again"))
         }
         remove(key)
-        // A request for a part the job did not make (a tile not kept because its file changed
-        // while it was read) hears so; the others hear how the job ended.
-        let (parted, whole) = (entry.waiters.filter { $0.part != nil && $0.requestID != nil },
-                               entry.waiters.filter { $0.part == nil || $0.requestID == nil })
-        var missing = answer
-        if case .result = answer {
-            missing = .error(ErrorReply(.unreadable, "the part asked for was not made (did the file change?); ask again"))
+        // A request for a part the job did not make (a tile past the level's edge, or not kept
+        // because its file changed while it was read) hears why; the others how the job ended.
+        guard case .result = answer else { return settle(entry.waiters, key: key, answer) }
+        var actions = settle(entry.waiters.filter { $0.part == nil || $0.requestID == nil }, key: key, answer)
+        for waiter in entry.waiters where waiter.part != nil && waiter.requestID != nil {
+            actions += settle([waiter], key: key, .error(missingPart(waiter.part!)))
         }
-        return settle(whole, key: key, answer) + settle(parted, key: key, missing)
+        return actions
     }
 
     /// One part of a job's work is done (a tile of a level): the requests that wait for that

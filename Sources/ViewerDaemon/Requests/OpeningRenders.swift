@@ -26,6 +26,9 @@ struct OpeningRenders {
 
     func count(of connection: UInt64) -> Int { byConnection[connection]?.count ?? 0 }
 
+    /// The entries of `connection`.
+    func entries(of connection: UInt64) -> Dictionary<UInt32, Entry>.Values { (byConnection[connection] ?? [:]).values }
+
     subscript(_ ref: RequestRef) -> Entry? {
         get { byConnection[ref.connection]?[ref.id] }
         set {

@@ -74,7 +74,7 @@ final class RenderJob: Sendable {
     func key(ofTile address: TileAddress) -> RenditionKey {
         var tile = spec
         tile.tile = address
-        return RenditionKey(source: source.identity.bytes, spec: tile.keyBytes, rendererVersion: Renderer.version)
+        return RenditionKey(identity: source.identity.bytes, spec: tile)
     }
 
     /// Sets what the in-flight table decided: the priority of its most urgent waiter, and
@@ -83,6 +83,25 @@ final class RenderJob: Sendable {
         self.priority.store(priority.rawValue, ordering: .relaxed)
         self.wantsPreview.store(wantsPreview, ordering: .relaxed)
     }
+}
+
+extension RenditionKey {
+    /// The key of `spec`'s rendition of the file of `identity`.
+    init(identity: [UInt8], spec: RenditionSpec) {
+        self.init(source: identity, spec: spec.keyBytes, rendererVersion: Renderer.version)
+    }
+
+    /// The key of the job that makes `spec`'s rendition: a tile's is its whole level's (one
+    /// decode cuts every tile of it), anything else's its own.
+    static func job(of spec: RenditionSpec, identity: [UInt8]) -> RenditionKey {
+        guard let tile = spec.tile else { return RenditionKey(identity: identity, spec: spec) }
+        var level = spec
+        level.tile = tile.wholeLevel
+        return RenditionKey(identity: identity, spec: level)
+    }
+
+    /// Whether this is the key of a level's job.
+    var isWholeLevel: Bool { RenditionSpec(keyBytes: specBytes)?.tile?.column == .max }
 }
 
 /// A job's rendition as the in-flight table hands it out, with the key it renders: an

@@ -40,8 +40,7 @@ extension Daemon {
         while let step = controlSteps[id]?.first, let connection = connections.byID[id] {
             switch step {
             case .prefetch(_, let request):
-                let spec = request.spec.normalized()
-                guard !shuttingDown, spec.validate(maxSide: configuration.limits.maxOutputSide) == nil else {
+                guard !shuttingDown, request.spec.validate(maxSide: configuration.limits.maxOutputSide) == nil else {
                     finishControlStep(of: id, count: 0)
                     continue
                 }
@@ -111,8 +110,8 @@ extension Daemon {
     private func prefetchOpened(_ sources: [SourceFile], request: PrefetchRequest, connection id: UInt64) {
         let spec = request.spec.normalized()
         let candidates = sources.filter { source in
-            let key = RenditionKey(source: source.identity.bytes, spec: spec.keyBytes, rendererVersion: Renderer.version)
-            return !inFlight.isPrefetching(key, by: id) && !reader.contains(key)
+            let key = RenditionKey(identity: source.identity.bytes, spec: spec)
+            return !inFlight.isPrefetching(RenditionKey.job(of: spec, identity: source.identity.bytes), by: id) && !reader.contains(key)
                 && store.failure(source: source.identity.bytes) == nil
         }
         guard !candidates.isEmpty else {
@@ -132,9 +131,10 @@ extension Daemon {
             guard inFlight.prefetchCount(of: id) < configuration.maxOutstandingPerClient else { break }
             // Over the pixel limit by its own header: a render would only be refused.
             if let header = sniffed.header, configuration.limits.refusal(of: header, path: source.path) != nil { continue }
-            let key = RenditionKey(source: source.identity.bytes, spec: spec.keyBytes, rendererVersion: Renderer.version)
             // Rendered and stored while its header was read (a RENDER's job finished).
-            guard !reader.contains(key) else { continue }
+            guard !reader.contains(RenditionKey(identity: source.identity.bytes, spec: spec)) else { continue }
+            // A tile's prefetch is its whole level's (one decode cuts every tile).
+            let key = RenditionKey.job(of: spec, identity: source.identity.bytes)
             let (added, actions) = inFlight.prefetch(key, by: id, priority: request.priority) { job in
                 makeJob(job, key: key, source: source, spec: spec, sniffed: sniffed, wantsPreview: false)
             }
@@ -149,8 +149,7 @@ extension Daemon {
     private func stopPrefetch(_ identities: [AssetIdentity], spec: RenditionSpec, connection id: UInt64) -> Int {
         var stopped = 0
         for identity in identities {
-            let key = RenditionKey(source: identity.bytes, spec: spec.keyBytes, rendererVersion: Renderer.version)
-            let (done, actions) = inFlight.stopPrefetch(key, by: id)
+            let (done, actions) = inFlight.stopPrefetch(RenditionKey.job(of: spec, identity: identity.bytes), by: id)
             perform(actions)
             if done { stopped += 1 }
         }

@@ -113,8 +113,11 @@ extension Daemon {
         guard opening.take(ref) != nil, let connection = connections.byID[ref.connection] else {
             let key = inFlight.key(of: ref)
             var actions = inFlight.cancel(ref)
-            if let key, RenditionSpec(keyBytes: key.specBytes)?.tile?.column == .max,
-               inFlight.pendingCount(of: ref.connection, key: key) == 0 {
+            // Tiles still opening count too: a pan cancels the old tiles, then asks the new.
+            if let key, key.isWholeLevel, inFlight.pendingCount(of: ref.connection, key: key) == 0,
+               !opening.entries(of: ref.connection).contains(where: { entry in
+                   entry.source.map { RenditionKey.job(of: entry.spec, identity: $0.identity.bytes) == key } ?? (entry.spec.tile != nil)
+               }) {
                 actions += inFlight.stopPrefetch(key, by: ref.connection).actions
             }
             return perform(actions)

@@ -281,20 +281,23 @@ final class WorkerPool: Sendable {
             let outcome = slot.run(job, onPreview: { preview in
                 onEvent(.preview(job, preview))
             }, onTile: { address, tile in
+                guard job.isWholeLevel else { return }
                 // Each tile of a level is stored as it comes, before its waiters hear of it.
                 let key = job.key(ofTile: address)
                 if job.sourceWasSteady, let stamp = job.stamp { store(tile, key: key, of: job, stamp: stamp) }
                 onEvent(.tile(job, JobRendition(key: key, rendition: tile)))
             })
             running.add(-1, ordering: .relaxed)
-            // A level's job ends with an empty result: its tiles were stored as they came.
-            if case .rendered(let rendition) = outcome, !job.isWholeLevel {
+            if case .rendered(let rendition) = outcome {
                 settings.setFailing(false)
                 // A file rewritten during the render would store old pixels under the old
                 // identity: wasteful where timestamps are fine (that key never matches
                 // again), wrong where they are coarse (it may match): not stored. Nor is one
                 // without its stamp: a later rewrite keeping the identity could not be told.
-                if job.sourceWasSteady, let stamp = job.stamp { store(rendition, key: job.key, of: job, stamp: stamp) }
+                // A level's job ends with an empty result: its tiles were stored as they came.
+                if job.sourceWasSteady, !job.isWholeLevel, let stamp = job.stamp {
+                    store(rendition, key: job.key, of: job, stamp: stamp)
+                }
             }
             // Its memory is free (admission may let others start), and the loop may queue the
             // same job again as soon as it hears of the end (a cancel meant for another job):

@@ -69,7 +69,8 @@ public enum WorkerProcess {
         let renderer = Renderer(limits: limits)
         // A level held whole in memory takes at most an eighth of the address space allowed
         // (256 MiB at the default 4 GiB: a 50 MP photo's RGB level); larger ones go in strips.
-        let levelBudget = sandboxLimits.addressSpace == 0 ? 256 << 20 : Int(min(sandboxLimits.addressSpace / 8, 256 << 20))
+        let levelBudget = sandboxLimits.addressSpace == 0 ? Renderer.levelMemoryBudget
+            : min(Int(sandboxLimits.addressSpace / 8), Renderer.levelMemoryBudget)
         var listener: Int32 = -1
         if sandboxed {
             WorkerSandbox.warmUp(renderer, text: !protections.contains(.filesystem))
@@ -195,16 +196,17 @@ public enum WorkerProcess {
         }
         let outcome: Result<Rendition, RenderError>
         if job.wholeLevel {
-            // The tiles go as they are cut; the job ends with an empty result.
+            // The tiles go as they are cut; the job ends with a result of no pixels.
             outcome = Result { () throws(RenderError) in
                 let source = try SourceFile(descriptor: job.source, path: job.request.path)
                 if faults { injectFault(path: job.request.path) }
                 try hook?(job.request.path)
-                try renderer.renderLevel(source, spec: job.request.spec, memoryBudget: levelBudget,
-                                         cancellation: cancellation) { address, tile in
+                let grid = try renderer.renderLevel(source, spec: job.request.spec, memoryBudget: levelBudget,
+                                                    cancellation: cancellation) { address, tile in
                     send(.tile(id: job.id, address, tile))
                 }
-                return Rendition(format: job.request.spec.format, width: 0, height: 0, bytes: [])
+                // No pixels: the level's grid, which tells the daemon the tiles past its edge.
+                return Rendition(format: job.request.spec.format, width: UInt32(grid.columns), height: UInt32(grid.rows), bytes: [])
             }
         } else if job.isDerivation {
             outcome = Result { () throws(RenderError) in try derive(job, cancellation: cancellation, renderer: renderer) }

@@ -23,7 +23,8 @@ enum WorkerCommand: Sendable, Equatable {
     /// or `error` (the info lane, `WorkerPool`).
     case info(id: UInt32, InfoRequest)
     /// Cut every tile of the level the request's tile is on from one decode of the source
-    /// (descriptor 0): a `tile` reply for each, the asked one first, then an empty `result`.
+    /// (descriptor 0): a `tile` reply for each, the asked one first, then a `result` of no
+    /// bytes whose width and height are the level's columns and rows.
     case renderLevel(id: UInt32, RenderRequest)
 
     var id: UInt32 {
