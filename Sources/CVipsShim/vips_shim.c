@@ -570,7 +570,7 @@ int vs_sink_bands(VipsImage *in, int band_height, vs_cancel *cancel, vs_band_fn 
     return result;
 }
 
-int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background, vs_cancel *cancel,
+int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background, int fast, vs_cancel *cancel,
                    void **buf, size_t *len, int *out_width, int *out_height) {
     *buf = NULL;
     *len = 0;
@@ -594,7 +594,7 @@ int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t backgroun
     int result = -1;
     switch (format) {
     case VS_FORMAT_JPEG:
-        result = vips_jpegsave_buffer(img, buf, len, "Q", quality, "optimize_coding", TRUE,
+        result = vips_jpegsave_buffer(img, buf, len, "Q", quality, "optimize_coding", !fast,
                                       "interlace", FALSE, "strip", TRUE, NULL);
         break;
     case VS_FORMAT_WEBP:

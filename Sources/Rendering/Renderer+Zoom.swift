@@ -144,12 +144,12 @@ extension Renderer {
             (asked.column, asked.row) = (min(asked.column, UInt32(grid.columns - 1)), min(asked.row, UInt32(grid.rows - 1)))
             let picture = try scaledImage(source, header: header, size: size, spec: spec, cancellation: cancellation)
             func cut(_ from: VipsImageRef, _ tile: TilePyramid.Tile, top: Int) throws(RenderError) {
-                if cancellation?.isCancelled == true { throw .invalidSpec("cancelled") }
-                let part = try crop(from, x: tile.x, y: tile.y - top, width: tile.width, height: tile.height, path: source.path)
                 var address = asked
                 (address.column, address.row) = (UInt32(tile.column), UInt32(tile.row))
                 guard !sent.contains(address) else { return }
-                emit(address, try encode(part, spec: spec, path: source.path, cancellation: cancellation))
+                if cancellation?.isCancelled == true { throw .invalidSpec("cancelled") }
+                let part = try crop(from, x: tile.x, y: tile.y - top, width: tile.width, height: tile.height, path: source.path)
+                emit(address, try encode(part, spec: spec, path: source.path, cancellation: cancellation, fast: true))
                 sent.insert(address)
             }
             // The level is computed once, top to bottom (a streamed decode cannot go back), in
@@ -171,8 +171,18 @@ extension Renderer {
             let askedRow = Int(asked.row), askedColumn = Int(asked.column)
             if size.width * size.height * max(3, picture.size.bands) <= memoryBudget {
                 // The whole level is kept: the asked tile goes as soon as its rows are decoded
-                // (a JPEG's centre tile after 58 % of the decode, as `vips crop` makes it), the
-                // rest once the level is, the tiles nearest the asked one first.
+                // (a JPEG's centre tile after 58 % of the decode, as `vips crop` makes it); then,
+                // while the decode goes on (libvips computes the next band meanwhile), every tile
+                // whose rows are decoded, nearest the asked one first; the last ones at the end.
+                let near = { (t: TilePyramid.Tile) in max(abs(t.column - askedColumn), abs(t.row - askedRow)) }
+                var strips: [Int: (image: VipsImageRef, top: Int)] = [:]
+                func cutDecoded(through last: Int) throws(RenderError) {
+                    let tiles = (0...last).flatMap { row in (0..<grid.columns).map { pyramid.tile(level: level, column: $0, row: row)! } }
+                    for tile in tiles.sorted(by: { near($0) < near($1) }) {
+                        if strips[tile.row] == nil { strips[tile.row] = try strip(tile.row) }
+                        try cut(strips[tile.row]!.image, tile, top: strips[tile.row]!.top)
+                    }
+                }
                 try sinkBands(picture, height: pyramid.tileSize, path: source.path, cancellation: cancellation) { band, top throws(RenderError) in
                     let row = top / pyramid.tileSize
                     bands[row] = band
@@ -180,14 +190,9 @@ extension Renderer {
                         let first = try strip(askedRow)
                         try cut(first.image, pyramid.tile(level: level, column: askedColumn, row: askedRow)!, top: first.top)
                     }
+                    if row > askedRow { try cutDecoded(through: row - 1) }
                 }
-                let near = { (t: TilePyramid.Tile) in max(abs(t.column - askedColumn), abs(t.row - askedRow)) }
-                var strips: [Int: (image: VipsImageRef, top: Int)] = [:]
-                let tiles = (0..<grid.rows).flatMap { row in (0..<grid.columns).map { pyramid.tile(level: level, column: $0, row: row)! } }
-                for tile in tiles.sorted(by: { near($0) < near($1) }) {
-                    if strips[tile.row] == nil { strips[tile.row] = try strip(tile.row) }
-                    try cut(strips[tile.row]!.image, tile, top: strips[tile.row]!.top)
-                }
+                try cutDecoded(through: grid.rows - 1)
                 return grid
             }
             // Over the budget: a row's tiles as soon as the band below it is decoded, three bands

@@ -31,7 +31,15 @@ extension Bench {
         func visible(_ x: Double) -> [TilePyramid.Tile] {
             pyramid.tiles(covering: (x: x, y: top, width: viewport.width, height: viewport.height), scale: 1)
         }
-        let screen = visible(0)
+        // As a viewer asks (ZoomedImage): the screen's tiles from its centre out; the daemon
+        // cuts the rest of the level nearest the first one asked first.
+        let shown = visible(0)
+        let centre = (column: Double(shown.map(\.column).min()! + shown.map(\.column).max()!) / 2,
+                      row: Double(shown.map(\.row).min()! + shown.map(\.row).max()!) / 2)
+        let screen = shown.sorted {
+            max(abs(Double($0.column) - centre.column), abs(Double($0.row) - centre.row))
+                < max(abs(Double($1.column) - centre.column), abs(Double($1.row) - centre.row))
+        }
         var seen = Set(screen)
         var route: [TilePyramid.Tile] = []
         let travel = Double(size.width) - viewport.width

