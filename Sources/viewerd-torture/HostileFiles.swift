@@ -158,7 +158,49 @@ struct HostileFiles {
             if outcomes.count == 2 && outcomes[0] != outcomes[1] {
                 report.violation("\(item.path) (\(item.note)) answered \(outcomes[0]) then \(outcomes[1]) (unchanged file)")
             }
+            // Then a part of it: a region or a tile, hostile or not. Any answer will do but none,
+            // a malformed rendition, or the daemon gone.
+            guard let zoomWire = wire else { continue }
+            id += 1
+            do {
+                try zoomWire.send(.render(RenderRequest(path: item.path, spec: Self.zoomSpec(n))), id: id)
+                guard let message = try awaitTerminal(zoomWire, id: id) else {
+                    report.violation("no answer within \(bound.seconds) s for a part of \(item.path) (\(item.note))")
+                    wire = nil
+                    continue
+                }
+                report.answer(message.outcome)
+                if case .result(let result) = message, let problem = verifyRendition(result) {
+                    report.violation("a part of \(item.path) (\(item.note)): \(problem)")
+                }
+            } catch {
+                report.violation("a part of \(item.path) (\(item.note)): \(error)")
+                wire = nil
+                context.ensureAlive(daemon, after: "asked for a part of \(item.path) (\(item.note))")
+            }
         }
+    }
+
+    /// A region or a tile for case `n`: ordinary ones and hostile ones (past the edges, past
+    /// 2^32, enlarged thousands of times, levels past any top).
+    static func zoomSpec(_ n: Int) -> RenditionSpec {
+        var spec = RenditionSpec(width: 256, height: 256, format: n % 3 == 0 ? .png : .jpeg)
+        let huge = UInt32.max
+        switch n % 8 {
+        case 0: spec.tile = TileAddress(level: UInt8(n % 14), column: 0, row: 0)
+        case 1: spec.tile = TileAddress(level: 31, column: UInt32(n % 5), row: 1, size: 512, overlap: 0)
+        case 2: spec.tile = TileAddress(level: 9, column: huge - 1, row: huge - 1)
+        case 3: spec.region = PixelRegion(x: 0, y: 0, width: 16, height: 16)
+        case 4: spec.region = PixelRegion(x: huge - 10, y: 5, width: 10, height: 10)
+        case 5:
+            spec.region = PixelRegion(x: 1, y: 1, width: 1, height: 1)
+            (spec.width, spec.height, spec.upscale) = (8192, 8192, true)
+        case 6: spec.region = PixelRegion(x: 10, y: 10, width: 100_000, height: 3)
+        default:
+            spec.region = PixelRegion(x: 3, y: 3, width: 40, height: 30)
+            spec.tile = TileAddress(level: 2, column: 0, row: 0)
+        }
+        return spec
     }
 
     /// Reads until the terminal answer of `id`; PREVIEWs are skipped. Nil on timeout.
