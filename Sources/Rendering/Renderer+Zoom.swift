@@ -52,7 +52,7 @@ extension Renderer {
     }
 
     /// The upright size of a source.
-    static func upright(_ header: SourceHeader) -> (width: Int, height: Int) {
+    public static func upright(_ header: SourceHeader) -> (width: Int, height: Int) {
         header.orientation >= 5 && header.orientation <= 8 ? (header.height, header.width) : (header.width, header.height)
     }
 
@@ -85,7 +85,7 @@ extension Renderer {
         if let problem = Self.zoomProblem(spec, image: image, path: source.path) { throw .invalidSpec(problem) }
         if let region = spec.region {
             let plan = Self.regionPlan(region, image: image, spec: spec)
-            var cut: VipsImageRef
+            let cut: VipsImageRef
             if plan.scaledWidth > image.width || plan.scaledHeight > image.height {
                 // Enlarged: the region is cut at full size and only it is enlarged (the whole
                 // image at 8192 times could pass libvips' largest side).
@@ -101,11 +101,7 @@ extension Renderer {
                                              cancellation: cancellation)
                 cut = try crop(scaled, x: plan.left, y: plan.top, width: plan.width, height: plan.height, path: source.path)
             }
-            if spec.fit == .fill, plan.width > Int(spec.width) || plan.height > Int(spec.height) {
-                let (w, h) = (min(plan.width, Int(spec.width)), min(plan.height, Int(spec.height)))
-                cut = try crop(cut, x: (plan.width - w) / 2, y: (plan.height - h) / 2, width: w, height: h, path: source.path)
-            }
-            return cut
+            return try fillCut(cut, plan: plan, spec: spec, path: source.path)
         }
         let (pyramid, address) = try levelOf(spec, image: image)
         let level = try scaledImage(source, header: header, size: pyramid.size(ofLevel: Int(address.level)), spec: spec,
@@ -206,6 +202,42 @@ extension Renderer {
             try cutRow(grid.rows - 1, first: grid.rows - 1 == askedRow ? askedColumn : nil)
             return grid
         }
+    }
+
+    /// A region made from a stored rendition of the whole image (`base`: JPEG, PNG or WebP
+    /// bytes, upright, at least the region's scale) instead of the source: the rendition
+    /// resized to the size the source would be scaled to, then cut as `regionPlan` says, so it
+    /// is the size a render from the source makes. `image`: the source's upright size. Nil when
+    /// the rendition has fewer pixels than the region's scale needs (the daemon judged it from
+    /// a sniffed header): the caller renders from the source.
+    public func renderRegion(fromBase base: [UInt8], spec: RenditionSpec, image: (width: Int, height: Int),
+                             cancellation: RenderCancellation? = nil) throws(RenderError) -> Rendition? {
+        try Self.attributingErrors { () throws(RenderError) -> Rendition? in
+            let spec = spec.normalized()
+            guard let region = spec.region else { throw .invalidSpec("region: none asked") }
+            if let problem = Self.zoomProblem(spec, image: image, path: "<derivation>") { throw .invalidSpec(problem) }
+            let plan = Self.regionPlan(region, image: image, spec: spec)
+            var loaded: OpaquePointer?
+            guard base.withUnsafeBytes({ vs_load_rendition($0.baseAddress, $0.count, &loaded) }) == 0, let loaded else {
+                throw .corrupt(path: "<derivation base>", detail: takeVipsError())
+            }
+            let stored = VipsImageRef(loaded)
+            guard stored.size.width >= plan.scaledWidth, stored.size.height >= plan.scaledHeight else { return nil }
+            var scaled: OpaquePointer?
+            guard vs_thumbnail_image(stored.pointer, Int32(plan.scaledWidth), Int32(plan.scaledHeight), 0, 3, 0, &scaled) == 0,
+                  let scaled else { throw .corrupt(path: "<derivation base>", detail: takeVipsError()) }
+            let cut = try crop(VipsImageRef(scaled), x: plan.left, y: plan.top, width: plan.width, height: plan.height,
+                               path: "<derivation base>")
+            return try encode(fillCut(cut, plan: plan, spec: spec, path: "<derivation base>"), spec: spec,
+                              path: "<derivation base>", cancellation: cancellation)
+        }
+    }
+
+    /// For `fill`, the centre of a region's cut that the box holds; the cut itself for `fit`.
+    private func fillCut(_ cut: VipsImageRef, plan: RegionPlan, spec: RenditionSpec, path: String) throws(RenderError) -> VipsImageRef {
+        guard spec.fit == .fill, plan.width > Int(spec.width) || plan.height > Int(spec.height) else { return cut }
+        let (w, h) = (min(plan.width, Int(spec.width)), min(plan.height, Int(spec.height)))
+        return try crop(cut, x: (plan.width - w) / 2, y: (plan.height - h) / 2, width: w, height: h, path: path)
     }
 
     /// The pyramid of the image on the spec's grid, and the spec's tile address on it.

@@ -284,4 +284,31 @@ struct ZoomTests {
         #expect(try daemon.stats()["renders"] == 1)
         daemon.stop()
     }
+
+    @Test("a region within a stored rendition's scale is cut from it, not decoded again, and equals a direct render")
+    func regionFromStoredRendition() throws {
+        let daemon = try DaemonProcess()
+        let path = try Fixtures.write(daemon.directory + "/photo.jpg", width: 2400, height: 1600)
+        let copy = daemon.directory + "/copy.jpg"
+        try FileManager.default.copyItem(atPath: path, toPath: copy)
+        let client = try daemon.connect()
+        // Given the pager's rendition of the whole photo, 1200x800 (scale 0.5)
+        let pager = try client.render(RenderRequest(path: path, spec: RenditionSpec(width: 1200, height: 1200, format: .png)))
+        #expect((pager.width, pager.height) == (1200, 800))
+        // When a pinch asks for a region at scale 0.5
+        var spec = RenditionSpec(width: 300, height: 300, format: .png)
+        spec.region = PixelRegion(x: 600, y: 400, width: 600, height: 400)
+        let derived = try ImageFixtures.decode(client.render(RenderRequest(path: path, spec: spec)).bytes)
+        // Then it came from the stored rendition, and it is what the original gives
+        #expect(try daemon.stats()["derivations"] == 1)
+        let direct = try ImageFixtures.decode(client.render(RenderRequest(path: copy, spec: spec)).bytes)
+        #expect((derived.width, derived.height) == (300, 200) && (direct.width, direct.height) == (300, 200))
+        let psnr = ImageFixtures.psnr(derived, direct)
+        #expect(psnr >= 35, "\(psnr) dB")
+        // A region sharper than the stored rendition (scale 1) is decoded from the original.
+        spec.region = PixelRegion(x: 600, y: 400, width: 300, height: 300)
+        #expect(try client.render(RenderRequest(path: path, spec: spec)).width == 300)
+        #expect(try daemon.stats()["derivations"] == 1)
+        daemon.stop()
+    }
 }

@@ -201,7 +201,8 @@ extension Daemon {
         // A part of the picture is neither derived nor previewed from a whole one (and a file
         // with a thousand tiles stored is not searched for one).
         let zoomed = spec.region != nil || spec.tile != nil
-        let base = zoomed ? nil : stored.derivationBase(for: source, spec: spec, original: sniffed.header)
+        let base = spec.region != nil ? stored.regionBase(for: source, spec: spec, original: sniffed.header)
+            : zoomed ? nil : stored.derivationBase(for: source, spec: spec, original: sniffed.header)
         if base != nil { stats.derivations += 1 }
         let previewBase = base == nil && wantsPreview && !zoomed ? stored.previewBase(for: source, spec: spec, original: sniffed.header) : nil
         let cost = base.map { Renderer.estimateCost(SourceHeader(width: $0.width, height: $0.height, bands: 4, loader: "derived"), spec: spec) }

@@ -66,6 +66,15 @@ struct StoredRenditions {
         return (bytes, base.width, base.height)
     }
 
+    /// The stored rendition of the whole image to cut `spec`'s region from instead of decoding
+    /// the original, with its bytes and size; nil when none has the pixels the region needs.
+    func regionBase(for source: SourceFile, spec: RenditionSpec,
+                    original: SourceHeader?) -> (bytes: [UInt8], width: Int, height: Int)? {
+        guard let original, let base = Self.regionBase(among: candidates(source), for: spec, original: original),
+              let bytes = bytes(base.key) else { return nil }
+        return (bytes, base.width, base.height)
+    }
+
     /// The bytes of a stored rendition smaller than `spec` asks for, to make the PREVIEW of a
     /// render from (a grid's thumbnail while the pager's larger rendition renders); nil when
     /// there is none. The worker decides whether it is cheap enough (`Renderer.preview`).
@@ -149,6 +158,26 @@ struct StoredRenditions {
             let direct = Renderer.outputSize(upright(original, like: candidate, fit: spec.fit), spec: spec)
             return candidate.width < direct.width || candidate.height < direct.height
         }.max { $0.pixels < $1.pixels }
+    }
+
+    /// The smallest candidate a region of `spec` may be cut from: a `fit` rendition of the whole
+    /// image, equal to `spec` in everything but the box and the region (format, quality,
+    /// background, page), not raw, at least as large as the source scaled to the region's scale
+    /// (`Renderer.regionPlan`), and at most a quarter of the original's pixels (else decoding
+    /// the original costs little more). A pager's 2560×1440 of a 24 MP photo serves the regions
+    /// of a pinch up to a scale of 0.43.
+    static func regionBase(among candidates: [Candidate], for spec: RenditionSpec, original: SourceHeader) -> Candidate? {
+        let spec = spec.normalized()
+        guard let region = spec.region, !spec.upscale, spec.format != .raw else { return nil }
+        return candidates.filter { candidate in
+            var whole = candidate.spec.normalized()
+            guard whole.region == nil, whole.tile == nil, whole.fit == .fit, !whole.upscale else { return false }
+            (whole.width, whole.height, whole.region, whole.fit, whole.crop) = (spec.width, spec.height, region, spec.fit, spec.crop)
+            guard whole.normalized() == spec, candidate.pixels * 4 <= original.width * original.height else { return false }
+            let image = upright(original, like: candidate, fit: .fit)
+            let plan = Renderer.regionPlan(region, image: (image.width, image.height), spec: spec)
+            return candidate.width >= plan.scaledWidth && candidate.height >= plan.scaledHeight
+        }.min { $0.pixels < $1.pixels }
     }
 
     /// Whether a rendition holds everything `spec` needs: strictly larger than the box on

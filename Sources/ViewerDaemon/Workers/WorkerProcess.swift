@@ -245,6 +245,15 @@ public enum WorkerProcess {
     /// source would have (libvips' plan). Without that plan (the original no longer reads),
     /// the derivation sizes itself from the rendition, which may differ by a pixel.
     private static func derive(_ job: WorkerJob, cancellation: RenderCancellation, renderer: Renderer) throws(RenderError) -> Rendition {
+        if job.request.spec.region != nil {
+            // A region of a stored rendition of the whole image, sized by the source's upright
+            // size; from the source itself when the rendition is too small after all.
+            let source = try SourceFile(descriptor: job.source, path: job.request.path)
+            let image = Renderer.upright(try renderer.header(of: source))
+            if let region = try renderer.renderRegion(fromBase: readBase(job.base), spec: job.request.spec, image: image,
+                                                      cancellation: cancellation) { return region }
+            return try renderer.render(source, spec: job.request.spec, cancellation: cancellation)
+        }
         var size: (width: Int, height: Int)?
         do throws(RenderError) {
             size = try renderer.plannedSize(SourceFile(descriptor: job.source, path: job.request.path), spec: job.request.spec)
