@@ -512,7 +512,12 @@ int vs_join_vertical(VipsImage *top, VipsImage *bottom, VipsImage **out) {
     return vips_join(top, bottom, out, VIPS_DIRECTION_VERTICAL, NULL);
 }
 
+// libvips calls band_write from its write thread, one strip after another, and returns from
+// vips_sink_disc after the last; its ordering (GLib's semaphores) is invisible to
+// ThreadSanitizer, so `lock` orders the state, and the callee's, where TSan can see it (make
+// sanitize found the caller's final flush racing the write thread's last one).
 typedef struct {
+    pthread_mutex_t lock;
     VipsImage *image;
     int band_height;
     size_t line;      // bytes a row
@@ -542,11 +547,14 @@ static int band_flush(band_sink *sink) {
 // libvips' sink hands the image over in full-width strips, top to bottom, one at a time.
 static int band_write(VipsRegion *region, VipsRect *area, void *a) {
     band_sink *sink = a;
-    for (int y = 0; y < area->height; y++) {
+    int result = 0;
+    pthread_mutex_lock(&sink->lock);
+    for (int y = 0; y < area->height && result == 0; y++) {
         memcpy(sink->buffer + sink->line * sink->filled, VIPS_REGION_ADDR(region, area->left, area->top + y), sink->line);
-        if (++sink->filled == sink->band_height && band_flush(sink)) return -1;
+        if (++sink->filled == sink->band_height) result = band_flush(sink);
     }
-    return 0;
+    pthread_mutex_unlock(&sink->lock);
+    return result;
 }
 
 int vs_sink_bands(VipsImage *in, int band_height, vs_cancel *cancel, vs_band_fn fn, void *context) {
@@ -558,13 +566,24 @@ int vs_sink_bands(VipsImage *in, int band_height, vs_cancel *cancel, vs_band_fn 
     }
     band_sink sink = {.image = img, .band_height = band_height, .line = VIPS_IMAGE_SIZEOF_LINE(img),
                       .fn = fn, .context = context};
+    pthread_mutex_init(&sink.lock, NULL);
+    // Released here and acquired by the write thread's first strip: the callee's state, set
+    // up by the caller, is seen there.
+    pthread_mutex_lock(&sink.lock);
     sink.buffer = g_try_malloc(sink.line * band_height);
+    pthread_mutex_unlock(&sink.lock);
     int result = -1;
     if (!sink.buffer) {
         vips_error("viewerd", "out of memory for a band of %d rows", band_height);
-    } else if (vips_sink_disc(img, band_write, &sink) == 0) {
-        result = band_flush(&sink);
+    } else {
+        int sunk = vips_sink_disc(img, band_write, &sink);
+        // Taken even with nothing left to flush: what the callee did on the write thread
+        // happens before what its caller does next.
+        pthread_mutex_lock(&sink.lock);
+        if (sunk == 0) result = band_flush(&sink);
+        pthread_mutex_unlock(&sink.lock);
     }
+    pthread_mutex_destroy(&sink.lock);
     g_free(sink.buffer);
     g_object_unref(img);
     return result;

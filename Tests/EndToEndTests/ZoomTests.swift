@@ -170,18 +170,19 @@ struct ZoomTests {
         let pyramid = TilePyramid(width: 6000, height: 4000)
         let top = UInt8(pyramid.top)
         let socket = try daemon.rawConnection()
-        // Given a tile that comes first and one, far from it, that comes among the last
+        // Given two opposite corners of the level: whichever starts the level's job is cut first,
+        // the other among the last (the two RENDERs open off the loop, in either order)
         try socket.send(Self.tileRequest(path, TileAddress(level: top, column: 0, row: 0)), id: 1)
         try socket.send(Self.tileRequest(path, TileAddress(level: top, column: 23, row: 15)), id: 2)
-        guard let (first, answer) = try socket.read(timeout: .seconds(60)), case .result = answer else {
+        guard let (first, answer) = try socket.read(timeout: .seconds(60)), case .result = answer, [1, 2].contains(first) else {
             Issue.record("no first tile")
             return
         }
-        #expect(first == 1)
-        // When the far one is cancelled (the viewer zoomed out)
-        try socket.send(.cancel, id: 2)
-        let cancelled = try Self.answers(socket, ids: [2])
-        #expect({ if case .cancelled? = cancelled[2] { true } else { false } }())
+        // When the other is cancelled (the viewer zoomed out)
+        let other: UInt32 = first == 1 ? 2 : 1
+        try socket.send(.cancel, id: other)
+        let cancelled = try Self.answers(socket, ids: [other])
+        #expect({ if case .cancelled? = cancelled[other] { true } else { false } }())
         // Then the level's job ends, and the tiles stop at fewer than the level's 384
         #expect(eventually(.seconds(30)) { (try? daemon.stats()["jobs_running"]) == 0 })
         let stored = try daemon.stats()["tiles"] ?? 0
