@@ -16,6 +16,10 @@ let package = Package(
         // C libraries from Debian, found with pkg-config.
         .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
+        // GLib (libvips depends on it): URIs and MD5s exactly as the desktop computes them (issue 21).
+        .systemLibrary(name: "CGLib", pkgConfig: "glib-2.0", providers: [.apt(["libglib2.0-dev"])]),
+        // zlib (libpng's, so libvips'): the cache's RGBA PNGs, written by clients without libvips.
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
         // libjpeg(-turbo) itself, for decoding a progressive JPEG's DC scans alone (issue 16);
         // libvips links it too, but its pkg-config file does not give -ljpeg.
@@ -52,9 +56,12 @@ let package = Package(
         .target(name: "SystemCalls", dependencies: ["CPosix"]),
         // Client library for viewers and for viewerctl.
         .target(name: "ViewerClient", dependencies: ["ViewerProtocol", "SystemCalls", "Locking"]),
+        // The freedesktop Thumbnail Managing Standard's cache (~/.cache/thumbnails), written and
+        // read as GNOME, KDE and Xfce apps expect (issue 21).
+        .target(name: "FreedesktopThumbnails", dependencies: ["CGLib", "CZlib", "ViewerProtocol"]),
 
         .executableTarget(name: "viewerd", dependencies: ["ViewerDaemon"]),
-        .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "Locking"]),
+        .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "Locking", "FreedesktopThumbnails"]),
         .executableTarget(name: "viewerd-bench", dependencies: ["ViewerProtocol", "RenditionStore", "Rendering", "SystemCalls", "Locking",
                                                          "ViewerTestSupport"]),
         // make torture: hostile files, clients, load and faults against the real daemon (issue 9).
@@ -77,9 +84,11 @@ let package = Package(
         // bench/cost-model.sh: the daemon's cost estimate of a file, beside its measured peak.
         .executableTarget(name: "viewerd-cost-estimate", dependencies: ["ViewerDaemon", "Rendering", "ViewerProtocol"],
                           path: "Tests/CostEstimate"),
-        .testTarget(name: "EndToEndTests", dependencies: ["ViewerClient", "ViewerProtocol", "Rendering", "SystemCalls", "ViewerTestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ViewerClient", "ViewerProtocol", "Rendering", "SystemCalls", "ViewerTestSupport",
+                                                        "FreedesktopThumbnails"]),
         .testTarget(name: "ViewerClientTests", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
+        .testTarget(name: "FreedesktopThumbnailsTests", dependencies: ["FreedesktopThumbnails", "Rendering", "ViewerTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

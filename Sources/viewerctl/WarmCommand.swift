@@ -90,7 +90,11 @@ struct WarmCommand: Subcommand {
     /// (and everything in hidden folders: thumbnail caches, `.git`) and files whose suffix is
     /// not an image viewerd reads. Camera RAW files (.cr2, .nef, .arw, .dng...) are among
     /// those: libvips in Debian has no RAW loader, and a DNG's first image is its preview.
-    func collectFiles() -> (files: [String], skipped: Int) {
+    func collectFiles() -> (files: [String], skipped: Int) { Self.collectFiles(paths, recursive: recursive) }
+
+    /// The images and videos of `paths` (files as they are, folders' files by suffix, hidden
+    /// ones skipped), and how many were skipped.
+    static func collectFiles(_ paths: [String], recursive: Bool) -> (files: [String], skipped: Int) {
         var files: [String] = []
         var skipped = 0
         let manager = FileManager.default
@@ -113,7 +117,7 @@ struct WarmCommand: Subcommand {
             for name in names.sorted() {
                 let hidden = name.split(separator: "/").contains { $0.hasPrefix(".") }
                 let full = path + "/" + name
-                if !hidden && Self.imageSuffixes.contains((name as NSString).pathExtension.lowercased()) {
+                if !hidden && imageSuffixes.contains((name as NSString).pathExtension.lowercased()) {
                     files.append(full)
                 } else if hidden || !Self.isDirectory(full) {
                     skipped += 1

@@ -5,7 +5,7 @@ import ViewerProtocol
 
 let commands: [any Subcommand.Type] = [
     RenderCommand.self, TileCommand.self, InfoCommand.self, WarmCommand.self, StatsCommand.self, StatusCommand.self,
-    InvalidateCommand.self, TrimCommand.self, ClearCommand.self, PingCommand.self,
+    InvalidateCommand.self, TrimCommand.self, ClearCommand.self, PingCommand.self, ExportXDGCommand.self,
 ]
 
 /// The width of the command names' column in the help: the longest name and two spaces.

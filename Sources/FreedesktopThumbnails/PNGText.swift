@@ -1,0 +1,97 @@
+/// The text chunks (`tEXt`) of a PNG: how the Thumbnail Managing Standard stores a thumbnail's
+/// keys (`Thumb::URI`, `Thumb::MTime`, ...) in the thumbnail itself.
+///
+/// ```swift
+/// let tagged = try PNGText.adding([("Thumb::URI", uri), ("Thumb::MTime", "1700000000")], to: png)
+/// PNGText.read(tagged)["Thumb::URI"]    // uri
+/// ```
+public enum PNGText {
+    static let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+
+    public struct Malformed: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// `png` with a `tEXt` chunk for each pair, right after its header chunk (IHDR), where
+    /// readers that stop early still find them. Keys are 1-79 Latin-1 characters without NUL;
+    /// values Latin-1 without NUL (URIs, numbers and MIME types are ASCII).
+    public static func adding(_ pairs: [(key: String, value: String)], to png: [UInt8]) throws(Malformed) -> [UInt8] {
+        guard png.count >= 33, Array(png.prefix(8)) == signature, Array(png[12..<16]) == Array("IHDR".utf8) else {
+            throw Malformed(description: "not a PNG that starts with its header chunk")
+        }
+        var chunks: [UInt8] = []
+        for (key, value) in pairs {
+            guard let keyBytes = latin1(key), (1...79).contains(keyBytes.count), let valueBytes = latin1(value) else {
+                throw Malformed(description: "the text \(key)=\(value) is not a PNG tEXt pair (Latin-1, key of 1-79)")
+            }
+            chunks += chunk("tEXt", keyBytes + [0] + valueBytes)
+        }
+        let headerEnd = 8 + 12 + Int(UInt32(bigEndian: png, at: 8))
+        guard headerEnd <= png.count else { throw Malformed(description: "a PNG header chunk longer than the file") }
+        return Array(png[..<headerEnd]) + chunks + Array(png[headerEnd...])
+    }
+
+    /// The `tEXt` pairs of `png` (the first of a repeated key); empty for anything else.
+    public static func read(_ png: [UInt8]) -> [String: String] {
+        guard png.count >= 8, Array(png.prefix(8)) == signature else { return [:] }
+        var pairs: [String: String] = [:]
+        var offset = 8
+        while offset + 12 <= png.count {
+            let length = Int(UInt32(bigEndian: png, at: offset))
+            guard length <= png.count - offset - 12 else { break }
+            let type = String(decoding: png[(offset + 4)..<(offset + 8)], as: UTF8.self)
+            let data = png[(offset + 8)..<(offset + 8 + length)]
+            if type == "tEXt", let nul = data.firstIndex(of: 0) {
+                let key = String(data[data.startIndex..<nul].map { Character(Unicode.Scalar($0)) })
+                let value = String(data[(nul + 1)...].map { Character(Unicode.Scalar($0)) })
+                if pairs[key] == nil { pairs[key] = value }
+            }
+            if type == "IEND" { break }
+            offset += 12 + length
+        }
+        return pairs
+    }
+
+    static func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+        let typed = Array(type.utf8) + data
+        var out: [UInt8] = []
+        out.appendBigEndian(UInt32(data.count))
+        out += typed
+        out.appendBigEndian(CRC32.checksum(typed))
+        return out
+    }
+
+    private static func latin1(_ text: String) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        for scalar in text.unicodeScalars {
+            guard scalar.value < 256, scalar.value != 0 else { return nil }
+            bytes.append(UInt8(scalar.value))
+        }
+        return bytes
+    }
+}
+
+/// zlib's CRC-32 (the PNG chunks' checksum).
+enum CRC32 {
+    private static let table: [UInt32] = (0..<256).map { n in
+        var c = UInt32(n)
+        for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
+        return c
+    }
+
+    static func checksum<C: Collection>(_ bytes: C) -> UInt32 where C.Element == UInt8 {
+        ~bytes.reduce(~UInt32(0)) { crc, byte in table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
+    }
+}
+
+extension UInt32 {
+    init(bigEndian bytes: [UInt8], at offset: Int) {
+        self = UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])
+    }
+}
+
+extension Array where Element == UInt8 {
+    mutating func appendBigEndian(_ value: UInt32) {
+        append(contentsOf: [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)])
+    }
+}

@@ -1,0 +1,235 @@
+import CGLib
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The sizes of the Thumbnail Managing Standard, each a directory of the cache.
+public enum ThumbnailFlavor: String, CaseIterable, Sendable {
+    case normal, large, xLarge = "x-large", xxLarge = "xx-large"
+
+    /// The box a thumbnail of this flavor fits in (aspect kept, never enlarged).
+    public var side: Int {
+        switch self {
+        case .normal: 128
+        case .large: 256
+        case .xLarge: 512
+        case .xxLarge: 1024
+        }
+    }
+}
+
+/// What the cache records about the file a thumbnail is of (the standard's keys).
+public struct ThumbnailSource: Sendable, Equatable {
+    /// The file's URI, as `ThumbnailCache.uri(ofPath:)` makes it.
+    public var uri: String
+    /// Its modification time, whole seconds (`Thumb::MTime`): a thumbnail is valid while equal.
+    public var mtime: Int64
+    public var size: UInt64?
+    public var mimeType: String?
+    /// The original image's size (`Thumb::Image::Width`, `Height`), when known.
+    public var imageWidth: Int?
+    public var imageHeight: Int?
+
+    public init(uri: String, mtime: Int64, size: UInt64? = nil, mimeType: String? = nil, imageWidth: Int? = nil,
+                imageHeight: Int? = nil) {
+        (self.uri, self.mtime, self.size, self.mimeType, self.imageWidth, self.imageHeight) =
+            (uri, mtime, size, mimeType, imageWidth, imageHeight)
+    }
+
+    /// The file at `path` as the cache knows it: its URI, mtime and size; nil when it cannot be
+    /// read (the standard: nothing is written for a file whose mtime is unknown).
+    public init?(path: String, mimeType: String? = nil) {
+        var info = stat()
+        guard stat(path, &info) == 0, let uri = ThumbnailCache.uri(ofPath: path) else { return nil }
+        self.init(uri: uri, mtime: Int64(info.st_mtim.tv_sec), size: UInt64(info.st_size), mimeType: mimeType)
+    }
+}
+
+/// The freedesktop thumbnail cache (`$XDG_CACHE_HOME/thumbnails`), shared by GNOME, KDE and
+/// Xfce apps: a thumbnail of the file at URI `u` in flavor `f` is `f/md5(u).png`, a PNG whose
+/// text chunks say which file and which version of it (URI and mtime) it shows. Written as the
+/// standard says: 0700 directories, 0600 files, written to a temporary name in the same
+/// directory and renamed over, so a reader never sees half a file.
+///
+/// ```swift
+/// let cache = ThumbnailCache.forUser()
+/// if cache.validThumbnail(of: source, flavor: .large) == nil {
+///     try cache.store(png: rendered, of: source, flavor: .large)
+/// }
+/// ```
+public struct ThumbnailCache: Sendable {
+    /// The cache's directory, e.g. `/home/me/.cache/thumbnails`.
+    public let root: String
+
+    public init(root: String) {
+        self.root = root.count > 1 && root.hasSuffix("/") ? String(root.dropLast()) : root
+    }
+
+    /// The user's cache: `$XDG_CACHE_HOME/thumbnails`, else `$HOME/.cache/thumbnails`.
+    public static func forUser(environment: [String: String]) -> ThumbnailCache? {
+        if let cache = environment["XDG_CACHE_HOME"], cache.hasPrefix("/") { return ThumbnailCache(root: cache + "/thumbnails") }
+        guard let home = environment["HOME"], home.hasPrefix("/") else { return nil }
+        return ThumbnailCache(root: home + "/.cache/thumbnails")
+    }
+
+    /// The `file://` URI of an absolute path, escaped as GLib escapes it (`g_filename_to_uri`):
+    /// the URI every desktop app hashes, so the name must match theirs byte for byte.
+    public static func uri(ofPath path: String) -> String? {
+        guard path.hasPrefix("/"), let uri = g_filename_to_uri(path, nil, nil) else { return nil }
+        defer { g_free(uri) }
+        return String(cString: uri)
+    }
+
+    /// The absolute path of a `file://` URI (nil for another scheme or a malformed one).
+    public static func path(ofURI uri: String) -> String? {
+        guard uri.hasPrefix("file://"), let path = g_filename_from_uri(uri, nil, nil) else { return nil }
+        defer { g_free(path) }
+        return String(cString: path)
+    }
+
+    /// The MD5 of `text` in lowercase hex: a thumbnail's file name without `.png`.
+    public static func md5(_ text: String) -> String {
+        let digest = g_compute_checksum_for_string(G_CHECKSUM_MD5, text, -1)!
+        defer { g_free(digest) }
+        return String(cString: digest)
+    }
+
+    /// Where the thumbnail of `uri` in `flavor` is.
+    public func path(of uri: String, flavor: ThumbnailFlavor) -> String {
+        "\(root)/\(flavor.rawValue)/\(Self.md5(uri)).png"
+    }
+
+    /// Where `software`'s record of having failed on `uri` is (`fail/viewerd-0.1.0/…`).
+    public func failurePath(of uri: String, software: String) -> String {
+        "\(root)/fail/\(software)/\(Self.md5(uri)).png"
+    }
+
+    /// Whether `path` lies inside the cache: such files are never thumbnailed (a thumbnail of
+    /// a thumbnail would make another, forever).
+    public func contains(path: String) -> Bool {
+        let resolved = Self.resolved(path), top = Self.resolved(root)
+        return resolved == top || resolved.hasPrefix(top + "/")
+    }
+
+    /// The path of a valid thumbnail of `source` in `flavor`: one whose URI and mtime are the
+    /// source's. nil when there is none (or it is stale, or unreadable).
+    public func validThumbnail(of source: ThumbnailSource, flavor: ThumbnailFlavor) -> String? {
+        let path = path(of: source.uri, flavor: flavor)
+        guard let bytes = Self.read(path) else { return nil }
+        let keys = PNGText.read(bytes)
+        return keys["Thumb::URI"] == source.uri && keys["Thumb::MTime"] == String(source.mtime) ? path : nil
+    }
+
+    /// Stores `png` (the thumbnail, fitted in the flavor's box) for `source`, with the standard's
+    /// keys and `Software`; returns its path.
+    @discardableResult
+    public func store(png: [UInt8], of source: ThumbnailSource, flavor: ThumbnailFlavor,
+                      software: String) throws(ThumbnailCacheError) -> String {
+        let path = path(of: source.uri, flavor: flavor)
+        try write(Self.tagged(png, source, software: software), to: path)
+        return path
+    }
+
+    /// Records that `software` could not make a thumbnail of `source` (the standard's failure
+    /// file: a 1×1 PNG with the keys), so it is not tried again until the file changes.
+    public func storeFailure(of source: ThumbnailSource, software: String, png: [UInt8]) throws(ThumbnailCacheError) {
+        try write(Self.tagged(png, source, software: software), to: failurePath(of: source.uri, software: software))
+    }
+
+    /// Whether `software` failed on this version of `source` before.
+    public func failedBefore(_ source: ThumbnailSource, software: String) -> Bool {
+        guard let bytes = Self.read(failurePath(of: source.uri, software: software)) else { return false }
+        let keys = PNGText.read(bytes)
+        return keys["Thumb::URI"] == source.uri && keys["Thumb::MTime"] == String(source.mtime)
+    }
+
+    // MARK: Writing
+
+    static func tagged(_ png: [UInt8], _ source: ThumbnailSource, software: String) throws(ThumbnailCacheError) -> [UInt8] {
+        var keys: [(key: String, value: String)] = [("Thumb::URI", source.uri), ("Thumb::MTime", String(source.mtime))]
+        if let size = source.size { keys.append(("Thumb::Size", String(size))) }
+        if let mime = source.mimeType { keys.append(("Thumb::Mimetype", mime)) }
+        if let width = source.imageWidth, let height = source.imageHeight {
+            keys += [("Thumb::Image::Width", String(width)), ("Thumb::Image::Height", String(height))]
+        }
+        keys.append(("Software", software))
+        do throws(PNGText.Malformed) {
+            return try PNGText.adding(keys, to: png)
+        } catch {
+            throw .malformed(error.description)
+        }
+    }
+
+    /// Writes `bytes` to a temporary 0600 file beside `path` and renames it over `path`,
+    /// creating the directories 0700 on the way.
+    private func write(_ bytes: [UInt8], to path: String) throws(ThumbnailCacheError) {
+        let directory = String(path[..<path.lastIndex(of: "/")!])
+        try makeDirectories(directory)
+        var template = Array((path + ".viewerd-XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }  // 0600
+        guard fd >= 0 else { throw .system("cannot create a file in \(directory)", errno) }
+        let temporary = String(cString: template)
+        var written = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, bytes.count - written) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                let failure = errno
+                close(fd)
+                unlink(temporary)
+                throw .system("cannot write \(temporary)", failure)
+            }
+            written += n
+        }
+        close(fd)
+        guard rename(temporary, path) == 0 else {
+            let failure = errno
+            unlink(temporary)
+            throw .system("cannot rename \(temporary) to \(path)", failure)
+        }
+    }
+
+    /// Creates `directory` and its parents up to the root's parent, 0700 each (existing ones
+    /// are left as they are).
+    private func makeDirectories(_ directory: String) throws(ThumbnailCacheError) {
+        var built = ""
+        for part in directory.split(separator: "/") {
+            built += "/" + part
+            if mkdir(built, 0o700) != 0 && errno != EEXIST { throw .system("cannot create \(built)", errno) }
+        }
+    }
+
+    private static func read(_ path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return n == 0 ? out : nil }
+            out += buffer[..<n]
+            if out.count > 64 << 20 { return nil }  // no thumbnail is that large
+        }
+    }
+
+    private static func resolved(_ path: String) -> String {
+        guard let real = realpath(path, nil) else { return path }
+        defer { free(real) }
+        return String(cString: real)
+    }
+}
+
+/// Why the cache could not be written.
+public enum ThumbnailCacheError: Error, Sendable, CustomStringConvertible {
+    case malformed(String)
+    case system(String, Int32)
+
+    public var description: String {
+        switch self {
+        case .malformed(let detail): "not a thumbnail: \(detail)"
+        case .system(let what, let code): "\(what): \(String(cString: strerror(code)))"
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import FreedesktopThumbnails
+import Rendering
+import Testing
+import ViewerTestSupport
+
+/// The freedesktop thumbnail cache as the Thumbnail Managing Standard describes it: names,
+/// keys, modes, atomic writes, and validity by URI and mtime (issue 21).
+@Suite("Freedesktop thumbnail cache")
+struct ThumbnailCacheTests {
+    @Test("names: the standard's own example, and URIs escaped as GLib (every desktop app) escapes them")
+    func names() {
+        // The standard's example: file:///home/jens/photos/me.png → c6ee772d9e49320e97ec29a7eb5b1697.png
+        #expect(ThumbnailCache.md5("file:///home/jens/photos/me.png") == "c6ee772d9e49320e97ec29a7eb5b1697")
+        let cache = ThumbnailCache(root: "/home/jens/.cache/thumbnails")
+        #expect(cache.path(of: "file:///home/jens/photos/me.png", flavor: .normal)
+                == "/home/jens/.cache/thumbnails/normal/c6ee772d9e49320e97ec29a7eb5b1697.png")
+        #expect(ThumbnailCache.uri(ofPath: "/home/me/a b/é #1.jpg") == "file:///home/me/a%20b/%C3%A9%20%231.jpg")
+        #expect(ThumbnailCache.path(ofURI: "file:///home/me/a%20b/%C3%A9%20%231.jpg") == "/home/me/a b/é #1.jpg")
+        #expect(ThumbnailCache.path(ofURI: "sftp://host/a.jpg") == nil && ThumbnailCache.uri(ofPath: "relative.jpg") == nil)
+        #expect(ThumbnailCache.forUser(environment: ["HOME": "/home/me"])?.root == "/home/me/.cache/thumbnails")
+        #expect(ThumbnailCache.forUser(environment: ["HOME": "/home/me", "XDG_CACHE_HOME": "/tmp/c"])?.root == "/tmp/c/thumbnails")
+        #expect(ThumbnailFlavor.allCases.map(\.side) == [128, 256, 512, 1024])
+    }
+
+    @Test("the PNG is 8-bit RGBA, non-interlaced, with the pixels given; its chunks' CRCs are zlib's")
+    func encoder() throws {
+        try Renderer.setUp()
+        var pixels = [UInt8](repeating: 0, count: 37 * 23 * 4)
+        for i in stride(from: 0, to: pixels.count, by: 4) {
+            pixels[i] = UInt8(i % 251); pixels[i + 1] = UInt8(i / 4 % 37 * 6); pixels[i + 2] = 200; pixels[i + 3] = UInt8(i % 256)
+        }
+        let png = try PNGEncoder.rgba(pixels, width: 37, height: 23)
+        let decoded = try ImageFixtures.decode(png)
+        #expect((decoded.width, decoded.height, decoded.bands) == (37, 23, 4))
+        #expect(decoded.pixels == pixels)
+        #expect(png.suffix(12) == [0, 0, 0, 0, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82])  // IEND and its CRC
+        #expect(png[24...28] == [8, 6, 0, 0, 0])
+    }
+
+    @Test("stored as the standard says: its keys, 0600 in 0700 directories, no temporary left; valid until the file changes")
+    func store() throws {
+        try Renderer.setUp()
+        let directory = try TemporaryDirectory(prefix: "xdg-cache")
+        let photo = directory.path + "/my photo.jpg"
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: photo))
+        let cache = ThumbnailCache(root: directory.path + "/cache/thumbnails")
+        var source = try #require(ThumbnailSource(path: photo, mimeType: "image/jpeg"))
+        (source.imageWidth, source.imageHeight) = (6000, 4000)
+        #expect(cache.validThumbnail(of: source, flavor: .large) == nil)
+        let png = try PNGEncoder.rgba([UInt8](repeating: 128, count: 4 * 4 * 4), width: 4, height: 4)
+        let path = try cache.store(png: png, of: source, flavor: .large, software: "viewerd 0.1.0")
+        #expect(path == cache.path(of: source.uri, flavor: .large))
+        let keys = PNGText.read(Array(try Data(contentsOf: URL(fileURLWithPath: path))))
+        #expect(keys == ["Thumb::URI": source.uri, "Thumb::MTime": String(source.mtime), "Thumb::Size": "3",
+                         "Thumb::Mimetype": "image/jpeg", "Thumb::Image::Width": "6000", "Thumb::Image::Height": "4000",
+                         "Software": "viewerd 0.1.0"])
+        // libvips (libpng) reads the keys too, so the chunks and their CRCs are right
+        let header = try runTool("/usr/bin/vipsheader", ["-a", path])
+        #expect(header.stdout.contains("Thumb::URI") && header.stdout.contains(source.uri))
+        func mode(_ path: String) throws -> Int {
+            (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? -1
+        }
+        #expect(try mode(path) == 0o600)
+        #expect(try mode(directory.path + "/cache/thumbnails/large") == 0o700)
+        #expect(try mode(directory.path + "/cache/thumbnails") == 0o700)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path + "/cache/thumbnails/large").count == 1)
+        #expect(cache.validThumbnail(of: source, flavor: .large) == path)
+        #expect(cache.validThumbnail(of: source, flavor: .normal) == nil)
+
+        // When the file changes, its thumbnail is stale
+        var later = source
+        later.mtime += 5
+        #expect(cache.validThumbnail(of: later, flavor: .large) == nil)
+
+        // Failures are remembered per program and version of the file
+        try cache.storeFailure(of: source, software: "viewerd-0.1.0", png: png)
+        #expect(cache.failedBefore(source, software: "viewerd-0.1.0") && !cache.failedBefore(later, software: "viewerd-0.1.0"))
+        #expect(FileManager.default.fileExists(atPath: cache.failurePath(of: source.uri, software: "viewerd-0.1.0")))
+
+        // Files inside the cache are never thumbnailed
+        #expect(cache.contains(path: path) && cache.contains(path: directory.path + "/cache/thumbnails/./large/x.png"))
+        #expect(!cache.contains(path: photo) && !cache.contains(path: directory.path + "/cache/thumbnails-other/x.png"))
+        #expect(ThumbnailSource(path: directory.path + "/missing.jpg") == nil)
+    }
+
+    @Test("a PNG's text chunks are added after its header and read back; bad input is refused")
+    func text() throws {
+        let png = try PNGEncoder.rgba([0, 0, 0, 255], width: 1, height: 1)
+        let tagged = try PNGText.adding([("Thumb::URI", "file:///a"), ("Software", "viewerd")], to: png)
+        #expect(PNGText.read(tagged) == ["Thumb::URI": "file:///a", "Software": "viewerd"])
+        #expect(Array(tagged[12..<16]) == Array("IHDR".utf8) && Array(tagged[37..<41]) == Array("tEXt".utf8))
+        #expect(throws: PNGText.Malformed.self) { try PNGText.adding([("", "x")], to: png) }
+        #expect(throws: PNGText.Malformed.self) { try PNGText.adding([("k", "x")], to: [1, 2, 3]) }
+        #expect(PNGText.read([1, 2, 3]).isEmpty)
+    }
+}
