@@ -107,8 +107,9 @@ public struct ThumbnailCache: Sendable {
     /// Whether `path` lies inside the cache: such files are never thumbnailed (a thumbnail of
     /// a thumbnail would make another, forever).
     public func contains(path: String) -> Bool {
-        let resolved = Self.resolved(path), top = Self.resolved(root)
-        return resolved == top || resolved.hasPrefix(top + "/")
+        // Bytes, not characters: Swift compares strings by canonical equivalence, paths are bytes.
+        let resolved = Array(Self.resolved(path).utf8), top = Array(Self.resolved(root).utf8)
+        return resolved == top || (resolved.count > top.count && Array(resolved.prefix(top.count + 1)) == top + [UInt8(ascii: "/")])
     }
 
     /// The path of a valid thumbnail of `source` in `flavor`: one whose URI and mtime are the
@@ -181,7 +182,14 @@ public struct ThumbnailCache: Sendable {
             }
             written += n
         }
-        close(fd)
+        // On disk before it is named: a crash must not leave an empty thumbnail under the name.
+        let synced = fsync(fd) == 0 ? 0 : errno
+        let closed = close(fd) == 0 ? 0 : errno
+        guard synced == 0 && closed == 0 else {
+            let failure = synced != 0 ? synced : closed
+            unlink(temporary)
+            throw .system("cannot write \(temporary)", failure)
+        }
         guard rename(temporary, path) == 0 else {
             let failure = errno
             unlink(temporary)
@@ -189,13 +197,18 @@ public struct ThumbnailCache: Sendable {
         }
     }
 
-    /// Creates `directory` and its parents up to the root's parent, 0700 each (existing ones
-    /// are left as they are).
+    /// Creates `directory` and its parents: the cache's own (the root and below) 0700, as the
+    /// standard asks (an existing one of a wider mode is narrowed), those above it 0755 (the
+    /// umask applies), as `~/.cache` is made.
     private func makeDirectories(_ directory: String) throws(ThumbnailCacheError) {
         var built = ""
         for part in directory.split(separator: "/") {
             built += "/" + part
-            if mkdir(built, 0o700) != 0 && errno != EEXIST { throw .system("cannot create \(built)", errno) }
+            let own = built.utf8.count >= root.utf8.count
+            if mkdir(built, own ? 0o700 : 0o755) != 0 {
+                guard errno == EEXIST else { throw .system("cannot create \(built)", errno) }
+                if own { _ = chmod(built, 0o700) }
+            }
         }
     }
 

@@ -126,6 +126,12 @@ public struct Renderer: Sendable {
         if failed { throw .corrupt(path: "libvips", detail: "libvips failed to start: \(takeVipsError())") }
     }
 
+    /// Whether an ICC profile is an sRGB one (sRGB's primaries and tone curves, whatever its
+    /// name): its pixels are written as they are (`SourceHeader.iccIsSRGB`).
+    public static func isSRGBProfile(_ icc: [UInt8]) -> Bool {
+        icc.withUnsafeBufferPointer { vs_icc_is_srgb($0.baseAddress, $0.count) != 0 }
+    }
+
     /// Releases libvips' state for the calling thread; call before a rendering thread ends.
     public static func threadWillExit() { vs_thread_shutdown() }
 

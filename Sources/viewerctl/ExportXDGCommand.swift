@@ -43,12 +43,15 @@ struct ExportXDGCommand: Subcommand {
     func run(_ globals: Globals) throws -> Int32 {
         let environment = ProcessInfo.processInfo.environment
         guard let cache = cacheRoot.map({ ThumbnailCache(root: $0) }) ?? ThumbnailCache.forUser(environment: environment) else {
-            throw UsageError("no cache directory: set XDG_CACHE_HOME or HOME, or give --cache DIR")
+            printError("no cache directory: set XDG_CACHE_HOME or HOME, or give --cache DIR")
+            return ExitCode.usage
         }
         let connection = try globals.connect()
         let software = "viewerd \(connection.welcome.serverVersion)"
         let failureName = "viewerd-\(connection.welcome.serverVersion)"
         var (written, kept, failed, skipped) = (0, 0, 0, 0)
+        // What was written stays written: the summary comes however the export ends.
+        defer { print("\(written) written, \(kept) kept, \(failed) failed, \(skipped) inside the cache (\(cache.root)/\(flavor.rawValue))") }
         for path in WarmCommand.collectFiles(paths, recursive: recursive).files {
             guard !cache.contains(path: path) else { skipped += 1; continue }
             // The standard: nothing is written for a file whose mtime cannot be read.
@@ -69,21 +72,34 @@ struct ExportXDGCommand: Subcommand {
                 let side = UInt32(flavor.side)
                 raw = try connection.render(RenderRequest(path: path, spec: RenditionSpec(width: side, height: side, format: .raw)))
             } catch {
-                // The file's own failure is recorded and the others carry on; a daemon gone is fatal.
-                guard case .server(let reply) = error else { throw error }
+                // A daemon gone or shutting down ends the export; a file's own failure is
+                // printed, and recorded as the standard's failure only when the file is to blame
+                // (a busy or stopping daemon, a crash, a file gone meanwhile: tried again next time).
+                guard case .server(let reply) = error, reply.code != .shuttingDown else { throw error }
                 failed += 1
                 printError("\(path): \(reply.message)")
-                try cache.storeFailure(of: source, software: failureName, png: PNGEncoder.rgba([0, 0, 0, 0], width: 1, height: 1))
+                if let code = reply.code, Self.fileIsToBlame.contains(code) {
+                    try cache.storeFailure(of: source, software: failureName, png: PNGEncoder.rgba([0, 0, 0, 0], width: 1, height: 1))
+                }
+                continue
+            }
+            let png: [UInt8]
+            do throws(PNGEncoder.Failure) {
+                png = try PNGEncoder.rgba(raw.bytes, width: Int(raw.width), height: Int(raw.height))
+            } catch {
+                failed += 1
+                printError("\(path): \(error.description)")
                 continue
             }
             // A cache that cannot be written (a full disk, its permissions) stops the export.
-            try cache.store(png: PNGEncoder.rgba(raw.bytes, width: Int(raw.width), height: Int(raw.height)), of: source,
-                            flavor: flavor, software: software)
+            try cache.store(png: png, of: source, flavor: flavor, software: software)
             written += 1
         }
-        print("\(written) written, \(kept) kept, \(failed) failed, \(skipped) inside the cache (\(cache.root)/\(flavor.rawValue))")
         return failed > 0 ? ExitCode.failure : ExitCode.success
     }
+
+    /// The answers that say the file itself cannot be thumbnailed, recorded as failures.
+    static let fileIsToBlame: Set<ErrorCode> = [.unsupportedFormat, .corruptImage, .tooLarge]
 
     /// The MIME type of INFO's format name (a video's `container/codec` by its container).
     static func mimeType(_ format: String) -> String {

@@ -72,6 +72,44 @@ struct ColourTests {
         #expect(ImageFixtures.psnr(rendered, reference) >= 45)
     }
 
+    /// A minimal ICC profile: RGB, a `desc` naming it, the three colorants and tone curves.
+    static func profile(name: String, primaries: [[Double]], curve: [UInt8]) -> [UInt8] {
+        func be(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+        func xyz(_ c: [Double]) -> [UInt8] { Array("XYZ ".utf8) + [0, 0, 0, 0] + c.flatMap { be(UInt32(bitPattern: Int32($0 * 65536))) } }
+        let desc = Array("desc".utf8) + [0, 0, 0, 0] + be(UInt32(name.utf8.count + 1)) + Array(name.utf8) + [0]
+        let tags: [(String, [UInt8])] = [("desc", desc), ("rXYZ", xyz(primaries[0])), ("gXYZ", xyz(primaries[1])),
+                                         ("bXYZ", xyz(primaries[2])), ("rTRC", curve), ("gTRC", curve), ("bTRC", curve)]
+        var header = [UInt8](repeating: 0, count: 128)
+        header.replaceSubrange(16..<20, with: Array("RGB ".utf8))
+        var table = be(UInt32(tags.count)), data: [UInt8] = []
+        let dataStart = 128 + 4 + 12 * tags.count
+        for (signature, bytes) in tags {
+            table += Array(signature.utf8) + be(UInt32(dataStart + data.count)) + be(UInt32(bytes.count))
+            data += bytes + [UInt8](repeating: 0, count: (4 - bytes.count % 4) % 4)
+        }
+        return header + table + data
+    }
+
+    @Test("an sRGB profile is one by its primaries and curves, not its name: linear or P3 'sRGB' ones convert")
+    func srgbByContent() {
+        let srgb = [[0.4361, 0.2225, 0.0139], [0.3851, 0.7169, 0.0971], [0.1431, 0.0606, 0.7141]]
+        let p3 = [[0.5151, 0.2412, -0.0011], [0.2920, 0.6922, 0.0419], [0.1571, 0.0666, 0.7841]]
+        let gamma22 = Array("curv".utf8) + [0, 0, 0, 0, 0, 0, 0, 1, 2, 0x33, 0, 0]    // 2.2 (u8Fixed8)
+        let linear = Array("curv".utf8) + [0, 0, 0, 0, 0, 0, 0, 0]                    // no entries: identity
+        let paraLinear = Array("para".utf8) + [0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0]   // gamma 1.0
+        #expect(Renderer.isSRGBProfile(Self.profile(name: "sRGB built-in", primaries: srgb, curve: gamma22)))
+        #expect(Renderer.isSRGBProfile(Self.profile(name: "Camera RGB", primaries: srgb, curve: gamma22)))
+        #expect(!Renderer.isSRGBProfile(Self.profile(name: "GIMP built-in Linear sRGB", primaries: srgb, curve: paraLinear)))
+        #expect(!Renderer.isSRGBProfile(Self.profile(name: "sRGB-elle-V2-g10", primaries: srgb, curve: linear)))
+        #expect(!Renderer.isSRGBProfile(Self.profile(name: "not sRGB", primaries: p3, curve: gamma22)))
+        // Hostile: cut short, tag offsets past the end
+        let good = Self.profile(name: "sRGB", primaries: srgb, curve: gamma22)
+        #expect(!Renderer.isSRGBProfile(Array(good.prefix(200))) && !Renderer.isSRGBProfile([]))
+        var pointing = good
+        pointing.replaceSubrange(148..<152, with: [0xFF, 0xFF, 0xFF, 0xF0])  // rXYZ past the end
+        #expect(!Renderer.isSRGBProfile(pointing))
+    }
+
     @Test("greyscale stays neutral")
     func greyscale() throws {
         let scratch = try Scratch()

@@ -60,6 +60,10 @@ typedef struct {
     char loader[48];    // libvips loader nickname, e.g. "jpegload_source"
 } vs_header;
 
+/// Whether an embedded ICC profile is an sRGB one (sRGB's primaries and tone curves, whatever
+/// its name): then its pixels need no conversion to be written as sRGB.
+int vs_icc_is_srgb(const uint8_t *icc, size_t length);
+
 /// Reads the header from an open file descriptor (the descriptor is not closed).
 int vs_header_fd(int fd, vs_header *out);
 

@@ -198,8 +198,9 @@ extension Daemon {
     func makeJob(_ id: JobID, key: RenditionKey, source: SourceFile, spec: RenditionSpec,
                  sniffed: HeaderSniffer.Sniffed, wantsPreview: Bool) -> RenderJob {
         let stored = StoredRenditions(store: store, reader: reader)
-        // A part of the picture is neither derived nor previewed from a whole one (and a file
-        // with a thousand tiles stored is not searched for one).
+        // A region may be cut from a stored rendition of the whole picture; a tile is not derived
+        // (its level is decoded once for all its tiles), and no part is previewed from the whole
+        // (nor is a file with a thousand tiles stored searched for a preview).
         let zoomed = spec.region != nil || spec.tile != nil
         let base = spec.region != nil ? stored.regionBase(for: source, spec: spec, original: sniffed.header)
             : zoomed ? nil : stored.derivationBase(for: source, spec: spec, original: sniffed.header)

@@ -70,7 +70,7 @@ struct StoredRenditions {
     /// the original, with its bytes and size; nil when none has the pixels the region needs.
     func regionBase(for source: SourceFile, spec: RenditionSpec,
                     original: SourceHeader?) -> (bytes: [UInt8], width: Int, height: Int)? {
-        guard let original, let base = Self.regionBase(among: candidates(source), for: spec, original: original),
+        guard let original, !original.isVideo, let base = Self.regionBase(among: candidates(source), for: spec, original: original),
               let bytes = bytes(base.key) else { return nil }
         return (bytes, base.width, base.height)
     }

@@ -249,7 +249,9 @@ public enum WorkerProcess {
             // A region of a stored rendition of the whole image, sized by the source's upright
             // size; from the source itself when the rendition is too small after all.
             let source = try SourceFile(descriptor: job.source, path: job.request.path)
-            let image = Renderer.upright(try renderer.header(of: source))
+            let header = try renderer.header(of: source)
+            if header.isVideo { throw .invalidSpec("region: not for videos (\(job.request.path))") }
+            let image = Renderer.upright(header)
             if let region = try renderer.renderRegion(fromBase: readBase(job.base), spec: job.request.spec, image: image,
                                                       cancellation: cancellation) { return region }
             return try renderer.render(source, spec: job.request.spec, cancellation: cancellation)
