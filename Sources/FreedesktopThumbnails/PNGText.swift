@@ -1,3 +1,5 @@
+import CZlib
+
 /// The text chunks (`tEXt`) of a PNG: how the Thumbnail Managing Standard stores a thumbnail's
 /// keys (`Thumb::URI`, `Thumb::MTime`, ...) in the thumbnail itself.
 ///
@@ -31,7 +33,10 @@ public enum PNGText {
         return Array(png[..<headerEnd]) + chunks + Array(png[headerEnd...])
     }
 
-    /// The `tEXt` pairs of `png` (the first of a repeated key); empty for anything else.
+    /// The text pairs of `png` (the first of a repeated key); empty for anything else. `tEXt`,
+    /// and `zTXt` and `iTXt` (compressed or not) too: Qt, KDE's thumbnailer, writes values of 40
+    /// characters or more (every `Thumb::URI`) compressed. A compressed value inflating past
+    /// 64 KiB is left out.
     public static func read(_ png: [UInt8]) -> [String: String] {
         guard png.count >= 8, Array(png.prefix(8)) == signature else { return [:] }
         var pairs: [String: String] = [:]
@@ -41,15 +46,41 @@ public enum PNGText {
             guard length <= png.count - offset - 12 else { break }
             let type = String(decoding: png[(offset + 4)..<(offset + 8)], as: UTF8.self)
             let data = png[(offset + 8)..<(offset + 8 + length)]
-            if type == "tEXt", let nul = data.firstIndex(of: 0) {
-                let key = String(data[data.startIndex..<nul].map { Character(Unicode.Scalar($0)) })
-                let value = String(data[(nul + 1)...].map { Character(Unicode.Scalar($0)) })
-                if pairs[key] == nil { pairs[key] = value }
-            }
+            if let (key, value) = text(type: type, data), pairs[key] == nil { pairs[key] = value }
             if type == "IEND" { break }
             offset += 12 + length
         }
         return pairs
+    }
+
+    /// The pair of a text chunk (nil for other chunks and malformed ones).
+    private static func text(type: String, _ data: ArraySlice<UInt8>) -> (String, String)? {
+        guard ["tEXt", "zTXt", "iTXt"].contains(type), let nul = data.firstIndex(of: 0) else { return nil }
+        let key = String(data[data.startIndex..<nul].map { Character(Unicode.Scalar($0)) })
+        let rest = data[(nul + 1)...]
+        switch type {
+        case "tEXt":
+            return (key, String(rest.map { Character(Unicode.Scalar($0)) }))
+        case "zTXt":  // compression method (0: zlib), then the compressed Latin-1 text
+            guard rest.first == 0, let text = inflate(rest.dropFirst()) else { return nil }
+            return (key, String(text.map { Character(Unicode.Scalar($0)) }))
+        default:  // iTXt: compressed flag, method, language tag \0, translated key \0, UTF-8 text
+            guard rest.count >= 2, let language = rest.dropFirst(2).firstIndex(of: 0),
+                  let translated = rest[(language + 1)...].firstIndex(of: 0) else { return nil }
+            let body = rest[(translated + 1)...]
+            let bytes = rest[rest.startIndex] == 0 ? Array(body) : inflate(body)
+            return bytes.map { (key, String(decoding: $0, as: UTF8.self)) }
+        }
+    }
+
+    /// zlib's inflate of `data`, at most 64 KiB out; nil when it fails or is larger.
+    private static func inflate(_ data: ArraySlice<UInt8>) -> [UInt8]? {
+        var out = [UInt8](repeating: 0, count: 64 << 10)
+        var length = uLong(out.count)
+        let status = out.withUnsafeMutableBufferPointer { buffer in
+            Array(data).withUnsafeBufferPointer { uncompress(buffer.baseAddress, &length, $0.baseAddress, uLong($0.count)) }
+        }
+        return status == Z_OK ? Array(out.prefix(Int(length))) : nil
     }
 
     static func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {

@@ -94,4 +94,29 @@ struct ThumbnailCacheTests {
         #expect(throws: PNGText.Malformed.self) { try PNGText.adding([("k", "x")], to: [1, 2, 3]) }
         #expect(PNGText.read([1, 2, 3]).isEmpty)
     }
+
+    @Test("KDE's thumbnails are read too: Qt writes long keys as zTXt and iTXt, compressed")
+    func compressedText() throws {
+        try Renderer.setUp()
+        let directory = try TemporaryDirectory(prefix: "xdg-ztxt")
+        let uri = "file:///home/me/Pictures/a long name for a photo taken on holiday.jpg"
+        // libpng (through libvips) writes a zTXt when asked to compress: as Qt does for long values
+        let plain = directory.path + "/plain.png", compressed = directory.path + "/z.png"
+        try Data(try PNGEncoder.rgba([0, 0, 0, 255], width: 1, height: 1)).write(to: URL(fileURLWithPath: plain))
+        let python = """
+            import struct, sys, zlib
+            data = open(sys.argv[1], 'rb').read()
+            def chunk(kind, body):
+                return struct.pack('>I', len(body)) + kind + body + struct.pack('>I', zlib.crc32(kind + body))
+            z = chunk(b'zTXt', b'Thumb::URI\\0\\0' + zlib.compress(sys.argv[3].encode()))
+            i = chunk(b'iTXt', b'Thumb::MTime\\0\\1\\0\\0\\0' + zlib.compress(b'1700000000'))
+            open(sys.argv[2], 'wb').write(data[:33] + z + i + data[33:])
+            """
+        let result = try runTool("/usr/bin/python3", ["-c", python, plain, compressed, uri])
+        #expect(result.status == 0, "\(result.stderr)")
+        let keys = PNGText.read(Array(try Data(contentsOf: URL(fileURLWithPath: compressed))))
+        #expect(keys["Thumb::URI"] == uri && keys["Thumb::MTime"] == "1700000000", "\(keys)")
+        // and libpng agrees the file is whole
+        #expect(try ImageFixtures.decode(Array(try Data(contentsOf: URL(fileURLWithPath: compressed)))).width == 1)
+    }
 }
