@@ -90,18 +90,19 @@ public enum ImageFixtures {
         return (out, width, height, image.bands)
     }
 
-    /// Peak signal-to-noise ratio of two images of one size over their first three bands, in
-    /// dB (∞ for equal pixels); -∞ when the sizes differ.
+    /// Peak signal-to-noise ratio of two images of one size over the bands both have (RGB of
+    /// an RGB and an RGBA image), in dB (∞ for equal pixels); -∞ when the sizes differ.
     public static func psnr(_ a: Pixels, _ b: Pixels) -> Double {
-        guard a.width == b.width, a.height == b.height, a.bands >= 3, b.bands >= 3 else { return -.infinity }
+        let bands = min(a.bands, b.bands)
+        guard a.width == b.width, a.height == b.height, bands > 0 else { return -.infinity }
         var squared = 0.0
         for i in 0..<(a.width * a.height) {
-            for band in 0..<3 {
+            for band in 0..<bands {
                 let d = Double(a.pixels[i * a.bands + band]) - Double(b.pixels[i * b.bands + band])
                 squared += d * d
             }
         }
         guard squared > 0 else { return .infinity }
-        return 10 * log10(255 * 255 / (squared / Double(a.width * a.height * 3)))
+        return 10 * log10(255 * 255 / (squared / Double(a.width * a.height * bands)))
     }
 }

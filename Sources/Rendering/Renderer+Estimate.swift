@@ -56,10 +56,9 @@ extension Renderer {
     /// region's scale, at most its own size; the whole level), plus what is held: the region's
     /// output, or the level in memory (at most `levelMemoryBudget`) and a tile's output.
     public static func estimateCost(_ header: SourceHeader, spec: RenditionSpec) -> RenderCost {
+        guard spec.region != nil || spec.tile != nil else { return estimateCostOfWhole(header, spec: spec) }
         let image = upright(header)
-        guard spec.region != nil || spec.tile != nil, image.width > 0, image.height > 0 else {
-            return estimateCostOfWhole(header, spec: spec)
-        }
+        guard image.width > 0, image.height > 0 else { return estimateCostOfWhole(header, spec: spec) }
         var picture = RenditionSpec(width: 1, height: 1, format: spec.format)
         var resident: UInt64
         if let region = spec.region {

@@ -56,6 +56,13 @@ extension Renderer {
         header.orientation >= 5 && header.orientation <= 8 ? (header.height, header.width) : (header.width, header.height)
     }
 
+    /// The refusal of a region or a tile of a video (its poster is a rendition of the whole
+    /// frame); nil for other specs.
+    public static func zoomRefusedForVideo(_ spec: RenditionSpec, path: String) -> RenderError? {
+        guard spec.region != nil || spec.tile != nil else { return nil }
+        return .invalidSpec("\(spec.tile != nil ? "tile" : "region"): not for videos (\(path))")
+    }
+
     /// What is wrong with a region or tile for this image, naming the field; nil when nothing.
     static func zoomProblem(_ spec: RenditionSpec, image: (width: Int, height: Int), path: String) -> String? {
         let size = "the \(image.width)x\(image.height) image"
@@ -128,7 +135,7 @@ extension Renderer {
         return try Self.attributingErrors { () throws(RenderError) -> (columns: Int, rows: Int) in
             let spec = spec.normalized()
             let signature = ImageSignature.detect(descriptor: source.descriptor)
-            if let signature, signature.isVideo { throw .invalidSpec("tile: videos have no tiles (\(source.path))") }
+            if let signature, signature.isVideo, let refusal = Self.zoomRefusedForVideo(spec, path: source.path) { throw refusal }
             let header = try admitUngated(source, spec: spec, signature: signature)
             let image = Self.upright(header)
             var (pyramid, asked) = try levelOf(spec, image: image)
@@ -158,48 +165,34 @@ extension Renderer {
                 if let below = bands[row + 1] { image = try join(image, below, path: source.path) }
                 return (image, (bands[row - 1] == nil ? row : row - 1) * pyramid.tileSize)
             }
-            func cutRow(_ row: Int, first: Int?) throws(RenderError) {
-                let current = try strip(row)
-                var columns = Array(0..<grid.columns)
-                if let first { columns.sort { ($0 == first ? 0 : 1) < ($1 == first ? 0 : 1) } }
-                for column in columns { try cut(current.image, pyramid.tile(level: level, column: column, row: row)!, top: current.top) }
-            }
-            let askedRow = Int(asked.row), askedColumn = Int(asked.column)
-            if size.width * size.height * max(3, picture.size.bands) <= memoryBudget {
-                // The whole level is kept: the asked tile goes as soon as its rows are decoded
-                // (a JPEG's centre tile after 58 % of the decode, as `vips crop` makes it); then,
-                // while the decode goes on (libvips computes the next band meanwhile), every tile
-                // whose rows are decoded, nearest the asked one first; the last ones at the end.
-                let near = { (t: TilePyramid.Tile) in max(abs(t.column - askedColumn), abs(t.row - askedRow)) }
-                var strips: [Int: (image: VipsImageRef, top: Int)] = [:]
-                func cutDecoded(through last: Int) throws(RenderError) {
-                    let tiles = (0...last).flatMap { row in (0..<grid.columns).map { pyramid.tile(level: level, column: $0, row: row)! } }
-                    for tile in tiles.sorted(by: { near($0) < near($1) }) {
-                        if strips[tile.row] == nil { strips[tile.row] = try strip(tile.row) }
-                        try cut(strips[tile.row]!.image, tile, top: strips[tile.row]!.top)
-                    }
+            // A row's tiles can be cut once the band below it is decoded too (the last row's once it
+            // is); they go nearest the asked tile first, so the asked one before any other.
+            let near = { (t: TilePyramid.Tile) in max(abs(t.column - Int(asked.column)), abs(t.row - Int(asked.row))) }
+            var strips: [Int: (image: VipsImageRef, top: Int)] = [:]
+            func cutRows(_ rows: ClosedRange<Int>) throws(RenderError) {
+                for tile in pyramid.tiles(ofLevel: level, rows: rows).sorted(by: { near($0) < near($1) }) {
+                    if strips[tile.row] == nil { strips[tile.row] = try strip(tile.row) }
+                    try cut(strips[tile.row]!.image, tile, top: strips[tile.row]!.top)
                 }
-                try sinkBands(picture, height: pyramid.tileSize, path: source.path, cancellation: cancellation) { band, top throws(RenderError) in
-                    let row = top / pyramid.tileSize
-                    bands[row] = band
-                    if row == min(askedRow + 1, grid.rows - 1) {
-                        let first = try strip(askedRow)
-                        try cut(first.image, pyramid.tile(level: level, column: askedColumn, row: askedRow)!, top: first.top)
-                    }
-                    if row > askedRow { try cutDecoded(through: row - 1) }
-                }
-                try cutDecoded(through: grid.rows - 1)
-                return grid
             }
-            // Over the budget: a row's tiles as soon as the band below it is decoded, three bands
-            // held at most (the asked tile first within its row).
+            // Within the budget the whole level is kept: the asked tile goes as soon as its rows
+            // are decoded (a JPEG's centre tile after 58 % of the decode, as `vips crop` makes
+            // it), then, while the decode goes on (libvips computes the next band meanwhile),
+            // every decoded tile nearest it first. Over the budget a row's tiles go when they can
+            // and three bands are held at most.
+            let holdsLevel = size.width * size.height * max(3, picture.size.bands) <= memoryBudget
             try sinkBands(picture, height: pyramid.tileSize, path: source.path, cancellation: cancellation) { band, top throws(RenderError) in
                 let row = top / pyramid.tileSize
                 bands[row] = band
-                bands[row - 3] = nil
-                if row >= 1 { try cutRow(row - 1, first: row - 1 == askedRow ? askedColumn : nil) }
+                let decoded = row == grid.rows - 1 ? row : row - 1
+                guard decoded >= 0 else { return }
+                if holdsLevel {
+                    if decoded >= Int(asked.row) { try cutRows(0...decoded) }
+                } else {
+                    (bands[row - 3], strips[row - 2]) = (nil, nil)
+                    try cutRows(max(0, row - 1)...decoded)
+                }
             }
-            try cutRow(grid.rows - 1, first: grid.rows - 1 == askedRow ? askedColumn : nil)
             return grid
         }
     }
@@ -294,16 +287,16 @@ extension Renderer {
         let (failure, status) = withoutActuallyEscaping(body) { body in
             let receiver = Receiver(body)
             let status = withExtendedLifetime((receiver, cancellation)) {
-            vs_sink_bands(image.pointer, Int32(height), cancellation?.handle, { context, band, top in
-                let receiver = Unmanaged<Receiver>.fromOpaque(context!).takeUnretainedValue()
-                do throws(RenderError) {
-                    try receiver.body(VipsImageRef(band!), Int(top))
-                    return 0
-                } catch {
-                    receiver.failure = error
-                    return 1
-                }
-            }, Unmanaged.passUnretained(receiver).toOpaque())
+                vs_sink_bands(image.pointer, Int32(height), cancellation?.handle, { context, band, top in
+                    let receiver = Unmanaged<Receiver>.fromOpaque(context!).takeUnretainedValue()
+                    do throws(RenderError) {
+                        try receiver.body(VipsImageRef(band!), Int(top))
+                        return 0
+                    } catch {
+                        receiver.failure = error
+                        return 1
+                    }
+                }, Unmanaged.passUnretained(receiver).toOpaque())
             }
             return (receiver.failure, status)
         }

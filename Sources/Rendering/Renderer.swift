@@ -252,9 +252,7 @@ public struct Renderer: Sendable {
         // index is megabytes) and checks them against the limits.
         let signature = ImageSignature.detect(descriptor: source.descriptor)
         if let signature, signature.isVideo {
-            if spec.region != nil || spec.tile != nil {
-                throw .invalidSpec("\(spec.tile != nil ? "tile" : "region"): not for videos (\(source.path))")
-            }
+            if let refusal = Self.zoomRefusedForVideo(spec, path: source.path) { throw refusal }
             return try videoThumbnail(source, container: signature, spec: spec, cancellation: cancellation)
         }
         let header = try admitUngated(source, spec: spec, signature: signature)

@@ -10,20 +10,15 @@ import ViewerProtocol
 /// let changes = after.changes(since: before)   // level 12 cancelled, level 13 asked for
 /// ```
 public struct TilePlan: Equatable, Sendable {
-    /// The tiles under the viewport, row by row: asked for at `.visible`.
+    /// The tiles under the viewport, from its centre out: asked for at `.visible`, in this
+    /// order (the daemon cuts the rest of a level nearest the first tile asked first).
     public let onScreen: [TilePyramid.Tile]
-    /// The ring one tile wide around them, on the same level, row by row: asked for at
-    /// `.prefetch`, so that a short pan finds its tiles ready.
+    /// The ring one tile wide around them, on the same level: asked for at `.prefetch`, so that
+    /// a short pan finds its tiles ready.
     public let ring: [TilePyramid.Tile]
 
     /// No tiles (before the first update, or after closing).
     public static let empty = TilePlan(onScreen: [], ring: [])
-
-    /// The middle of the screen's tiles, in columns and rows of their level.
-    public var centre: (column: Double, row: Double) {
-        guard let first = onScreen.first, let last = onScreen.last else { return (0, 0) }
-        return (Double(first.column + last.column) / 2, Double(first.row + last.row) / 2)
-    }
 
     init(onScreen: [TilePyramid.Tile], ring: [TilePyramid.Tile]) {
         self.onScreen = onScreen
@@ -46,7 +41,13 @@ public struct TilePlan: Equatable, Sendable {
                 return inside ? nil : pyramid.tile(level: first.level, column: column, row: row)
             }
         }
-        self.init(onScreen: onScreen, ring: ring)
+        // Twice the centre, so that the distances stay whole numbers.
+        let (centreColumn, centreRow) = (first.column + last.column, first.row + last.row)
+        let outward = { (a: TilePyramid.Tile, b: TilePyramid.Tile) in
+            max(abs(2 * a.column - centreColumn), abs(2 * a.row - centreRow))
+                < max(abs(2 * b.column - centreColumn), abs(2 * b.row - centreRow))
+        }
+        self.init(onScreen: onScreen.sorted(by: outward), ring: ring.sorted(by: outward))
     }
 
     /// The priority this plan gives `tile`; nil when it does not want it.
@@ -72,7 +73,8 @@ public struct TilePlan: Equatable, Sendable {
 }
 
 /// What moving from one `TilePlan` to the next asks of the daemon, each list in the order to
-/// send it: tiles on screen before the ring, row by row, so the daemon queues them that way.
+/// send it: tiles on screen before the ring, each from the screen's centre out, so the daemon
+/// queues them that way.
 public struct TileChanges: Equatable, Sendable {
     /// Tiles newly wanted: a RENDER each, at the new plan's priority.
     public let request: [TilePyramid.Tile]

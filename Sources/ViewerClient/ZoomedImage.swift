@@ -65,7 +65,7 @@ public final class ZoomedImage: Sendable {
     /// Shows `viewport` (x, y, width, height in the full image's pixels) at `scale` (screen
     /// pixels per image pixel): requests the tiles newly on screen or in the ring, raises or
     /// lowers those that moved between the two, cancels those no longer in either. Returns
-    /// the tiles on screen, row by row (draw them as they arrive; a tile's `x`, `y` are in its
+    /// the tiles on screen, from the centre out (draw them as they arrive; a tile's `x`, `y` are in its
     /// level's pixels, which are the full image's times `2^(level - top)`).
     @discardableResult
     public func update(viewport: (x: Double, y: Double, width: Double, height: Double), scale: Double) -> [TilePyramid.Tile] {
@@ -77,15 +77,9 @@ public final class ZoomedImage: Sendable {
             state.plan = plan
             // Under the lock, so that a concurrent update never cancels a tile before its
             // request is recorded; none of these calls comes back to this lock. New tiles are
-            // asked before old ones are cancelled (a cancel of the last pending tile of a level
-            // ends the daemon's cutting of it), the screen's from its centre out (the level's
-            // rest is cut nearest the first tile asked first).
-            let centre = plan.centre
-            let ordered = changes.request.sorted { a, b in
-                let (pa, pb) = ((plan.priority(of: a) ?? .prefetch).rawValue, (plan.priority(of: b) ?? .prefetch).rawValue)
-                return pa != pb ? pa < pb : Self.distance(a, centre) < Self.distance(b, centre)
-            }
-            let started = ordered.map { tile in
+            // asked (in the plan's order) before old ones are cancelled: a cancel of the last
+            // pending tile of a level ends the daemon's cutting of it.
+            let started = changes.request.map { tile in
                 let handle = client.request(path, spec: spec(of: tile), priority: plan.priority(of: tile) ?? .prefetch)
                 state.pending[tile] = handle
                 return (tile, handle)
@@ -99,10 +93,6 @@ public final class ZoomedImage: Sendable {
         for (tile, handle) in started { deliver(tile, when: handle) }
         if let left { stopCutting(levelOf: left) }
         return plan.onScreen
-    }
-
-    private static func distance(_ tile: TilePyramid.Tile, _ centre: (column: Double, row: Double)) -> Double {
-        max(abs(Double(tile.column) - centre.column), abs(Double(tile.row) - centre.row))
     }
 
     /// Tells the daemon this view no longer wants the rest of `tile`'s level cut (it zoomed to

@@ -183,14 +183,16 @@ extension Message {
             background: try r.integer(Tag.Render.background) ?? 0xFFFFFF,
             page: try r.integer(Tag.Render.page) ?? 0, upscale: try r.bool(Tag.Render.upscale) ?? false,
             timeMillis: try r.integer(Tag.Render.time),
-            region: try r.bytes(Tag.Render.region).map { bytes throws(ProtocolError) in
-                guard bytes.count == 16 else { throw .badFieldLength(tag: Tag.Render.region, length: bytes.count) }
-                return PixelRegion(bytes: Array(bytes))
-            },
-            tile: try r.bytes(Tag.Render.tile).map { bytes throws(ProtocolError) in
-                guard bytes.count == 12 else { throw .badFieldLength(tag: Tag.Render.tile, length: bytes.count) }
-                return TileAddress(bytes: Array(bytes))
-            })
+            region: try structure(r, Tag.Render.region, PixelRegion.init(wire:)),
+            tile: try structure(r, Tag.Render.tile, TileAddress.init(wire:)))
+    }
+
+    /// A field holding a fixed-size structure: nil when absent, malformed when `decode` refuses
+    /// its length.
+    private static func structure<T>(_ r: FieldReader, _ tag: UInt16, _ decode: (ArraySlice<UInt8>) -> T?) throws(ProtocolError) -> T? {
+        guard let bytes = r.bytes(tag) else { return nil }
+        guard let value = decode(bytes) else { throw .badFieldLength(tag: tag, length: bytes.count) }
+        return value
     }
 
     /// The spec's fields after the priority and delivery (tags 14-16), each when it is set.

@@ -28,6 +28,12 @@ public struct PixelRegion: Hashable, Sendable, CustomStringConvertible {
         return out
     }
 
+    /// Decodes the 16 bytes of `bytes`; nil when there are not 16.
+    public init?<C: Collection>(wire bytes: C) where C.Element == UInt8 {
+        guard bytes.count == 16 else { return nil }
+        self.init(bytes: Array(bytes))
+    }
+
     init<C: Collection>(bytes: C) where C.Element == UInt8, C.Index == Int {
         let b = Array(bytes)
         self.init(x: UInt32(le: b, at: 0), y: UInt32(le: b, at: 4), width: UInt32(le: b, at: 8), height: UInt32(le: b, at: 12))

@@ -69,6 +69,13 @@ public struct TilePyramid: Hashable, Sendable {
         return Tile(level: level, column: column, row: row, x: x, y: y, width: w, height: h)
     }
 
+    /// The tiles of `level`, row by row; of `rows` only, when given (clamped to the grid).
+    public func tiles(ofLevel level: Int, rows: ClosedRange<Int>? = nil) -> [Tile] {
+        let grid = grid(ofLevel: level)
+        let wanted = (rows ?? 0...(grid.rows - 1)).clamped(to: 0...(grid.rows - 1))
+        return wanted.flatMap { row in (0..<grid.columns).compactMap { tile(level: level, column: $0, row: row) } }
+    }
+
     /// The level whose resolution is the nearest at or above `scale` (pixels shown per pixel of
     /// the full image): the top for 1 or more, one level down for each halving.
     public func level(forScale scale: Double) -> Int {

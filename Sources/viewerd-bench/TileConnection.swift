@@ -76,7 +76,7 @@ final class TileConnection {
     /// stored or `timeout` seconds pass: how long the level took to be stored after its first
     /// tile was answered. Returns the seconds waited and how many were stored at the end.
     func waitForLevel(_ path: String, pyramid: TilePyramid, level: Int, timeout: Double) throws -> (seconds: Double, stored: Int, total: Int) {
-        let tiles = Self.tiles(of: pyramid, level: level)
+        let tiles = pyramid.tiles(ofLevel: level)
         let started = now()
         while true {
             try socket.write(tiles.flatMap { Self.frame(path, tile: $0, of: pyramid, delivery: .cacheOnly, id: nextID()) })
@@ -86,12 +86,6 @@ final class TileConnection {
             if stored == tiles.count || waited >= timeout { return (waited, stored, tiles.count) }
             usleep(50_000)
         }
-    }
-
-    /// Every tile of a level, row by row.
-    static func tiles(of pyramid: TilePyramid, level: Int) -> [TilePyramid.Tile] {
-        let grid = pyramid.grid(ofLevel: level)
-        return (0..<grid.rows).flatMap { row in (0..<grid.columns).compactMap { pyramid.tile(level: level, column: $0, row: row) } }
     }
 
     func close() { socket.shutdown() }

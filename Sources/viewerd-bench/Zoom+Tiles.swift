@@ -98,7 +98,7 @@ extension Bench {
             return ["measured": false]
         }
         let (path, pyramid, asked) = stored
-        let others = TileConnection.tiles(of: pyramid, level: asked.level).filter { $0 != asked }
+        let others = pyramid.tiles(ofLevel: asked.level).filter { $0 != asked }
         let answers = try others.map { try session.connection.request(path, tile: $0, of: pyramid) }
         let pings = try (0..<100).map { _ in try session.connection.ping() }
         let latencies = answers.map(\.latency)

@@ -167,7 +167,7 @@ struct Faults {
         // damaged bytes, scores 10-15 dB.
         guard let a = try? ImageFixtures.decode(result.bytes), let b = try? ImageFixtures.decode(reference.bytes),
               a.pixels.count == b.pixels.count else { return "\(item.path) at \(item.width): cannot compare" }
-        let quality = psnr(a.pixels, b.pixels)
+        let quality = ImageFixtures.psnr(a, b)
         lowestPSNR.withLock { $0 = min($0, quality) }
         return quality >= 20 ? nil : "\(item.path) at \(item.width): stored rendition differs from a fresh render (PSNR \(Int(quality)) dB)"
     }

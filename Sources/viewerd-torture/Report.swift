@@ -137,15 +137,6 @@ func verifyRendition(_ result: RenderResult) -> String? {
     }
 }
 
-/// Peak signal-to-noise ratio of two decoded images of the same size, in dB.
-func psnr(_ a: [UInt8], _ b: [UInt8]) -> Double {
-    guard a.count == b.count, !a.isEmpty else { return 0 }
-    var squared = 0.0
-    for (x, y) in zip(a, b) { squared += (Double(x) - Double(y)) * (Double(x) - Double(y)) }
-    let mse = squared / Double(a.count)
-    return mse == 0 ? 99 : 10 * log10(255 * 255 / mse)
-}
-
 /// One line to standard output, unbuffered (the run is followed live, and may be killed).
 func emit(_ line: String = "") {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))

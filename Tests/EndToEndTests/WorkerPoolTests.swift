@@ -159,10 +159,7 @@ struct DerivationTests {
         try FileManager.default.copyItem(atPath: photo, toPath: copy)
         let direct = try fresh.connect().render(RenderRequest(path: copy, spec: RenditionSpec(width: UInt32(asked), height: UInt32(asked), format: .png)))
         #expect((direct.width, direct.height) == (derived.width, derived.height))
-        let a = try ImageFixtures.decode(derived.bytes), b = try ImageFixtures.decode(direct.bytes)
-        var squared = 0.0
-        for (x, y) in zip(a.pixels, b.pixels) { squared += pow(Double(x) - Double(y), 2) }
-        let psnr = 10 * log10(255 * 255 / max(squared / Double(a.pixels.count), 1e-9))
+        let psnr = ImageFixtures.psnr(try ImageFixtures.decode(derived.bytes), try ImageFixtures.decode(direct.bytes))
         #expect(psnr > 30, "\(psnr) dB")
         fresh.stop()
         daemon.stop()

@@ -23,16 +23,7 @@ struct ParityTests {
         let mine = try ImageFixtures.decode(ours.bytes)
         #expect((mine.width, mine.height) == (theirs.width, theirs.height))
         guard mine.width == theirs.width, mine.height == theirs.height, mine.bands == theirs.bands else { return }
-        let psnr = Self.psnr(mine.pixels, theirs.pixels)
+        let psnr = ImageFixtures.psnr(mine, theirs)
         #expect(psnr >= 35, "\(name): \(psnr) dB")
-    }
-
-    static func psnr(_ a: [UInt8], _ b: [UInt8]) -> Double {
-        let squared = zip(a, b).reduce(0.0) { sum, pair in
-            let d = Double(pair.0) - Double(pair.1)
-            return sum + d * d
-        }
-        let mse = squared / Double(a.count)
-        return mse == 0 ? .infinity : 10 * log10(255 * 255 / mse)
     }
 }

@@ -47,7 +47,7 @@ struct ProgressiveJPEGTests {
         }
         #expect((mine.width, mine.height, mine.bands) == (theirs.width, theirs.height, theirs.bands))
         guard mine.width == theirs.width, mine.height == theirs.height, mine.bands == theirs.bands else { return }
-        let psnr = ParityTests.psnr(mine.pixels, theirs.pixels)
+        let psnr = ImageFixtures.psnr(mine, theirs)
         #expect(psnr >= 40, "\(source): \(psnr) dB")
     }
 

@@ -45,6 +45,7 @@ struct TilePyramidTests {
         let corner = pyramid.tile(level: 13, column: 23, row: 15)
         #expect(corner.map { ($0.x, $0.y, $0.width, $0.height) } ?? (0, 0, 0, 0) == (5887, 3839, 113, 161))
         #expect(pyramid.tile(level: 13, column: 24, row: 0) == nil)
+        #expect(pyramid.tiles(ofLevel: 12).count == 96 && pyramid.tiles(ofLevel: 12, rows: 7...9).map(\.row) == Array(repeating: 7, count: 12))
         #expect(pyramid.tile(level: 14, column: 0, row: 0) == nil)
         // A 2560x1440 screen showing the whole photo (scale 0.36): level 12, every tile of it.
         #expect(pyramid.level(forScale: 0.36) == 12)

@@ -63,7 +63,7 @@ extension Daemon {
         case .rewritten:
             Log.info("event=source-rewritten path=\(Log.quote(source.path)) detail=\"same identity, other content\"")
         }
-        let key = RenditionKey(source: source.identity.bytes, spec: entry.spec.keyBytes, rendererVersion: Renderer.version)
+        let key = RenditionKey(identity: source.identity.bytes, spec: entry.spec)
         if serveFromStore(key, requestID: ref.id, on: connection) {
             opening[ref] = nil
             return RequestDecision.hit.log(request, requestID: ref.id, client: connection.clientName)
@@ -133,7 +133,6 @@ extension Daemon {
         perform(actions)
     }
 
-
     /// The answers a miss gets without a render: the failure recorded for the file (it fails
     /// again without a decode, until it changes), or cache-only's not-cached.
     private func answeredWithoutRender(_ request: RenderRequest, _ ref: RequestRef, source: SourceFile,
@@ -202,8 +201,12 @@ extension Daemon {
         // (its level is decoded once for all its tiles), and no part is previewed from the whole
         // (nor is a file with a thousand tiles stored searched for a preview).
         let zoomed = spec.region != nil || spec.tile != nil
-        let base = spec.region != nil ? stored.regionBase(for: source, spec: spec, original: sniffed.header)
-            : zoomed ? nil : stored.derivationBase(for: source, spec: spec, original: sniffed.header)
+        let base: (bytes: [UInt8], width: Int, height: Int)?
+        if spec.region != nil {
+            base = stored.regionBase(for: source, spec: spec, original: sniffed.header)
+        } else {
+            base = zoomed ? nil : stored.derivationBase(for: source, spec: spec, original: sniffed.header)
+        }
         if base != nil { stats.derivations += 1 }
         let previewBase = base == nil && wantsPreview && !zoomed ? stored.previewBase(for: source, spec: spec, original: sniffed.header) : nil
         let cost = base.map { Renderer.estimateCost(SourceHeader(width: $0.width, height: $0.height, bands: 4, loader: "derived"), spec: spec) }

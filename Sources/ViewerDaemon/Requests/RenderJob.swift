@@ -99,9 +99,6 @@ extension RenditionKey {
         level.tile = tile.wholeLevel
         return RenditionKey(identity: identity, spec: level)
     }
-
-    /// Whether this is the key of a level's job.
-    var isWholeLevel: Bool { RenditionSpec(keyBytes: specBytes)?.tile?.column == .max }
 }
 
 /// A job's rendition as the in-flight table hands it out, with the key it renders: an

@@ -112,9 +112,10 @@ extension Daemon {
     private func cancel(_ ref: RequestRef) {
         guard opening.take(ref) != nil, let connection = connections.byID[ref.connection] else {
             let key = inFlight.key(of: ref)
+            let level = key.flatMap { inFlight.entries[$0]?.job.isWholeLevel } ?? false
             var actions = inFlight.cancel(ref)
             // Tiles still opening count too: a pan cancels the old tiles, then asks the new.
-            if let key, key.isWholeLevel, inFlight.pendingCount(of: ref.connection, key: key) == 0,
+            if let key, level, inFlight.pendingCount(of: ref.connection, key: key) == 0,
                !opening.entries(of: ref.connection).contains(where: { entry in
                    entry.source.map { RenditionKey.job(of: entry.spec, identity: $0.identity.bytes) == key } ?? (entry.spec.tile != nil)
                }) {

@@ -250,7 +250,7 @@ public enum WorkerProcess {
             // size; from the source itself when the rendition is too small after all.
             let source = try SourceFile(descriptor: job.source, path: job.request.path)
             let header = try renderer.header(of: source)
-            if header.isVideo { throw .invalidSpec("region: not for videos (\(job.request.path))") }
+            if header.isVideo, let refusal = Renderer.zoomRefusedForVideo(job.request.spec, path: job.request.path) { throw refusal }
             let image = Renderer.upright(header)
             if let region = try renderer.renderRegion(fromBase: readBase(job.base), spec: job.request.spec, image: image,
                                                       cancellation: cancellation) { return region }

@@ -49,8 +49,7 @@ final class WorkerSlot: @unchecked Sendable {
     /// Renders `job` in the worker process, starting one if needed. The pool has called
     /// `control.begin(job.sequence)` when it took the job, so a cancel of it is never lost.
     /// A level job's tiles go to `onTile` as they come.
-    func run(_ job: RenderJob, onPreview: (Rendition) -> Void,
-             onTile: (TileAddress, Rendition) -> Void = { _, _ in }) -> JobOutcome {
+    func run(_ job: RenderJob, onPreview: (Rendition) -> Void, onTile: (TileAddress, Rendition) -> Void) -> JobOutcome {
         defer { control.end() }
         guard control.request(for: job.sequence) == .none else { return .cancelled }
         let id = UInt32(truncatingIfNeeded: job.sequence)
