@@ -5,16 +5,21 @@ SWIFT ?= swift
 # Debian packages to build and run: libvips, LMDB and libseccomp (the workers' sandbox) to
 # build against, pkg-config to find them, and libjpeg-turbo's headers for the partial decode
 # of progressive JPEGs (libvips-dev pulls them in already; named because we link it directly),
-# and FFmpeg's libraries for the poster frames and media info of videos (issue 17).
+# and FFmpeg's libraries for the poster frames and media info of videos (issue 17), and
+# libsystemd's sd-bus for the desktop's thumbnail service on D-Bus (issue 21).
 APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev libjpeg62-turbo-dev pkg-config \
-	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
+	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libsystemd-dev
 # And to test (and bench): libvips-tools (vips, vipsthumbnail) as the reference the tests
 # compare against, systemd for systemd-analyze and systemd-socket-activate in the service
 # tests, e2fsprogs for the coarse-timestamp file system (mkfs.ext2), libheif-examples for
 # heif-enc (a HEIC with a thumbnail item, as phones write: the preview tests and the bench),
 # ffmpeg (ffmpeg makes the test and bench clips, ffprobe is the media info reference) and
-# ffmpegthumbnailer (the bench's baseline for poster frames).
-TEST_APT_PACKAGES := libvips-tools systemd e2fsprogs libheif-examples ffmpeg ffmpegthumbnailer
+# ffmpegthumbnailer (the bench's baseline for poster frames); for the desktop's thumbnail
+# service (issue 21): dbus (dbus-daemon, dbus-run-session, dbus-monitor), libglib2.0-bin
+# (gdbus), python3-gi (GDBus from Python: the conformance tests' client) and tumbler (the
+# bench's baseline).
+TEST_APT_PACKAGES := libvips-tools systemd e2fsprogs libheif-examples ffmpeg ffmpegthumbnailer \
+	dbus libglib2.0-bin python3-gi gir1.2-glib-2.0 tumbler
 ARGS ?=
 
 .PHONY: all deps test-deps build debug run test clean install uninstall

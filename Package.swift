@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .executable(name: "viewerd", targets: ["viewerd"]),
         .executable(name: "viewerctl", targets: ["viewerctl"]),
+        .executable(name: "viewerd-thumbnailer", targets: ["viewerd-thumbnailer"]),
         .library(name: "ViewerClient", targets: ["ViewerClient"]),
         .library(name: "ViewerProtocol", targets: ["ViewerProtocol"]),
     ],
@@ -20,6 +21,8 @@ let package = Package(
         .systemLibrary(name: "CGLib", pkgConfig: "glib-2.0", providers: [.apt(["libglib2.0-dev"])]),
         // zlib (libpng's, so libvips'): the cache's RGBA PNGs, written by clients without libvips.
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // sd-bus (libsystemd), the desktop's thumbnail service on D-Bus (issue 21).
+        .systemLibrary(name: "CSDBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
         // libjpeg(-turbo) itself, for decoding a progressive JPEG's DC scans alone (issue 16);
         // libvips links it too, but its pkg-config file does not give -ljpeg.
@@ -60,7 +63,15 @@ let package = Package(
         // read as GNOME, KDE and Xfce apps expect (issue 21).
         .target(name: "FreedesktopThumbnails", dependencies: ["CGLib", "CZlib", "ViewerProtocol"]),
 
+        // The D-Bus Thumbnailer1 and Cache1 objects: sd-bus's vtable macros, which Swift cannot expand.
+        .target(name: "CDBusShim", dependencies: ["CSDBus"]),
+        // The desktop's thumbnail service: Thumbnailer1 and Cache1 on the session bus, a front
+        // of the daemon writing the freedesktop cache (issue 21).
+        .target(name: "DesktopThumbnailer", dependencies: ["CSDBus", "CDBusShim", "FreedesktopThumbnails", "ViewerClient",
+                                                         "ViewerProtocol", "SystemCalls", "Locking"]),
+
         .executableTarget(name: "viewerd", dependencies: ["ViewerDaemon"]),
+        .executableTarget(name: "viewerd-thumbnailer", dependencies: ["DesktopThumbnailer", "FreedesktopThumbnails", "ViewerClient"]),
         .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "Locking", "FreedesktopThumbnails"]),
         .executableTarget(name: "viewerd-bench", dependencies: ["ViewerProtocol", "RenditionStore", "Rendering", "SystemCalls", "Locking",
                                                          "ViewerTestSupport"]),

@@ -33,6 +33,33 @@ public enum PNGText {
         return Array(png[..<headerEnd]) + chunks + Array(png[headerEnd...])
     }
 
+    /// `png` with each key of `pairs` set to its value: the text chunks (`tEXt`, `zTXt`,
+    /// `iTXt`) of those keys removed, new `tEXt` chunks added after the header. How a moved
+    /// file's thumbnail gets its new `Thumb::URI`.
+    public static func setting(_ pairs: [(key: String, value: String)], in png: [UInt8]) throws(Malformed) -> [UInt8] {
+        guard png.count >= 8, Array(png.prefix(8)) == signature else { throw Malformed(description: "not a PNG") }
+        let replaced = Set(pairs.map(\.key))
+        var kept = Array(signature)
+        var offset = 8
+        while offset + 12 <= png.count {
+            let length = Int(UInt32(bigEndian: png, at: offset))
+            guard length <= png.count - offset - 12 else { throw Malformed(description: "a chunk longer than the file") }
+            let type = String(decoding: png[(offset + 4)..<(offset + 8)], as: UTF8.self)
+            let data = png[(offset + 8)..<(offset + 8 + length)]
+            if let (key, _) = text(type: type, data), replaced.contains(key) {
+                // dropped: set below
+            } else if ["tEXt", "zTXt", "iTXt"].contains(type), let nul = data.firstIndex(of: 0),
+                      replaced.contains(String(data[data.startIndex..<nul].map { Character(Unicode.Scalar($0)) })) {
+                // dropped too: a chunk of the key whose value could not be read
+            } else {
+                kept += png[offset..<(offset + 12 + length)]
+            }
+            offset += 12 + length
+            if type == "IEND" { break }
+        }
+        return try adding(pairs, to: kept)
+    }
+
     /// The text pairs of `png` (the first of a repeated key); empty for anything else. `tEXt`,
     /// and `zTXt` and `iTXt` (compressed or not) too: Qt, KDE's thumbnailer, writes values of 40
     /// characters or more (every `Thumb::URI`) compressed. A compressed value inflating past

@@ -163,7 +163,7 @@ public struct ThumbnailCache: Sendable {
 
     /// Writes `bytes` to a temporary 0600 file beside `path` and renames it over `path`,
     /// creating the directories 0700 on the way.
-    private func write(_ bytes: [UInt8], to path: String) throws(ThumbnailCacheError) {
+    func write(_ bytes: [UInt8], to path: String) throws(ThumbnailCacheError) {
         let directory = String(path[..<path.lastIndex(of: "/")!])
         try makeDirectories(directory)
         var template = Array((path + ".viewerd-XXXXXX").utf8CString)
@@ -212,7 +212,7 @@ public struct ThumbnailCache: Sendable {
         }
     }
 
-    private static func read(_ path: String) -> [UInt8]? {
+    static func read(_ path: String) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

@@ -1,0 +1,94 @@
+// viewerd-thumbnailer: the desktop's thumbnail service (org.freedesktop.thumbnails.Thumbnailer1
+// and Cache1 on the session bus), a front of viewerd. See docs/man/viewerd-thumbnailer.1.
+import DesktopThumbnailer
+import Dispatch
+import Foundation
+import FreedesktopThumbnails
+import ViewerClient
+
+let usage = """
+    usage: viewerd-thumbnailer [--socket PATH] [--cache DIR] [--bus ADDRESS] [--replace] [--idle-exit SECONDS]
+
+    Serves org.freedesktop.thumbnails.Thumbnailer1 and Cache1 on the session bus, as Tumbler
+    does: desktop apps (Thunar, Ristretto, …) queue files, viewerd renders them, and the
+    thumbnails are written to $XDG_CACHE_HOME/thumbnails as the Thumbnail Managing Standard says.
+
+      --socket PATH        viewerd's socket (default: $VIEWERD_SOCKET, the per-user daemon's,
+                           else the system service's)
+      --cache DIR          the thumbnail cache (default: $XDG_CACHE_HOME/thumbnails or
+                           ~/.cache/thumbnails)
+      --bus ADDRESS        a D-Bus address instead of the session bus
+      --replace            take the names from an owner that allows it
+      --idle-exit SECONDS  leave the bus after this long with nothing queued (D-Bus
+                           activation starts it again); 0, the default: never
+      --version, --help
+
+    Exit status: 0 after SIGTERM or the idle time, 1 when the bus fails or the names are taken
+    (by Tumbler, say), 64 on a usage error.
+
+    """
+
+func fail(_ text: String, status: Int32) -> Never {
+    FileHandle.standardError.write(Data("viewerd-thumbnailer: \(text)\n".utf8))
+    exit(status)
+}
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+var socket = ViewerConnection.defaultSocketPath()
+var cacheRoot: String?
+var busAddress: String?
+var replace = false
+var idleExit: Duration?
+while !arguments.isEmpty {
+    let argument = arguments.removeFirst()
+    func value() -> String {
+        guard !arguments.isEmpty else { fail("\(argument) needs a value\n\(usage)", status: 64) }
+        return arguments.removeFirst()
+    }
+    switch argument {
+    case "--socket": socket = value()
+    case "--cache": cacheRoot = value()
+    case "--bus": busAddress = value()
+    case "--replace": replace = true
+    case "--idle-exit":
+        let text = value()
+        guard let seconds = Double(text), seconds >= 0 else { fail("--idle-exit \(text): not a number of seconds", status: 64) }
+        idleExit = seconds > 0 ? .milliseconds(Int64(seconds * 1000)) : nil
+    case "--help", "-h":
+        print(usage, terminator: "")
+        exit(0)
+    case "--version":
+        print("viewerd-thumbnailer 0.1.0")
+        exit(0)
+    default:
+        fail("unknown argument \(argument)\n\(usage)", status: 64)
+    }
+}
+
+let environment = ProcessInfo.processInfo.environment
+guard let cache = cacheRoot.map({ ThumbnailCache(root: $0) }) ?? ThumbnailCache.forUser(environment: environment) else {
+    fail("no cache directory: set XDG_CACHE_HOME or HOME, or give --cache DIR", status: 64)
+}
+let client = ViewerClient(socketPath: socket, clientName: "viewerd-thumbnailer")
+let service: ThumbnailerService
+do {
+    service = try ThumbnailerService(writer: ThumbnailWriter(client: client, cache: cache), busAddress: busAddress, idleExit: idleExit)
+} catch {
+    fail(error.description, status: 1)
+}
+
+// SIGTERM (systemd, dbus-daemon's end) and SIGINT stop the loop, which answers what is queued.
+var signalSources: [DispatchSourceSignal] = []
+for number in [SIGTERM, SIGINT] {
+    signal(number, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+    source.setEventHandler { service.stop() }
+    source.resume()
+    signalSources.append(source)
+}
+
+do {
+    try service.run(replace: replace)
+} catch {
+    fail(error.description, status: 1)
+}

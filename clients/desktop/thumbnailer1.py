@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""A client of the freedesktop thumbnail service (org.freedesktop.thumbnails.Thumbnailer1),
+through GLib's GDBus (python3-gi), the library Thunar's and GNOME's apps use: what the
+conformance tests (Tests/Desktop) and the bench's Tumbler comparison drive viewerd-thumbnailer
+and Tumbler with.
+
+    python3 clients/desktop/thumbnailer1.py [--flavor large] [--scheduler default] FILE...
+
+prints, as JSON: the handle, the URIs Ready and in Error (with code and message), whether
+Finished came, and the seconds from the call to Finished.
+"""
+import json
+import os
+import sys
+import time
+
+import gi
+
+gi.require_version("Gio", "2.0")
+from gi.repository import Gio, GLib  # noqa: E402
+
+NAME = "org.freedesktop.thumbnails.Thumbnailer1"
+PATH = "/org/freedesktop/thumbnails/Thumbnailer1"
+CACHE_NAME = "org.freedesktop.thumbnails.Cache1"
+CACHE_PATH = "/org/freedesktop/thumbnails/Cache1"
+
+
+def uri(path):
+    """The file:// URI of a path, escaped as GLib (and so every desktop app) escapes it."""
+    return GLib.filename_to_uri(os.path.abspath(path), None)
+
+
+class Thumbnailer:
+    """One connection to the bus: queues, dequeues, and records every signal sent to it."""
+
+    def __init__(self, address=None):
+        if address:
+            flags = Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION
+            self.bus = Gio.DBusConnection.new_for_address_sync(address, flags, None, None)
+        else:
+            self.bus = Gio.bus_get_sync(Gio.BusType.SESSION, None)
+        self.context = GLib.MainContext.default()
+        self.signals = []  # (member, args) in arrival order
+        self.times = {}  # (member, handle) -> time of the first such signal
+        self.subscription = self.bus.signal_subscribe(None, NAME, None, PATH, None, Gio.DBusSignalFlags.NONE,
+                                                      self._signal)
+
+    def _signal(self, _bus, _sender, _path, _interface, member, parameters):
+        args = parameters.unpack()
+        self.signals.append((member, args))
+        self.times.setdefault((member, args[0]), time.monotonic())
+
+    def call(self, method, signature, args, reply=None, name=NAME, path=PATH, timeout_ms=60000):
+        value = self.bus.call_sync(name, path, name, method, GLib.Variant(signature, args) if signature else None,
+                                   GLib.VariantType(reply) if reply else None, Gio.DBusCallFlags.NONE, timeout_ms, None)
+        return value.unpack() if value is not None else ()
+
+    def queue(self, uris, mime_types=None, flavor="large", scheduler="default", unqueue=0):
+        mime_types = mime_types if mime_types is not None else [""] * len(uris)
+        return self.call("Queue", "(asasssu)", (uris, mime_types, flavor, scheduler, unqueue), "(u)")[0]
+
+    def dequeue(self, handle):
+        self.call("Dequeue", "(u)", (handle,))
+
+    def cache(self, method, signature, args):
+        self.call(method, signature, args, name=CACHE_NAME, path=CACHE_PATH)
+
+    def pump(self, until, timeout=60.0):
+        """Dispatches signals until `until()` holds or `timeout` seconds pass; returns whether it held."""
+        deadline = time.monotonic() + timeout
+        while not until():
+            if time.monotonic() > deadline:
+                return False
+            self.context.iteration(False) or time.sleep(0.002)
+        return True
+
+    def finished(self, handle):
+        return ("Finished", (handle,)) in self.signals
+
+    def wait(self, handle, timeout=60.0):
+        """Waits for Finished of `handle`; returns its outcome (see `outcome`)."""
+        self.pump(lambda: self.finished(handle), timeout)
+        return self.outcome(handle)
+
+    def outcome(self, handle):
+        """What the signals said of `handle` so far."""
+        ready, errors, started = [], [], False
+        for member, args in self.signals:
+            if args[0] != handle:
+                continue
+            if member == "Started":
+                started = True
+            elif member == "Ready":
+                ready += args[1]
+            elif member == "Error":
+                errors += [{"uri": u, "code": args[2], "message": args[3]} for u in args[1]]
+        return {"handle": handle, "started": started, "ready": ready, "errors": errors,
+                "finished": self.finished(handle)}
+
+    def close(self):
+        self.bus.signal_unsubscribe(self.subscription)
+        self.bus.close_sync(None)
+
+
+def main(argv):
+    import argparse
+    parser = argparse.ArgumentParser(description="Queue files on the desktop's thumbnail service and wait.")
+    parser.add_argument("--flavor", default="large")
+    parser.add_argument("--scheduler", default="default")
+    parser.add_argument("--address", help="a D-Bus address instead of the session bus")
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("files", nargs="+")
+    options = parser.parse_args(argv)
+    client = Thumbnailer(options.address)
+    start = time.monotonic()
+    handle = client.queue([uri(f) for f in options.files], flavor=options.flavor, scheduler=options.scheduler)
+    result = client.wait(handle, options.timeout)
+    result["seconds"] = round(time.monotonic() - start, 4)
+    print(json.dumps(result, indent=1))
+    return 0 if result["finished"] and not result["errors"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
