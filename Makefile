@@ -47,11 +47,12 @@ apt-install:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-## build: release build of viewerd and viewerctl (only those two products: not the bench,
-## torture and test helpers)
+## build: release build of viewerd, viewerctl and viewerd-thumbnailer (only those products:
+## not the bench, torture and test helpers)
 build: deps
 	$(SWIFT) build -c release --product viewerd
 	$(SWIFT) build -c release --product viewerctl
+	$(SWIFT) build -c release --product viewerd-thumbnailer
 
 debug: deps
 	$(SWIFT) build
@@ -62,11 +63,28 @@ run: build
 	exec .build/release/viewerd $(ARGS)
 
 ## test: the whole suite (unit tests and end-to-end tests of the real daemon), then the Python
-## client's tests (clients/python: codec vectors, and its clients against the debug daemon)
+## client's tests (clients/python: codec vectors, and its clients against the debug daemon),
+## then the desktop thumbnail service's conformance suite (Tests/Desktop)
 test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	VIEWERD_BUILD_DIR="$$($(SWIFT) build --show-bin-path)" python3 -m unittest discover -s clients/python/tests -v
+	@$(MAKE) --no-print-directory desktop-conformance
+
+## desktop-conformance: the desktop's thumbnail service (viewerd-thumbnailer, issue 21) driven by
+## gdbus and GDBus clients on a session bus of its own (dbus-run-session), with a real viewerd.
+## Debian's python3 (python3-gi); skipped, saying why, only where no bus can be started.
+DESKTOP_PYTHON ?= /usr/bin/python3
+.PHONY: desktop-conformance
+desktop-conformance:
+	@if ! reason="$$(dbus-run-session --config-file=Tests/Desktop/session.conf -- true 2>&1)"; then \
+	  echo "desktop conformance: SKIPPED: no session bus can be started here: $$reason"; \
+	elif ! $(DESKTOP_PYTHON) -c 'import gi; gi.require_version("Gio", "2.0")' 2>/dev/null; then \
+	  echo "desktop conformance: SKIPPED: $(DESKTOP_PYTHON) has no python3-gi (make test-deps installs it)"; \
+	else \
+	  VIEWERD_BUILD_DIR="$$($(SWIFT) build --show-bin-path)" dbus-run-session --config-file=Tests/Desktop/session.conf -- \
+	    $(DESKTOP_PYTHON) -m unittest discover -s Tests/Desktop -v; \
+	fi
 
 ## torture: issue 9. viewerd-torture on a release build (hostile files, hostile clients, load,
 ## faults, and multi-user as another user when run as root: about 10 minutes on 2 cores), then
@@ -113,7 +131,8 @@ sanitize: test-deps
 	torture/sanitize.sh thread $(SANITIZE_BUILD_PATH)-thread
 	torture/sanitize.sh address $(SANITIZE_BUILD_PATH)-address
 
-## install: binaries, units, man pages, bash completion, a commented default config.
+## install: binaries, units, D-Bus service files, man pages, bash completion, a commented
+## default config.
 ## Copies what `make build` made and builds nothing (no deps, no swift): `make && sudo make
 ## install`. Under sudo, Debian's secure_path has no swift, and a build as root would leave
 ## root-owned files in .build.
@@ -125,15 +144,16 @@ UNITDIR = $(DESTDIR)$(PREFIX)/lib/systemd/system
 USERUNITDIR = $(DESTDIR)$(PREFIX)/lib/systemd/user
 COMPLETIONDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 DOCDIR = $(DESTDIR)$(PREFIX)/share/doc/viewerd
+DBUSDIR = $(DESTDIR)$(PREFIX)/share/dbus-1/services
 
-INSTALL_BINARIES = .build/release/viewerd .build/release/viewerctl
+INSTALL_BINARIES = .build/release/viewerd .build/release/viewerctl .build/release/viewerd-thumbnailer
 
 install:
 	@for bin in $(INSTALL_BINARIES); do [ -x "$$bin" ] || { \
 	  echo "make install: $$bin is missing: run make first (as yourself, not root), then sudo make install" >&2; exit 1; }; done
-	install -d $(BINDIR) $(MANDIR)/man1 $(MANDIR)/man8 $(UNITDIR) $(USERUNITDIR) $(COMPLETIONDIR) $(DOCDIR)
+	install -d $(BINDIR) $(MANDIR)/man1 $(MANDIR)/man8 $(UNITDIR) $(USERUNITDIR) $(COMPLETIONDIR) $(DOCDIR) $(DBUSDIR)
 	install -m 0755 $(INSTALL_BINARIES) $(BINDIR)/
-	install -m 0644 docs/man/viewerctl.1 $(MANDIR)/man1/
+	install -m 0644 docs/man/viewerctl.1 docs/man/viewerd-thumbnailer.1 $(MANDIR)/man1/
 	install -m 0644 docs/man/viewerd.8 $(MANDIR)/man8/
 	install -m 0644 completion/viewerctl.bash $(COMPLETIONDIR)/viewerctl
 	install -m 0644 README.md protocol/PROTOCOL.md $(DOCDIR)/
@@ -142,6 +162,9 @@ install:
 	  sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' "$$unit" > $(UNITDIR)/$$(basename "$$unit"); chmod 0644 $(UNITDIR)/$$(basename "$$unit"); done
 	for unit in systemd/user/*; do \
 	  sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' "$$unit" > $(USERUNITDIR)/$$(basename "$$unit"); chmod 0644 $(USERUNITDIR)/$$(basename "$$unit"); done
+	# The desktop's thumbnail service, activated by the session bus (issue 21).
+	for service in dbus/*.service; do \
+	  sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' "$$service" > $(DBUSDIR)/$$(basename "$$service"); chmod 0644 $(DBUSDIR)/$$(basename "$$service"); done
 	install -d $(DESTDIR)$(PREFIX)/lib/sysusers.d
 	install -m 0644 systemd/sysusers.d/viewerd.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/viewerd.conf
 	if [ -e systemd/viewerd.conf ]; then install -d $(DESTDIR)/etc/viewerd && \
@@ -149,7 +172,9 @@ install:
 
 ## uninstall: removes what install put there (a config you edited stays)
 uninstall:
-	rm -f $(BINDIR)/viewerd $(BINDIR)/viewerctl $(MANDIR)/man1/viewerctl.1 $(MANDIR)/man8/viewerd.8
+	rm -f $(BINDIR)/viewerd $(BINDIR)/viewerctl $(BINDIR)/viewerd-thumbnailer $(MANDIR)/man1/viewerctl.1 $(MANDIR)/man8/viewerd.8
+	rm -f $(MANDIR)/man1/viewerd-thumbnailer.1
+	for service in dbus/*.service; do rm -f $(DBUSDIR)/$$(basename "$$service"); done
 	rm -f $(COMPLETIONDIR)/viewerctl
 	rm -rf $(DOCDIR)
 	for unit in systemd/*.service systemd/*.socket; do rm -f $(UNITDIR)/$$(basename "$$unit"); done

@@ -72,7 +72,8 @@ let package = Package(
 
         .executableTarget(name: "viewerd", dependencies: ["ViewerDaemon"]),
         .executableTarget(name: "viewerd-thumbnailer", dependencies: ["DesktopThumbnailer", "FreedesktopThumbnails", "ViewerClient"]),
-        .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "Locking", "FreedesktopThumbnails"]),
+        .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "Locking", "FreedesktopThumbnails",
+                                                    "DesktopThumbnailer"]),
         .executableTarget(name: "viewerd-bench", dependencies: ["ViewerProtocol", "RenditionStore", "Rendering", "SystemCalls", "Locking",
                                                          "ViewerTestSupport"]),
         // make torture: hostile files, clients, load and faults against the real daemon (issue 9).

@@ -36,22 +36,22 @@ final class SessionBus: @unchecked Sendable {
         if replace { flags |= UInt64(SD_BUS_NAME_REPLACE_EXISTING) }
         let rc = sd_bus_request_name(bus, name, flags)
         if rc == -EEXIST {
-            throw BusError(what: "\(name) is owned by another service\(owner(of: name).map { " (\($0))" } ?? "")", code: EEXIST)
+            throw BusError(what: "\(name) is owned by another service\(owner(of: name).map { " (\($0))" } ?? ""); "
+                           + "stop it first, or see docs/DECISIONS.md for choosing between them", code: 0)
         }
         try Self.check("own \(name)") { rc }
     }
 
-    /// Who owns `name`, as a process id and command name when the bus tells.
+    /// Who owns `name`: its process id and command name (`pid 4242 tumblerd`), when the bus tells.
     private func owner(of name: String) -> String? {
         var creds: OpaquePointer?
-        let mask = UInt64(SD_BUS_CREDS_PID) | UInt64(SD_BUS_CREDS_COMM)
-        guard sd_bus_get_name_creds(bus, name, mask, &creds) >= 0, let creds else { return nil }
+        guard sd_bus_get_name_creds(bus, name, UInt64(SD_BUS_CREDS_PID), &creds) >= 0, let creds else { return nil }
         defer { sd_bus_creds_unref(creds) }
         var pid: pid_t = 0
-        var comm: UnsafePointer<CChar>?
-        _ = sd_bus_creds_get_pid(creds, &pid)
-        _ = sd_bus_creds_get_comm(creds, &comm)
-        return "pid \(pid)" + (comm.map { " " + String(cString: $0) } ?? "")
+        guard sd_bus_creds_get_pid(creds, &pid) >= 0 else { return nil }
+        let command = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        return "pid \(pid)" + (command.map { " " + $0 } ?? "")
     }
 
     // MARK: The loop's calls
@@ -187,10 +187,11 @@ final class PendingCall: @unchecked Sendable {  // made, answered and released o
     }
 }
 
-/// A call to sd-bus that failed: what was tried and the errno it gave.
+/// A call to sd-bus that failed: what was tried and the errno it gave (0: none to tell).
 public struct BusError: Error, CustomStringConvertible, Sendable {
     public let what: String
     public let code: Int32
 
-    public var description: String { "\(what): \(String(cString: strerror(code)))" }
+    /// `what`, and the errno's text unless `code` is 0.
+    public var description: String { code == 0 ? what : "\(what): \(String(cString: strerror(code)))" }
 }

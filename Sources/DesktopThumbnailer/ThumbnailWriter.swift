@@ -9,6 +9,9 @@ public enum ThumbnailOutcome: Sendable, Equatable {
     case written(String)
     /// A valid thumbnail (same URI and mtime) was there already.
     case kept(String)
+    /// The standard's failure record of this version of the file is there (`fail/viewerd-VERSION/`):
+    /// not tried again until the file changes. The message says so.
+    case failedBefore(String)
     /// No thumbnail: why, as the Error signal says it.
     case failed(TumblerError, String)
     /// Cancelled before it was made (Dequeue, the caller gone): nothing is said about it.
@@ -66,7 +69,7 @@ public struct ThumbnailWriter: Sendable {
         }
         let (software, failureName) = ("viewerd \(version)", "viewerd-\(version)")
         if cache.failedBefore(source, software: failureName) {
-            return .failed(.noContent, "\(path): could not be thumbnailed before and has not changed since")
+            return .failedBefore("\(path): could not be thumbnailed before and has not changed since")
         }
         if Task.isCancelled { return .cancelled }
 

@@ -270,6 +270,7 @@ public final class ThumbnailerService: @unchecked Sendable {
                     switch outcome {
                     case .written, .kept: ready[handle, default: []].append(uri)
                     case .failed(let code, let text): failed.append((handle, uri, code, text))
+                    case .failedBefore(let text): failed.append((handle, uri, .noContent, text))
                     // Only the last waiter's dequeue cancels; a cancel by anyone else is an error.
                     case .cancelled: failed.append((handle, uri, .connectionError, "\(uri): the render was cancelled"))
                     }

@@ -1,5 +1,7 @@
+import DesktopThumbnailer
 import Foundation
 import FreedesktopThumbnails
+import Locking
 import ViewerClient
 import ViewerProtocol
 
@@ -46,76 +48,50 @@ struct ExportXDGCommand: Subcommand {
             printError("no cache directory: set XDG_CACHE_HOME or HOME, or give --cache DIR")
             return ExitCode.usage
         }
-        let connection = try globals.connect()
-        let software = "viewerd \(connection.welcome.serverVersion)"
-        let failureName = "viewerd-\(connection.welcome.serverVersion)"
-        var (written, kept, failed, skipped) = (0, 0, 0, 0)
+        let client = ViewerClient(socketPath: globals.socketPath, clientName: "viewerctl-export-xdg",
+                                  handshakeTimeout: globals.handshakeTimeout)
+        let writer = ThumbnailWriter(client: client, cache: cache)
+        let files = WarmCommand.collectFiles(paths, recursive: recursive).files, flavor = self.flavor
+        let counts = Locked((written: 0, kept: 0, failed: 0, skipped: 0))
         // What was written stays written: the summary comes however the export ends.
-        defer { print("\(written) written, \(kept) kept, \(failed) failed, \(skipped) inside the cache (\(cache.root)/\(flavor.rawValue))") }
-        for path in WarmCommand.collectFiles(paths, recursive: recursive).files {
-            guard !cache.contains(path: path) else { skipped += 1; continue }
-            // The standard: nothing is written for a file whose mtime cannot be read.
-            guard var source = ThumbnailSource(path: path) else {
-                printError("\(path): cannot read its modification time")
-                failed += 1
-                continue
-            }
-            if cache.validThumbnail(of: source, flavor: flavor) != nil || cache.failedBefore(source, software: failureName) {
-                kept += 1
-                continue
-            }
-            let raw: RenderResult
-            do throws(ViewerClientError) {
-                let info = try connection.info(path: path)
-                (source.mimeType, source.imageWidth, source.imageHeight) =
-                    (Self.mimeType(info.format), Int(info.width), Int(info.height))
-                let side = UInt32(flavor.side)
-                raw = try connection.render(RenderRequest(path: path, spec: RenditionSpec(width: side, height: side, format: .raw)))
-            } catch {
-                // A daemon gone or shutting down ends the export; a file's own failure is
-                // printed, and recorded as the standard's failure only when the file is to blame
-                // (a busy or stopping daemon, a crash, a file gone meanwhile: tried again next time).
-                guard case .server(let reply) = error, reply.code != .shuttingDown else { throw error }
-                failed += 1
-                printError("\(path): \(reply.message)")
-                if let code = reply.code, Self.fileIsToBlame.contains(code) {
-                    try cache.storeFailure(of: source, software: failureName, png: PNGEncoder.rgba([0, 0, 0, 0], width: 1, height: 1))
+        defer {
+            let c = counts.withLock { $0 }
+            print("\(c.written) written, \(c.kept) kept, \(c.failed) failed, \(c.skipped) inside the cache (\(cache.root)/\(flavor.rawValue))")
+        }
+        let outcome = blockingAwait { () async throws -> Void in
+            _ = try await client.server  // fail fast, with exit 69, when no daemon answers
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                var next = files.makeIterator()
+                func start() -> Bool {
+                    guard let path = next.next() else { return false }
+                    group.addTask {
+                        switch await writer.thumbnail(ofPath: path, flavor: flavor) {
+                        case .written: counts.withLock { $0.written += 1 }
+                        case .kept, .failedBefore: counts.withLock { $0.kept += 1 }
+                        case .failed(.isThumbnail, _): counts.withLock { $0.skipped += 1 }
+                        // A daemon gone or stopping, a cache that cannot be written: the export ends.
+                        case .failed(let code, let message) where [.connectionError, .shuttingDown, .saveFailed].contains(code):
+                            throw ExportFailure(message: message)
+                        case .failed(_, let message):
+                            counts.withLock { $0.failed += 1 }
+                            printError(message)
+                        case .cancelled: break
+                        }
+                    }
+                    return true
                 }
-                continue
+                // A window of files in flight keeps every worker busy without flooding.
+                for _ in 0..<16 where start() {}
+                while try await group.next() != nil { _ = start() }
             }
-            let png: [UInt8]
-            do throws(PNGEncoder.Failure) {
-                png = try PNGEncoder.rgba(raw.bytes, width: Int(raw.width), height: Int(raw.height))
-            } catch {
-                failed += 1
-                printError("\(path): \(error.description)")
-                continue
-            }
-            // A cache that cannot be written (a full disk, its permissions) stops the export.
-            try cache.store(png: png, of: source, flavor: flavor, software: software)
-            written += 1
         }
-        return failed > 0 ? ExitCode.failure : ExitCode.success
+        if case .failure(let error) = outcome { throw error }
+        return counts.withLock { $0.failed } > 0 ? ExitCode.failure : ExitCode.success
     }
+}
 
-    /// The answers that say the file itself cannot be thumbnailed, recorded as failures.
-    static let fileIsToBlame: Set<ErrorCode> = [.unsupportedFormat, .corruptImage, .tooLarge]
-
-    /// The MIME type of INFO's format name (a video's `container/codec` by its container).
-    static func mimeType(_ format: String) -> String {
-        let container = format.split(separator: "/").first.map(String.init) ?? format
-        switch container {
-        case "jpeg", "png", "gif", "webp", "tiff", "heif", "avif", "jxl", "bmp": return "image/" + container
-        case "svg": return "image/svg+xml"
-        case "pdf": return "application/pdf"
-        case "mp4": return "video/mp4"
-        case "mov": return "video/quicktime"
-        case "mkv": return "video/x-matroska"
-        case "webm": return "video/webm"
-        case "avi": return "video/x-msvideo"
-        case "ts": return "video/mp2t"
-        case "mpeg": return "video/mpeg"
-        default: return "application/octet-stream"
-        }
-    }
+/// What ends an export early: the daemon gone or stopping, the cache not writable.
+struct ExportFailure: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
 }

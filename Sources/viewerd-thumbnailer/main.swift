@@ -77,18 +77,22 @@ do {
     fail(error.description, status: 1)
 }
 
-// SIGTERM (systemd, dbus-daemon's end) and SIGINT stop the loop, which answers what is queued.
-var signalSources: [DispatchSourceSignal] = []
-for number in [SIGTERM, SIGINT] {
-    signal(number, SIG_IGN)
-    let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-    source.setEventHandler { service.stop() }
-    source.resume()
-    signalSources.append(source)
+/// SIGTERM (systemd, the end of the bus's session) and SIGINT stop the loop, which answers
+/// what is queued. (A function, not top-level code: its handler must not be the main actor's.)
+func stopOnSignals(_ service: ThumbnailerService) -> [DispatchSourceSignal] {
+    [SIGTERM, SIGINT].map { number in
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+        source.setEventHandler { service.stop() }
+        source.resume()
+        return source
+    }
 }
+let signalSources = stopOnSignals(service)
 
 do {
     try service.run(replace: replace)
 } catch {
     fail(error.description, status: 1)
 }
+withExtendedLifetime(signalSources) {}

@@ -47,15 +47,26 @@ struct MakeInstallTests {
         // Stand-ins for what `make build` makes: install must copy them, not build anything.
         let built = stage + "/built"
         try FileManager.default.createDirectory(atPath: built, withIntermediateDirectories: true)
-        for name in ["viewerd", "viewerctl"] {
+        for name in ["viewerd", "viewerctl", "viewerd-thumbnailer"] {
             try "#!/bin/sh\necho \(name)\n".write(toFile: built + "/" + name, atomically: true, encoding: .utf8)
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: built + "/" + name)
         }
-        let out = try make(["install", "DESTDIR=\(stage)/root", "INSTALL_BINARIES=\(built)/viewerd \(built)/viewerctl"])
+        let out = try make(["install", "DESTDIR=\(stage)/root", "PREFIX=/opt/v",
+                            "INSTALL_BINARIES=\(built)/viewerd \(built)/viewerctl \(built)/viewerd-thumbnailer"])
         #expect(out.status == 0, "\(out.stdout)\n\(out.stderr)")
-        for file in ["usr/local/bin/viewerd", "usr/local/bin/viewerctl", "usr/local/share/man/man1/viewerctl.1",
-                     "usr/local/lib/systemd/system/viewerd.service", "usr/local/share/bash-completion/completions/viewerctl"] {
+        for file in ["opt/v/bin/viewerd", "opt/v/bin/viewerctl", "opt/v/bin/viewerd-thumbnailer", "opt/v/share/man/man1/viewerctl.1",
+                     "opt/v/share/man/man1/viewerd-thumbnailer.1", "opt/v/lib/systemd/system/viewerd.service",
+                     "opt/v/lib/systemd/user/viewerd-thumbnailer.service", "opt/v/share/bash-completion/completions/viewerctl"] {
             #expect(FileManager.default.fileExists(atPath: stage + "/root/" + file), "\(file) not installed")
         }
+        // The session bus's activation files (issue 21), pointing at this PREFIX
+        for name in ["Thumbnailer1", "Cache1"] {
+            let service = try String(contentsOfFile: stage + "/root/opt/v/share/dbus-1/services/org.freedesktop.thumbnails.\(name).service",
+                                     encoding: .utf8)
+            #expect(service.contains("Name=org.freedesktop.thumbnails.\(name)\n"))
+            #expect(service.contains("Exec=/opt/v/bin/viewerd-thumbnailer ") && service.contains("SystemdService=viewerd-thumbnailer.service"))
+        }
+        let unit = try String(contentsOfFile: stage + "/root/opt/v/lib/systemd/user/viewerd-thumbnailer.service", encoding: .utf8)
+        #expect(unit.contains("ExecStart=/opt/v/bin/viewerd-thumbnailer "))
     }
 }

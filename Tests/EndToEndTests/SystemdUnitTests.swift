@@ -9,7 +9,7 @@ import Glibc
 @Suite("systemd units")
 struct SystemdUnitTests {
     static let systemInstance = ["viewerd.socket", "viewerd.service"]
-    static let userInstance = ["user/viewerd.socket", "user/viewerd.service"]
+    static let userInstance = ["user/viewerd.socket", "user/viewerd.service", "user/viewerd-thumbnailer.service"]
 
     /// Copies of the units in a temporary directory, their ExecStart pointing at the built
     /// viewerd (verify checks the command exists).
@@ -110,6 +110,20 @@ struct SystemdUnitTests {
         #expect(service["WatchdogSec"] != nil)
         #expect(service["RestrictAddressFamilies"] == ["AF_UNIX"])
         #expect(service["SystemCallFilter"] == Self.systemCallFilter)
+    }
+
+    @Test("the desktop's thumbnail service: started by the bus for its name, after the daemon's socket")
+    func thumbnailerUnit() throws {
+        let service = try keys(of: "user/viewerd-thumbnailer.service")
+        #expect(service["Type"] == ["dbus"])
+        #expect(service["BusName"] == ["org.freedesktop.thumbnails.Thumbnailer1"])
+        #expect(service["ExecStart"]?.first?.hasPrefix("/usr/local/bin/viewerd-thumbnailer ") == true)
+        #expect(service["Wants"] == ["viewerd.socket"] && service["After"] == ["viewerd.socket"])
+        // and the bus's activation file names this unit and the same program
+        let activation = try String(contentsOfFile: CheckConfigTests.unitDirectory + "/../dbus/org.freedesktop.thumbnails.Thumbnailer1.service",
+                                    encoding: .utf8)
+        #expect(activation.contains("SystemdService=viewerd-thumbnailer.service"))
+        #expect(activation.contains("Exec=" + service["ExecStart"]![0] + "\n"))
     }
 
     /// The service's filter, plus what the workers need to install their own sandbox.

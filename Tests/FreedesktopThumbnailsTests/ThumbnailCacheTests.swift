@@ -119,4 +119,61 @@ struct ThumbnailCacheTests {
         // and libpng agrees the file is whole
         #expect(try ImageFixtures.decode(Array(try Data(contentsOf: URL(fileURLWithPath: compressed)))).width == 1)
     }
+
+    @Test("setting a key replaces every chunk of it (tEXt, zTXt, iTXt) and keeps the others and the pixels")
+    func settingText() throws {
+        let png = try PNGEncoder.rgba([10, 20, 30, 255], width: 1, height: 1)
+        let tagged = try PNGText.adding([("Thumb::URI", "file:///old"), ("Thumb::MTime", "5"), ("Thumb::URI", "file:///older")], to: png)
+        let moved = try PNGText.setting([("Thumb::URI", "file:///new")], in: tagged)
+        #expect(PNGText.read(moved) == ["Thumb::URI": "file:///new", "Thumb::MTime": "5"])
+        #expect(moved.count == tagged.count - 2 * (12 + "Thumb::URI".count + 1) - "file:///old".count - "file:///older".count
+                + 12 + "Thumb::URI".count + 1 + "file:///new".count)
+        #expect(try ImageFixtures.decode(moved).width == 1)
+        #expect(throws: PNGText.Malformed.self) { try PNGText.setting([("k", "v")], in: [1, 2, 3]) }
+    }
+
+    @Test("Cache1's work: thumbnails move and copy with their files (a folder's too), are deleted, cleaned up when the file is gone")
+    func maintenance() throws {
+        let directory = try TemporaryDirectory(prefix: "xdg-cache1")
+        let cache = ThumbnailCache(root: directory.path + "/thumbnails")
+        let png = try PNGEncoder.rgba([0, 0, 0, 255], width: 1, height: 1)
+        func uri(_ name: String) -> String { ThumbnailCache.uri(ofPath: directory.path + "/" + name)! }
+        func store(_ name: String, _ flavors: [ThumbnailFlavor] = [.normal, .large]) throws {
+            for flavor in flavors {
+                try cache.store(png: png, of: ThumbnailSource(uri: uri(name), mtime: 100), flavor: flavor, software: "test")
+            }
+        }
+        func keys(_ name: String, _ flavor: ThumbnailFlavor = .normal) -> [String: String]? {
+            (try? Data(contentsOf: URL(fileURLWithPath: cache.path(of: uri(name), flavor: flavor)))).map { PNGText.read(Array($0)) }
+        }
+        try store("a.jpg")
+        try store("b.jpg", [.large])
+        try FileManager.default.createDirectory(atPath: directory.path + "/album 2", withIntermediateDirectories: true)
+        try store("album/x.jpg")
+        try store("album/sub/y.jpg")
+        try store("albums/z.jpg")  // shares the folder's prefix but is not inside it
+
+        // Move: every flavor, the new URI written in
+        #expect(cache.move(from: [uri("a.jpg")], to: [uri("a2.jpg")]) == 2)
+        #expect(keys("a.jpg") == nil && keys("a2.jpg")?["Thumb::URI"] == uri("a2.jpg") && keys("a2.jpg", .large) != nil)
+        #expect(keys("a2.jpg")?["Thumb::MTime"] == "100")
+        // Copy keeps the original
+        #expect(cache.copy(from: [uri("b.jpg")], to: [uri("b2.jpg")]) == 1)
+        #expect(keys("b.jpg", .large)?["Thumb::URI"] == uri("b.jpg") && keys("b2.jpg", .large)?["Thumb::URI"] == uri("b2.jpg"))
+        // A folder (the destination exists as one): what was inside it follows
+        #expect(cache.move(from: [uri("album")], to: [uri("album 2")]) == 4)
+        #expect(keys("album 2/x.jpg")?["Thumb::URI"] == uri("album 2/x.jpg") && keys("album 2/sub/y.jpg") != nil)
+        #expect(keys("album/x.jpg") == nil && keys("albums/z.jpg") != nil)
+        // Delete: every flavor, and failure records
+        try cache.storeFailure(of: ThumbnailSource(uri: uri("b2.jpg"), mtime: 100), software: "viewerd-0.1.0", png: png)
+        #expect(cache.delete([uri("b2.jpg")]) == 2)
+        #expect(keys("b2.jpg", .large) == nil && keys("b.jpg", .large) != nil)
+        // Cleanup: only files that are gone, only under the base, only older than `since` when given
+        try Data([1]).write(to: URL(fileURLWithPath: directory.path + "/a2.jpg"))
+        #expect(cache.cleanup(baseURIs: [uri("albums")], since: 99) == 0)  // z's MTime 100 is after 99
+        #expect(cache.cleanup(baseURIs: [uri("albums")], since: 0) == 2)
+        #expect(keys("albums/z.jpg") == nil && keys("album 2/x.jpg") != nil)
+        #expect(cache.cleanup(baseURIs: [], since: 0) == 5)  // all but a2.jpg's, whose file exists
+        #expect(keys("a2.jpg") != nil && keys("b.jpg", .large) == nil)
+    }
 }

@@ -34,11 +34,10 @@ class Thumbnailer:
     """One connection to the bus: queues, dequeues, and records every signal sent to it."""
 
     def __init__(self, address=None):
-        if address:
-            flags = Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION
-            self.bus = Gio.DBusConnection.new_for_address_sync(address, flags, None, None)
-        else:
-            self.bus = Gio.bus_get_sync(Gio.BusType.SESSION, None)
+        # A connection of its own (not GLib's shared one), so that two clients are two callers.
+        address = address or Gio.dbus_address_get_for_bus_sync(Gio.BusType.SESSION, None)
+        flags = Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION
+        self.bus = Gio.DBusConnection.new_for_address_sync(address, flags, None, None)
         self.context = GLib.MainContext.default()
         self.signals = []  # (member, args) in arrival order
         self.times = {}  # (member, handle) -> time of the first such signal

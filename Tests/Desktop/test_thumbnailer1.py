@@ -1,0 +1,418 @@
+"""Conformance of viewerd-thumbnailer to the freedesktop thumbnail service, driven by real bus
+clients (gdbus, and GDBus from Python: what Thunar's and GNOME's apps use) on a real bus
+(make test: dbus-run-session), with a real viewerd: every method and signal of Thumbnailer1
+and Cache1, the errors with Tumbler's codes, Dequeue and handle_to_unqueue, two clients, and
+the PNGs the Thumbnail Managing Standard describes (issue 21)."""
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import threading
+import time
+import unittest
+
+from desktop_support import (NAME, PNG, REPO, ConformanceCase, Daemon, Front, Thumbnailer, front_executable, make_jpeg,
+                             make_png, md5_name, require_session_bus, uri)
+
+PATH = "/org/freedesktop/thumbnails/Thumbnailer1"
+
+
+def gdbus(*args: str) -> str:
+    return subprocess.run(["gdbus", *args], check=True, capture_output=True, text=True, timeout=30).stdout
+
+
+class MethodsTests(ConformanceCase):
+    def test_introspection_names_every_method_and_signal_with_tumblers_arguments(self) -> None:
+        text = gdbus("introspect", "--session", "-d", NAME, "-o", PATH)
+        for line in ["Queue(in  as uris,", "in  as mime_types,", "in  s flavor,", "in  s scheduler,",
+                     "in  u handle_to_unqueue,", "out u handle);", "Dequeue(in  u handle);",
+                     "GetSupported(out as uri_schemes,", "GetSchedulers(out as schedulers);",
+                     "GetFlavors(out as flavors);", "Started(u handle);", "Finished(u handle);",
+                     "Ready(u handle,", "Error(u handle,", "as failed_uris,", "i error_code,", "s message);"]:
+            self.assertIn(line, text)
+        cache = gdbus("introspect", "--session", "-d", "org.freedesktop.thumbnails.Cache1",
+                      "-o", "/org/freedesktop/thumbnails/Cache1")
+        for line in ["Move(in  as from_uris,", "Copy(in  as from_uris,", "Delete(in  as uris);",
+                     "Cleanup(in  as base_uris,", "in  u since);"]:
+            self.assertIn(line, cache)
+
+    def test_flavors_schedulers_and_supported_types_through_gdbus_call(self) -> None:
+        call = ["call", "--session", "-d", NAME, "-o", PATH, "-m"]
+        self.assertEqual(gdbus(*call, NAME + ".GetFlavors").strip(), "(['normal', 'large', 'x-large', 'xx-large'],)")
+        self.assertEqual(gdbus(*call, NAME + ".GetSchedulers").strip(), "(['default', 'foreground', 'background'],)")
+        schemes, types = self.client.call("GetSupported", None, None, "(asas)")
+        self.assertEqual(len(schemes), len(types))
+        self.assertEqual(set(schemes), {"file"})
+        for mime in ["image/jpeg", "image/png", "image/webp", "image/tiff", "video/mp4"]:
+            self.assertIn(mime, types)
+
+    def test_an_unknown_method_is_a_dbus_error(self) -> None:
+        with self.assertRaises(Exception) as raised:
+            self.client.call("Frobnicate", None, None)
+        self.assertIn("UnknownMethod", str(raised.exception))
+
+
+class QueueTests(ConformanceCase):
+    def test_a_queue_writes_the_standards_thumbnails(self) -> None:
+        # Given photos with awkward names, JPEG and PNG (one with alpha), one smaller than the box
+        files = [self.photo("wide photo é.jpg", 1200, 600), self.photo("tall#1.jpg", 500, 900),
+                 self.photo("alpha.png", 700, 700), self.photo("small.jpg", 100, 80)]
+        for path in files:
+            make_png(path, 700, 700, alpha=True) if path.endswith(".png") else None
+        uris = [uri(path) for path in files]
+        # (a reader polls one thumbnail's name all along: it must never see half a file)
+        torn, stop = [], threading.Event()
+        watched = self.thumbnail_path(files[0])
+
+        def watch() -> None:
+            while not stop.is_set():
+                try:
+                    if not PNG(watched).complete:
+                        torn.append("incomplete")
+                except FileNotFoundError:
+                    pass
+                except Exception as error:  # noqa: BLE001
+                    torn.append(repr(error))
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        self.addCleanup(stop.set)
+
+        # When they are queued in the large flavor, a MIME type given for the first
+        handle = self.client.queue(uris, ["image/jpeg", "", "", ""], "large", "foreground")
+        outcome = self.client.wait(handle)
+        stop.set()
+        watcher.join()
+
+        # Then Started, then Ready for every file, then Finished; no error
+        self.assertEqual(outcome["errors"], [])
+        self.assertEveryFileAnswered(outcome, uris)
+        members = [m for m, args in self.client.signals if args[0] == handle]
+        self.assertEqual(members[0], "Started")
+        self.assertEqual(members[-1], "Finished")
+        self.assertEqual(torn, [])
+        version = self.version()
+        boxes = {"wide photo é.jpg": (256, 128), "tall#1.jpg": (142, 256), "alpha.png": (256, 256), "small.jpg": (100, 80)}
+        originals = {"wide photo é.jpg": (1200, 600), "tall#1.jpg": (500, 900), "alpha.png": (700, 700),
+                     "small.jpg": (100, 80)}
+        for path, file_uri in zip(files, uris):
+            name = os.path.basename(path)
+            thumbnail = self.thumbnail_path(file_uri)
+            png = PNG(thumbnail)
+            info = os.stat(path)
+            # RGBA, 8 bits, fitted in the box (never enlarged)
+            self.assertEqual((png.bit_depth, png.color_type), (8, 6), name)
+            self.assertAlmostEqual(png.width, boxes[name][0], delta=1, msg=name)
+            self.assertAlmostEqual(png.height, boxes[name][1], delta=1, msg=name)
+            self.assertEqual(png.keys["Thumb::URI"], file_uri)
+            self.assertEqual(png.keys["Thumb::MTime"], str(int(info.st_mtime)))
+            self.assertEqual(png.keys["Thumb::Size"], str(info.st_size))
+            self.assertEqual(png.keys["Thumb::Mimetype"], "image/png" if name.endswith(".png") else "image/jpeg")
+            self.assertEqual((png.keys["Thumb::Image::Width"], png.keys["Thumb::Image::Height"]),
+                             tuple(str(n) for n in originals[name]))
+            self.assertEqual(png.keys["Software"], f"viewerd {version}")
+            # the keys come before the pixels, where readers that stop early find them
+            self.assertLess(png.chunks.index("tEXt"), png.chunks.index("IDAT"))
+            self.assertEqual(stat.S_IMODE(os.stat(thumbnail).st_mode), 0o600)
+        for directory in [self.cache, os.path.join(self.cache, "large")]:
+            self.assertEqual(stat.S_IMODE(os.stat(directory).st_mode), 0o700)
+        self.assertEqual([n for n in os.listdir(os.path.join(self.cache, "large")) if not n.endswith(".png")], [])
+
+    def test_every_flavor_has_its_box(self) -> None:
+        path = self.photo("flavors.jpg", 2400, 1600)
+        for flavor, side in [("normal", 128), ("large", 256), ("x-large", 512), ("xx-large", 1024)]:
+            outcome = self.client.wait(self.client.queue([uri(path)], flavor=flavor))
+            self.assertEqual(outcome["ready"], [uri(path)], flavor)
+            png = PNG(self.thumbnail_path(path, flavor))
+            self.assertEqual(png.width, side, flavor)
+            self.assertAlmostEqual(png.height, side * 2 / 3, delta=1, msg=flavor)
+
+    def test_a_valid_thumbnail_is_reused_and_a_stale_one_made_again(self) -> None:
+        path = self.photo("reuse.jpg", 800, 600)
+        self.assertEqual(self.client.wait(self.client.queue([uri(path)]))["ready"], [uri(path)])
+        before = self.renders()
+
+        # When it is queued again, unchanged: Ready, and the daemon renders nothing
+        again = self.client.wait(self.client.queue([uri(path)], scheduler="background"))
+        self.assertEqual(again["ready"], [uri(path)])
+        self.assertEqual(self.renders(), before)
+
+        # When the file changes (another mtime), the thumbnail is made again
+        make_jpeg(path, 800, 600)
+        later = time.time() + 5
+        os.utime(path, (later, later))
+        self.assertEqual(self.client.wait(self.client.queue([uri(path)]))["ready"], [uri(path)])
+        self.assertEqual(self.renders(), before + 1)
+        self.assertEqual(PNG(self.thumbnail_path(path)).keys["Thumb::MTime"], str(int(later)))
+
+    def test_errors_carry_tumblers_codes_and_nothing_is_lost(self) -> None:
+        good = self.photo("good.jpg")
+        corrupt = os.path.join(self.images, "corrupt.jpg")
+        with open(corrupt, "wb") as f:
+            f.write(b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + bytes((i * 37 + 11) % 256 for i in range(4000)))
+        missing = os.path.join(self.images, "missing.jpg")
+        os.makedirs(os.path.join(self.cache, "normal"), exist_ok=True)
+        inside = os.path.join(self.cache, "normal", "inside.jpg")
+        shutil.copy(good, inside)
+        uris = [uri(good), "http://example.com/a.jpg", "sftp://host/b.png", uri(missing), uri(corrupt), uri(inside)]
+
+        outcome = self.client.wait(self.client.queue(uris))
+
+        self.assertEveryFileAnswered(outcome, uris)
+        self.assertEqual(outcome["ready"], [uri(good)])
+        codes = {e["uri"]: e["code"] for e in outcome["errors"]}
+        self.assertEqual(codes, {"http://example.com/a.jpg": 0, "sftp://host/b.png": 0, uri(missing): 8,
+                                 uri(corrupt): 2, uri(inside): 3})
+        for error in outcome["errors"]:
+            self.assertTrue(error["message"])
+        # the corrupt file's failure is recorded as the standard says, and answered from it
+        failure = os.path.join(self.cache, "fail", f"viewerd-{self.version()}", md5_name(uri(corrupt)))
+        self.assertEqual(PNG(failure).keys["Thumb::URI"], uri(corrupt))
+        before = self.renders()
+        again = self.client.wait(self.client.queue([uri(corrupt)]))
+        self.assertEqual([e["code"] for e in again["errors"]], [6])
+        self.assertEqual(self.renders(), before)
+        # nothing was written for the missing file or the thumbnail
+        self.assertFalse(os.path.exists(self.thumbnail_path(missing)))
+        self.assertFalse(os.path.exists(self.thumbnail_path(inside)))
+
+    def test_an_unsupported_flavor_is_started_refused_and_finished(self) -> None:
+        path = self.photo("flavorless.jpg")
+        handle = self.client.queue([uri(path), "http://x/y.jpg"], flavor="huge")
+        outcome = self.client.wait(handle)
+        self.assertTrue(outcome["started"])
+        self.assertEveryFileAnswered(outcome, [uri(path), "http://x/y.jpg"])
+        self.assertEqual({e["code"] for e in outcome["errors"]}, {5})
+
+    def test_an_empty_queue_is_started_and_finished(self) -> None:
+        outcome = self.client.wait(self.client.queue([]))
+        self.assertTrue(outcome["started"] and outcome["finished"])
+
+    def test_signals_go_to_the_caller_alone(self) -> None:
+        other = Thumbnailer()
+        self.addCleanup(other.close)
+        path = self.photo("mine.jpg")
+        handle = self.client.queue([uri(path)])
+        self.client.wait(handle)
+        other.pump(lambda: False, timeout=0.3)
+        self.assertEqual([s for s in other.signals if s[1][0] == handle], [])
+
+
+class CancellationTests(ConformanceCase):
+    def batch(self, prefix: str, count: int):
+        return [self.photo(f"{prefix}{i}.jpg", 2600, 1900) for i in range(count)]
+
+    def test_dequeue_mid_batch_finishes_without_errors(self) -> None:
+        files = self.batch("dq", 14)
+        uris = [uri(f) for f in files]
+        handle = self.client.queue(uris, scheduler="background")
+        self.assertTrue(self.client.pump(lambda: self.client.outcome(handle)["ready"], 60))
+
+        self.client.dequeue(handle)
+        outcome = self.client.wait(handle)
+
+        self.assertTrue(outcome["finished"])
+        self.assertEqual(outcome["errors"], [])
+        self.assertLess(len(outcome["ready"]), len(uris))
+        # and nothing more comes for it
+        count = len(self.client.signals)
+        self.client.pump(lambda: False, timeout=1.0)
+        self.assertEqual([s for s in self.client.signals[count:] if s[1][0] == handle], [])
+
+    def test_handle_to_unqueue_replaces_the_old_request_in_one_step(self) -> None:
+        files = self.batch("uq", 10)
+        old = self.client.queue([uri(f) for f in files], scheduler="background")
+        newer = self.photo("uq-new.jpg", 2600, 1900)
+        wanted = [uri(files[-1]), uri(files[-2]), uri(newer)]
+        before = self.renders()
+
+        handle = self.client.queue(wanted, scheduler="foreground", unqueue=old)
+        outcome = self.client.wait(handle)
+        old_outcome = self.client.wait(old)
+
+        self.assertEveryFileAnswered(outcome, wanted)
+        self.assertEqual(outcome["errors"], [])
+        self.assertTrue(old_outcome["finished"])
+        self.assertEqual(old_outcome["errors"], [])
+        self.assertLess(self.renders() - before, len(files) + 1)
+        # the files both asked for were made once, for the new request
+        for file_uri in wanted:
+            self.assertTrue(os.path.exists(self.thumbnail_path(file_uri)))
+
+    def test_a_client_cannot_dequeue_another_clients_request(self) -> None:
+        other = Thumbnailer()
+        self.addCleanup(other.close)
+        files = self.batch("theirs", 4)
+        handle = self.client.queue([uri(f) for f in files])
+        other.dequeue(handle)
+        outcome = self.client.wait(handle)
+        self.assertEqual(sorted(outcome["ready"]), sorted(uri(f) for f in files))
+
+    def test_two_clients_queueing_the_same_files_decode_each_once(self) -> None:
+        other = Thumbnailer()
+        self.addCleanup(other.close)
+        files = self.batch("shared", 6)
+        uris = [uri(f) for f in files]
+        before = self.renders()
+
+        first = self.client.queue(uris, scheduler="background")
+        second = other.queue(list(reversed(uris)), scheduler="foreground")
+        mine, theirs = self.client.wait(first), other.wait(second)
+
+        self.assertEqual(sorted(mine["ready"]), sorted(uris))
+        self.assertEqual(sorted(theirs["ready"]), sorted(uris))
+        self.assertEqual(self.renders() - before, len(files))
+
+    def test_the_files_of_a_caller_that_leaves_are_still_made(self) -> None:
+        files = self.batch("gone", 4)
+        leaving = Thumbnailer()
+        leaving.queue([uri(f) for f in files])
+        leaving.close()
+        deadline = time.monotonic() + 60
+        while not all(os.path.exists(self.thumbnail_path(f)) for f in files) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertTrue(all(os.path.exists(self.thumbnail_path(f)) for f in files))
+
+
+class Cache1Tests(ConformanceCase):
+    def thumbnails(self, *paths: str) -> None:
+        outcome = self.client.wait(self.client.queue([uri(p) for p in paths], flavor="normal"))
+        self.assertEqual(outcome["errors"], [])
+
+    def test_move_copy_delete_follow_the_files(self) -> None:
+        a, b = self.photo("a.jpg"), self.photo("b.jpg")
+        self.thumbnails(a, b)
+        moved = os.path.join(self.images, "a moved.jpg")
+        os.rename(a, moved)
+
+        self.client.cache("Move", "(asas)", ([uri(a)], [uri(moved)]))
+        self.assertFalse(os.path.exists(self.thumbnail_path(a, "normal")))
+        self.assertEqual(PNG(self.thumbnail_path(moved, "normal")).keys["Thumb::URI"], uri(moved))
+
+        copied = os.path.join(self.images, "b copy.jpg")
+        shutil.copy2(b, copied)
+        self.client.cache("Copy", "(asas)", ([uri(b)], [uri(copied)]))
+        self.assertEqual(PNG(self.thumbnail_path(b, "normal")).keys["Thumb::URI"], uri(b))
+        self.assertEqual(PNG(self.thumbnail_path(copied, "normal")).keys["Thumb::URI"], uri(copied))
+
+        self.client.cache("Delete", "(as)", ([uri(copied)],))
+        self.assertFalse(os.path.exists(self.thumbnail_path(copied, "normal")))
+        self.assertTrue(os.path.exists(self.thumbnail_path(b, "normal")))
+
+    def test_a_moved_folder_takes_its_thumbnails_along(self) -> None:
+        folder = os.path.join(self.images, "album")
+        os.makedirs(folder)
+        inner = [make_jpeg(os.path.join(folder, n), 300, 200) for n in ("x.jpg", "y.jpg")]
+        self.thumbnails(*inner)
+        renamed = os.path.join(self.images, "album 2024")
+        os.rename(folder, renamed)
+
+        self.client.cache("Move", "(asas)", ([uri(folder)], [uri(renamed)]))
+
+        for path in inner:
+            now = os.path.join(renamed, os.path.basename(path))
+            self.assertFalse(os.path.exists(self.thumbnail_path(path, "normal")))
+            self.assertEqual(PNG(self.thumbnail_path(now, "normal")).keys["Thumb::URI"], uri(now))
+
+    def test_cleanup_removes_thumbnails_of_files_gone_and_keeps_the_rest(self) -> None:
+        folder = os.path.join(self.images, "cleanup")
+        os.makedirs(folder)
+        kept, gone = (make_jpeg(os.path.join(folder, n), 300, 200) for n in ("kept.jpg", "gone.jpg"))
+        outside = self.photo("outside.jpg")
+        self.thumbnails(kept, gone, outside)
+        os.unlink(gone)
+        os.unlink(outside)
+
+        self.client.cache("Cleanup", "(asu)", ([uri(folder)], 0))
+
+        self.assertTrue(os.path.exists(self.thumbnail_path(kept, "normal")))
+        self.assertFalse(os.path.exists(self.thumbnail_path(gone, "normal")))
+        self.assertTrue(os.path.exists(self.thumbnail_path(outside, "normal")))  # not under the base
+
+
+class LifecycleTests(unittest.TestCase):
+    """Each with its own daemon, service or bus."""
+
+    def setUp(self) -> None:
+        require_session_bus()
+        front_executable()
+        self.daemon = Daemon().start()
+        self.addCleanup(self.daemon.cleanup)
+        self.cache = os.path.join(self.daemon.root, "thumbnails")
+
+    def test_a_stopping_service_answers_everything_queued(self) -> None:
+        front = Front(self.daemon.socket, self.cache)
+        self.addCleanup(front.stop)
+        files = [make_jpeg(os.path.join(self.daemon.root, f"s{i}.jpg"), 2600, 1900) for i in range(12)]
+        client = Thumbnailer()
+        self.addCleanup(client.close)
+        handle = client.queue([uri(f) for f in files], scheduler="background")
+        client.pump(lambda: client.outcome(handle)["started"], 10)
+
+        self.assertEqual(front.stop(), 0)
+        outcome = client.wait(handle, 20)
+
+        self.assertTrue(outcome["finished"])
+        answered = outcome["ready"] + [e["uri"] for e in outcome["errors"]]
+        self.assertEqual(sorted(answered), sorted(uri(f) for f in files))
+        self.assertTrue({e["code"] for e in outcome["errors"]} <= {7})
+
+    def test_a_second_service_does_not_take_the_names(self) -> None:
+        front = Front(self.daemon.socket, self.cache)
+        self.addCleanup(front.stop)
+        second = subprocess.run([front_executable(), "--socket", self.daemon.socket, "--cache", self.cache],
+                                capture_output=True, text=True, timeout=30)
+        self.assertEqual(second.returncode, 1)
+        self.assertIn("owned by another service", second.stderr)
+        self.assertIn(f"pid {front.process.pid}", second.stderr)
+
+    def test_the_first_queue_activates_the_service_and_it_leaves_when_idle(self) -> None:
+        # Given a bus of its own whose service directory has the shipped activation file
+        # (dbus/), pointing at the built program, idle after a second instead of ten minutes
+        root = self.daemon.root
+        services = os.path.join(root, "services")
+        os.makedirs(services)
+        name = "org.freedesktop.thumbnails.Thumbnailer1.service"
+        with open(os.path.join(REPO, "dbus", name)) as f:
+            shipped = f.read()
+        self.assertIn("Exec=/usr/local/bin/viewerd-thumbnailer --idle-exit 600\n", shipped)
+        with open(os.path.join(services, name), "w") as f:
+            f.write(shipped.replace("/usr/local/bin/viewerd-thumbnailer", front_executable())
+                    .replace("--idle-exit 600", "--idle-exit 1"))
+        config = os.path.join(root, "bus.conf")
+        with open(config, "w") as f:
+            f.write(f"""<busconfig><type>session</type><listen>unix:path={root}/bus</listen>
+<servicedir>{services}</servicedir><auth>EXTERNAL</auth>
+<policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/>
+</policy></busconfig>""")
+        # (what the bus starts inherits its environment: the daemon's socket, the cache)
+        environment = dict(os.environ, VIEWERD_SOCKET=self.daemon.socket, XDG_CACHE_HOME=os.path.join(root, "xdg"))
+        bus = subprocess.Popen(["dbus-daemon", "--config-file", config, "--nofork", "--print-address"],
+                               stdout=subprocess.PIPE, text=True, env=environment)
+        self.addCleanup(bus.stdout.close)
+        self.addCleanup(bus.wait)
+        self.addCleanup(bus.terminate)
+        address = bus.stdout.readline().strip()
+        client = Thumbnailer(address)
+        self.addCleanup(client.close)
+        path = make_jpeg(os.path.join(root, "activated.jpg"), 640, 480)
+
+        # When a client queues with no service running, the bus starts it
+        outcome = client.wait(client.queue([uri(path)]))
+        self.assertEqual(outcome["ready"], [uri(path)])
+        self.assertTrue(os.path.exists(os.path.join(root, "xdg", "thumbnails", "large", md5_name(uri(path)))))
+        first = client.call("GetConnectionUnixProcessID", "(s)", (NAME,), "(u)", name="org.freedesktop.DBus",
+                            path="/org/freedesktop/DBus")[0]
+
+        # Then, idle for its idle time, it leaves the bus; the next queue starts it again
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and os.path.exists(f"/proc/{first}"):
+            time.sleep(0.05)
+        self.assertFalse(os.path.exists(f"/proc/{first}") and open(f"/proc/{first}/stat").read().split()[2] != "Z")
+        again = client.wait(client.queue([uri(path)], flavor="normal"))
+        self.assertEqual(again["ready"], [uri(path)])
+
+
+if __name__ == "__main__":
+    unittest.main()
