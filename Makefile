@@ -180,7 +180,8 @@ bench-smoke: test-deps
 ## THUNAR_CHECK_ARGS="--runs 3" each; prints the seconds from Thunar's start to the last
 ## thumbnail on disk, the files lost, what Thunar queued, and a screenshot verdict (every icon
 ## shows its file's own thumbnail). Exit 1 when viewerd lost a file or failed the screenshot.
-## About 2 minutes on 2 cores after the build (the files are made once, into ~/.cache).
+## About 2 to 4 minutes on 2 cores after the build (30 s more for each run that loses a file),
+## and a minute or two once to make the files (kept in ~/.cache/viewerd-thunar-check).
 ## Beyond test-deps: thunar and xfconf (xfconfd), xvfb, x11-apps (xwd), imagemagick (convert),
 ## xdotool (the pointer out of the view), python3-numpy and gir1.2-gdkpixbuf-2.0 (the
 ## screenshot's comparison, in Debian's /usr/bin/python3 for gi).
