@@ -19,6 +19,8 @@ let package = Package(
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
         // GLib (libvips depends on it): URIs and MD5s exactly as the desktop computes them (issue 21).
         .systemLibrary(name: "CGLib", pkgConfig: "glib-2.0", providers: [.apt(["libglib2.0-dev"])]),
+        // GIO (GLib's): a file's MIME type as the desktop guesses it, for its thumbnailers (issue 21).
+        .systemLibrary(name: "CGio", pkgConfig: "gio-2.0", providers: [.apt(["libglib2.0-dev"])]),
         // zlib (libpng's, so libvips'): the cache's RGBA PNGs, written by clients without libvips.
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // sd-bus (libsystemd), the desktop's thumbnail service on D-Bus (issue 21).
@@ -67,8 +69,8 @@ let package = Package(
         .target(name: "CDBusShim", dependencies: ["CSDBus"]),
         // The desktop's thumbnail service: Thumbnailer1 and Cache1 on the session bus, a front
         // of the daemon writing the freedesktop cache (issue 21).
-        .target(name: "DesktopThumbnailer", dependencies: ["CSDBus", "CDBusShim", "FreedesktopThumbnails", "ViewerClient",
-                                                         "ViewerProtocol", "SystemCalls", "Locking"]),
+        .target(name: "DesktopThumbnailer", dependencies: ["CSDBus", "CDBusShim", "CGio", "CPosix", "FreedesktopThumbnails",
+                                                         "ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
 
         .executableTarget(name: "viewerd", dependencies: ["ViewerDaemon"]),
         .executableTarget(name: "viewerd-thumbnailer", dependencies: ["DesktopThumbnailer", "FreedesktopThumbnails", "ViewerClient"]),
@@ -100,6 +102,7 @@ let package = Package(
                                                         "FreedesktopThumbnails"]),
         .testTarget(name: "ViewerClientTests", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
+        .testTarget(name: "DesktopThumbnailerTests", dependencies: ["DesktopThumbnailer", "ViewerTestSupport"]),
         .testTarget(name: "FreedesktopThumbnailsTests", dependencies: ["FreedesktopThumbnails", "Rendering", "ViewerTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

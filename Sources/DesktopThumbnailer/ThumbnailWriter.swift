@@ -29,10 +29,17 @@ public enum ThumbnailOutcome: Sendable, Equatable {
 public struct ThumbnailWriter: Sendable {
     public let client: ViewerClient
     public let cache: ThumbnailCache
+    /// The desktop's thumbnailers, run for the files the daemon cannot read.
+    public let helpers: DesktopThumbnailers
+    /// How long a helper may run before it is killed.
+    public let helperTimeout: Duration
 
-    public init(client: ViewerClient, cache: ThumbnailCache) {
+    public init(client: ViewerClient, cache: ThumbnailCache, helpers: DesktopThumbnailers = DesktopThumbnailers(helpers: []),
+                helperTimeout: Duration = .seconds(30)) {
         self.client = client
         self.cache = cache
+        self.helpers = helpers
+        self.helperTimeout = helperTimeout
     }
 
     /// The answers that say the file itself cannot be thumbnailed: recorded as the standard's
@@ -76,19 +83,35 @@ public struct ThumbnailWriter: Sendable {
         let side = UInt32(flavor.side)
         let request = client.request(path, spec: RenditionSpec(width: side, height: side, format: .raw), priority: priority)
         started(request)
-        let raw: RenderResult
+        var raw: RenderResult
         do {
             raw = try await request.result
+            // The original's size and type for the optional keys: the daemon keeps media info
+            // by the file's identity, so this is a lookup after the render has read the header.
+            if let info = try? await client.info(path: path) {
+                (source.imageWidth, source.imageHeight) = (Int(info.width), Int(info.height))
+                if source.mimeType == nil { source.mimeType = Self.mimeType(info.format) }
+            }
         } catch is CancellationError {
             return .cancelled
+        } catch ViewerClientError.server(let reply) where reply.code == .unsupportedFormat && !helpers.helpers.isEmpty {
+            // A type the daemon does not read: the desktop's thumbnailer for it, if one is installed.
+            let mime = source.mimeType ?? DesktopThumbnailers.guessMimeType(path: path)
+            guard let helper = helpers.helper(for: mime) else {
+                return failure(ViewerClientError.server(reply), source: source, path: path, failureName: failureName)
+            }
+            source.mimeType = mime
+            switch await thumbnail(by: helper, path: path, uri: source.uri, flavor: flavor, priority: priority, started: started) {
+            case .success(let result): raw = result
+            case .failure(let failure):
+                let outcome = failure.outcome
+                if case .failed(.noContent, _) = outcome {
+                    try? cache.storeFailure(of: source, software: failureName, png: PNGEncoder.rgba([0, 0, 0, 0], width: 1, height: 1))
+                }
+                return outcome
+            }
         } catch {
             return failure(error, source: source, path: path, failureName: failureName)
-        }
-        // The original's size and type for the optional keys: the daemon keeps media info by
-        // the file's identity, so this is a lookup after the render has read the header.
-        if let info = try? await client.info(path: path) {
-            (source.imageWidth, source.imageHeight) = (Int(info.width), Int(info.height))
-            if source.mimeType == nil { source.mimeType = Self.mimeType(info.format) }
         }
         let png: [UInt8]
         do {
@@ -101,6 +124,46 @@ public struct ThumbnailWriter: Sendable {
         } catch {
             return .failed(.saveFailed, "Could not save thumbnail of \"\(path)\": \(error.description)")
         }
+    }
+
+    /// The pixels of the file by the desktop thumbnailer `helper`: run on a thread of its own
+    /// (it blocks) under its limits and timeout, its PNG then read by the daemon like any image
+    /// (its output is no more trusted than the file it came from: decoded in the sandbox).
+    private func thumbnail(by helper: DesktopThumbnailers.Helper, path: String, uri: String, flavor: ThumbnailFlavor,
+                           priority: Priority, started: @Sendable (RenderRequestHandle) -> Void) async -> Result<RenderResult, Failure> {
+        var template = Array((NSTemporaryDirectory() + "/viewerd-thumbnailer-XXXXXX").utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            return .failure(Failure(.noContent, "\(path): no temporary directory for \(helper.program): \(String(cString: strerror(errno)))"))
+        }
+        let directory = String(cString: made)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let output = directory + "/thumbnail.png", timeout = helperTimeout
+        let problem = await withCheckedContinuation { (done: CheckedContinuation<String?, Never>) in
+            Thread {
+                done.resume(returning: helper.run(path: path, uri: uri, output: output, size: flavor.side, timeout: timeout,
+                                                  log: directory + "/stderr"))
+            }.start()
+        }
+        if let problem { return .failure(Failure(.noContent, "\(path): \(problem)")) }
+        if Task.isCancelled { return .failure(Failure(outcome: .cancelled)) }
+        let side = UInt32(flavor.side)
+        let request = client.request(output, spec: RenditionSpec(width: side, height: side, format: .raw), priority: priority)
+        started(request)
+        do {
+            return .success(try await request.result)
+        } catch is CancellationError {
+            return .failure(Failure(outcome: .cancelled))
+        } catch {
+            let text = (error as? ViewerClientError)?.description ?? "\(error)"
+            return .failure(Failure(.noContent, "\(path): \(URL(fileURLWithPath: helper.program).lastPathComponent) wrote no image viewerd reads: \(text)"))
+        }
+    }
+
+    /// An outcome other than pixels, as an Error.
+    struct Failure: Error {
+        let outcome: ThumbnailOutcome
+        init(outcome: ThumbnailOutcome) { self.outcome = outcome }
+        init(_ code: TumblerError, _ text: String) { outcome = .failed(code, text) }
     }
 
     /// The Error of a render that failed; the standard's failure record when the file is to blame.

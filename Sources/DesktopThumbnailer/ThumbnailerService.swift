@@ -36,8 +36,12 @@ public final class ThumbnailerService: @unchecked Sendable {
     public static let cacheName = "org.freedesktop.thumbnails.Cache1"
     static let thumbnailerPath = "/org/freedesktop/thumbnails/Thumbnailer1"
 
-    /// The MIME types `GetSupported` announces (the daemon decides by content all the same).
-    public static let mimeTypes = ThumbnailWriter.mimeTypes.map(\.mime)
+    /// The MIME types `GetSupported` announces: the daemon's, then the desktop thumbnailers'
+    /// (the daemon decides by content all the same).
+    var mimeTypes: [String] {
+        var seen = Set<String>()
+        return (ThumbnailWriter.mimeTypes.map(\.mime) + writer.helpers.mimeTypes).filter { seen.insert($0).inserted }
+    }
     public static let schedulers = ["default", "foreground", "background"]
 
     let writer: ThumbnailWriter
@@ -154,7 +158,8 @@ public final class ThumbnailerService: @unchecked Sendable {
             dequeue(handle, by: message.sender, silently: false)
             call.reply()
         case "GetSupported":
-            call.reply { $0.append(Array(repeating: "file", count: Self.mimeTypes.count)); $0.append(Self.mimeTypes) }
+            let types = mimeTypes
+            call.reply { $0.append(Array(repeating: "file", count: types.count)); $0.append(types) }
         case "GetSchedulers":
             call.reply { $0.append(Self.schedulers) }
         case "GetFlavors":

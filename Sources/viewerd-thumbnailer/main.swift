@@ -8,6 +8,7 @@ import ViewerClient
 
 let usage = """
     usage: viewerd-thumbnailer [--socket PATH] [--cache DIR] [--bus ADDRESS] [--replace] [--idle-exit SECONDS]
+                               [--helper-timeout SECONDS] [--no-helpers]
 
     Serves org.freedesktop.thumbnails.Thumbnailer1 and Cache1 on the session bus, as Tumbler
     does: desktop apps (Thunar, Ristretto, …) queue files, viewerd renders them, and the
@@ -21,6 +22,11 @@ let usage = """
       --replace            take the names from an owner that allows it
       --idle-exit SECONDS  leave the bus after this long with nothing queued (D-Bus
                            activation starts it again); 0, the default: never
+      --helper-timeout SECONDS
+                           how long a desktop thumbnailer (the .thumbnailer files under
+                           $XDG_DATA_DIRS/thumbnailers, run for the types viewerd does not
+                           read) may run before it is killed (default: 30)
+      --no-helpers         run no desktop thumbnailer
       --version, --help
 
     Exit status: 0 after SIGTERM or the idle time, 1 when the bus fails or the names are taken
@@ -39,6 +45,8 @@ var cacheRoot: String?
 var busAddress: String?
 var replace = false
 var idleExit: Duration?
+var helperTimeout: Duration = .seconds(30)
+var useHelpers = true
 while !arguments.isEmpty {
     let argument = arguments.removeFirst()
     func value() -> String {
@@ -54,6 +62,11 @@ while !arguments.isEmpty {
         let text = value()
         guard let seconds = Double(text), seconds >= 0 else { fail("--idle-exit \(text): not a number of seconds", status: 64) }
         idleExit = seconds > 0 ? .milliseconds(Int64(seconds * 1000)) : nil
+    case "--helper-timeout":
+        let text = value()
+        guard let seconds = Double(text), seconds > 0 else { fail("--helper-timeout \(text): not a number of seconds", status: 64) }
+        helperTimeout = .milliseconds(Int64(seconds * 1000))
+    case "--no-helpers": useHelpers = false
     case "--help", "-h":
         print(usage, terminator: "")
         exit(0)
@@ -72,7 +85,9 @@ guard let cache = cacheRoot.map({ ThumbnailCache(root: $0) }) ?? ThumbnailCache.
 let client = ViewerClient(socketPath: socket, clientName: "viewerd-thumbnailer")
 let service: ThumbnailerService
 do {
-    service = try ThumbnailerService(writer: ThumbnailWriter(client: client, cache: cache), busAddress: busAddress, idleExit: idleExit)
+    let helpers = useHelpers ? DesktopThumbnailers.installed(environment: environment) : DesktopThumbnailers(helpers: [])
+    let writer = ThumbnailWriter(client: client, cache: cache, helpers: helpers, helperTimeout: helperTimeout)
+    service = try ThumbnailerService(writer: writer, busAddress: busAddress, idleExit: idleExit)
 } catch {
     fail(error.description, status: 1)
 }

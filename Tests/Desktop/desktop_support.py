@@ -56,7 +56,7 @@ def name_owner_pid(client: Thumbnailer, name: str = NAME):
 class Front:
     """viewerd-thumbnailer on a bus (the session bus unless `address`), writing `cache`."""
 
-    def __init__(self, socket_path: str, cache: str, address: str = None, extra=()) -> None:
+    def __init__(self, socket_path: str, cache: str, address: str = None, extra=(), environment=None) -> None:
         self.cache = cache
         self.log = cache.rstrip("/") + "-front.log"
         os.makedirs(os.path.dirname(self.log), exist_ok=True)
@@ -64,7 +64,8 @@ class Front:
         if address:
             command += ["--bus", address]
         with open(self.log, "ab") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+            self.process = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                                            env=dict(os.environ, **(environment or {})))
         probe = Thumbnailer(address)
         try:
             deadline = time.monotonic() + 20
@@ -142,7 +143,16 @@ class ConformanceCase(unittest.TestCase):
         cls.cache = os.path.join(cls.root, "xdg-cache", "thumbnails")
         cls.images = os.path.join(cls.root, "photos")
         os.makedirs(cls.images)
-        cls.front = Front(cls.daemon.socket, cls.cache)
+        cls.front = Front(cls.daemon.socket, cls.cache, extra=cls.front_arguments, environment=cls.front_environment())
+
+    front_arguments = ()
+
+    @classmethod
+    def front_environment(cls):
+        """What the class adds to viewerd-thumbnailer's environment (after the daemon started):
+        by default no desktop thumbnailer (the machine's own would make the tests its own)."""
+        empty = os.path.join(cls.root, "no-data")
+        return {"XDG_DATA_DIRS": empty, "XDG_DATA_HOME": empty}
 
     @classmethod
     def tearDownClass(cls) -> None:

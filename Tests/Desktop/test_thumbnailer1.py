@@ -331,6 +331,88 @@ class Cache1Tests(ConformanceCase):
         self.assertTrue(os.path.exists(self.thumbnail_path(outside, "normal")))  # not under the base
 
 
+class DesktopThumbnailerTests(ConformanceCase):
+    """The desktop's own thumbnailers (.thumbnailer files) for the types viewerd does not read:
+    here test ones, in a data directory of their own (XDG_DATA_DIRS)."""
+
+    front_arguments = ("--helper-timeout", "2")
+
+    @classmethod
+    def front_environment(cls):
+        share = os.path.join(cls.root, "share")
+        helpers = os.path.join(share, "thumbnailers")
+        os.makedirs(helpers)
+        scripts = {
+            # a real one: the file's first words drawn by the vips CLI, as big as asked
+            "text": ("text/plain", '#!/bin/sh\nexec vips text "$2" "$(head -c 24 "$1")" --width "$3" --dpi 300\n'),
+            "slow": ("application/x-viewerd-slow", "#!/bin/sh\nsleep 60\n"),
+            "junk": ("application/x-viewerd-junk", '#!/bin/sh\necho "not a PNG" > "$2"\n'),
+            "fails": ("application/x-viewerd-fails", '#!/bin/sh\necho "cannot parse the document" >&2\nexit 3\n'),
+        }
+        for name, (mime, script) in scripts.items():
+            program = os.path.join(helpers, name + ".sh")
+            with open(program, "w") as f:
+                f.write(script)
+            os.chmod(program, 0o755)
+            with open(os.path.join(helpers, name + ".thumbnailer"), "w") as f:
+                f.write(f"[Thumbnailer Entry]\nTryExec={program}\nExec={program} %i %o %s\nMimeType={mime};\n")
+        # one whose program is not installed is left out
+        with open(os.path.join(helpers, "absent.thumbnailer"), "w") as f:
+            f.write("[Thumbnailer Entry]\nTryExec=no-such-thumbnailer\nExec=no-such-thumbnailer %i %o\n"
+                    "MimeType=application/x-viewerd-absent;\n")
+        return {"XDG_DATA_DIRS": share, "XDG_DATA_HOME": os.path.join(cls.root, "no-data-home")}
+
+    def document(self, name: str, text: str) -> str:
+        path = os.path.join(self.images, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def test_a_type_viewerd_does_not_read_is_thumbnailed_by_the_desktops_thumbnailer(self) -> None:
+        notes = self.document("notes.txt", "Shopping: bread, milk\n")
+        outcome = self.client.wait(self.client.queue([uri(notes)], [""], "large"))
+        self.assertEqual(outcome["ready"], [uri(notes)], outcome)
+        png = PNG(self.thumbnail_path(notes))
+        self.assertEqual((png.bit_depth, png.color_type), (8, 6))
+        self.assertLessEqual(max(png.width, png.height), 256)
+        self.assertGreater(png.width, 50)
+        self.assertEqual(png.keys["Thumb::Mimetype"], "text/plain")  # guessed as the desktop does
+        self.assertEqual(png.keys["Thumb::URI"], uri(notes))
+
+    def test_supported_types_include_the_thumbnailers_installed(self) -> None:
+        _, types = self.client.call("GetSupported", None, None, "(asas)")
+        self.assertIn("text/plain", types)
+        self.assertIn("application/x-viewerd-fails", types)
+        self.assertNotIn("application/x-viewerd-absent", types)
+
+    def test_a_thumbnailer_that_hangs_fails_or_writes_junk_is_an_error_and_recorded(self) -> None:
+        files = {mime: self.document(f"doc-{mime.rsplit('-', 1)[1]}", "a document of some kind\n")
+                 for mime in ["application/x-viewerd-slow", "application/x-viewerd-junk", "application/x-viewerd-fails"]}
+        started = time.monotonic()
+        outcome = self.client.wait(self.client.queue([uri(p) for p in files.values()], list(files)))
+        self.assertLess(time.monotonic() - started, 30)
+        self.assertEveryFileAnswered(outcome, [uri(p) for p in files.values()])
+        messages = {e["uri"]: (e["code"], e["message"]) for e in outcome["errors"]}
+        self.assertEqual({code for code, _ in messages.values()}, {6})
+        self.assertIn("killed", messages[uri(files["application/x-viewerd-slow"])][1])
+        self.assertIn("cannot parse the document", messages[uri(files["application/x-viewerd-fails"])][1])
+        self.assertIn("exited with 3", messages[uri(files["application/x-viewerd-fails"])][1])
+        self.assertIn("no image", messages[uri(files["application/x-viewerd-junk"])][1])
+        # recorded: not run again until the file changes
+        again = self.client.wait(self.client.queue([uri(files["application/x-viewerd-slow"])], ["application/x-viewerd-slow"]))
+        self.assertIn("before", again["errors"][0]["message"])
+        # and the killed helper's process group is gone
+        left = subprocess.run(["pgrep", "-f", os.path.join(self.root, "share")], capture_output=True, text=True).stdout
+        self.assertEqual(left.strip(), "")
+
+    def test_a_type_no_one_reads_is_unsupported(self) -> None:
+        blob = os.path.join(self.images, "blob.bin")
+        with open(blob, "wb") as f:
+            f.write(bytes(range(256)) * 8)
+        outcome = self.client.wait(self.client.queue([uri(blob)]))
+        self.assertEqual([e["code"] for e in outcome["errors"]], [0])
+
+
 class LifecycleTests(unittest.TestCase):
     """Each with its own daemon, service or bus."""
 

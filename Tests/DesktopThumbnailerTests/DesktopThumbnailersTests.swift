@@ -1,0 +1,67 @@
+@testable import DesktopThumbnailer
+import Foundation
+import Testing
+import ViewerTestSupport
+
+/// The desktop's `.thumbnailer` files as desktops read them (issue 21).
+@Suite("DesktopThumbnailers")
+struct DesktopThumbnailersTests {
+    @Test("Exec is split as the Desktop Entry Specification quotes it")
+    func splitExec() {
+        #expect(DesktopThumbnailers.splitExec("evince-thumbnailer -s %s %u %o") == ["evince-thumbnailer", "-s", "%s", "%u", "%o"])
+        #expect(DesktopThumbnailers.splitExec(#""/opt/my tools/thumb" --label "a \"b\" \\c" %i"#)
+                == ["/opt/my tools/thumb", "--label", #"a "b" \c"#, "%i"])
+        #expect(DesktopThumbnailers.splitExec(#"thumb """#) == ["thumb", ""])
+        #expect(DesktopThumbnailers.splitExec(#"thumb "unterminated"#) == nil)
+    }
+
+    @Test("an entry needs its program installed (TryExec, Exec), a MIME type, and its own group")
+    func parse() {
+        let path = "/usr/bin:/bin"
+        let good = DesktopThumbnailers.parse("""
+            [Thumbnailer Entry]
+            TryExec=sh
+            Exec=sh -c true %i %o
+            MimeType=application/x-a;application/x-b;
+            """, file: "/f", path: path)
+        #expect(good?.program.hasSuffix("/sh") == true && good?.file == "/f")
+        #expect(good?.arguments == ["-c", "true", "%i", "%o"] && good?.mimeTypes == ["application/x-a", "application/x-b"])
+        #expect(DesktopThumbnailers.parse("[Thumbnailer Entry]\nTryExec=no-such-program\nExec=sh %i\nMimeType=a/b;\n",
+                                          file: "/f", path: path) == nil)
+        #expect(DesktopThumbnailers.parse("[Thumbnailer Entry]\nExec=no-such-program %i\nMimeType=a/b;\n", file: "/f", path: path) == nil)
+        #expect(DesktopThumbnailers.parse("[Thumbnailer Entry]\nExec=sh %i\n", file: "/f", path: path) == nil)
+        #expect(DesktopThumbnailers.parse("[Other]\nExec=sh %i\nMimeType=a/b;\n", file: "/f", path: path) == nil)
+    }
+
+    @Test("the user's directory comes first, a file hides one of the same name later, the first helper of a type wins")
+    func precedence() throws {
+        let directory = try TemporaryDirectory(prefix: "thumbnailers")
+        func write(_ folder: String, _ name: String, _ mime: String, _ argument: String) throws {
+            try FileManager.default.createDirectory(atPath: directory.path + "/" + folder + "/thumbnailers", withIntermediateDirectories: true)
+            try "[Thumbnailer Entry]\nExec=sh \(argument)\nMimeType=\(mime);\n"
+                .write(toFile: directory.path + "/\(folder)/thumbnailers/\(name).thumbnailer", atomically: true, encoding: .utf8)
+        }
+        try write("home", "doc", "application/x-doc", "home")
+        try write("local", "doc", "application/x-doc", "local")     // hidden by the user's of the same name
+        try write("local", "other", "application/x-doc", "other")   // same type, later: not chosen
+        try write("system", "font", "font/ttf", "system")
+        let found = DesktopThumbnailers.installed(environment: [
+            "XDG_DATA_HOME": directory.path + "/home", "XDG_DATA_DIRS": "\(directory.path)/local:\(directory.path)/system",
+            "PATH": "/usr/bin:/bin",
+        ])
+        #expect(found.helpers.map(\.arguments) == [["home"], ["other"], ["system"]])
+        #expect(found.helper(for: "application/x-doc")?.arguments == ["home"])
+        #expect(found.helper(for: "font/ttf")?.arguments == ["system"])
+        #expect(found.helper(for: "image/jpeg") == nil)
+        #expect(found.mimeTypes == ["application/x-doc", "font/ttf"])
+    }
+
+    @Test("a file's MIME type is guessed as the desktop does: by name, else by content")
+    func guess() throws {
+        let directory = try TemporaryDirectory(prefix: "mime-guess")
+        try "hello\n".write(toFile: directory.path + "/a.txt", atomically: true, encoding: .utf8)
+        try Data([0x25, 0x50, 0x44, 0x46, 0x2D, 0x31, 0x2E, 0x34, 0x0A]).write(to: URL(fileURLWithPath: directory.path + "/noname"))
+        #expect(DesktopThumbnailers.guessMimeType(path: directory.path + "/a.txt") == "text/plain")
+        #expect(DesktopThumbnailers.guessMimeType(path: directory.path + "/noname") == "application/pdf")
+    }
+}
