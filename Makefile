@@ -186,7 +186,7 @@ clean:
 
 .PHONY: bench bench-smoke
 
-## bench: the benchmarks of BENCHMARKS.md (fetches its corpus; about 12 minutes on 2 cores after the build)
+## bench: the benchmarks of BENCHMARKS.md (fetches its corpus; about 13 minutes on 2 cores after the build)
 bench: test-deps
 	$(SWIFT) build -c release
 	bench/fetch-corpus.sh

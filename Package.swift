@@ -77,7 +77,7 @@ let package = Package(
         .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "Locking", "FreedesktopThumbnails",
                                                     "DesktopThumbnailer"]),
         .executableTarget(name: "viewerd-bench", dependencies: ["ViewerProtocol", "RenditionStore", "Rendering", "SystemCalls", "Locking",
-                                                         "ViewerTestSupport"]),
+                                                         "ViewerTestSupport", "FreedesktopThumbnails"]),
         // make torture: hostile files, clients, load and faults against the real daemon (issue 9).
         .executableTarget(name: "viewerd-torture", dependencies: ["ViewerProtocol", "Rendering", "SystemCalls", "Locking",
                                                            "ViewerTestSupport"]),

@@ -67,6 +67,10 @@ struct Settings {
     /// Seconds a level may take to be stored after its first tile before the part gives up.
     var levelTimeout = 60.0
 
+    // Tumbler (the desktop's thumbnail service, issue 21)
+    /// Cold Queues of each side, alternating which goes first (T V, V T, T V, ...).
+    var tumblerRuns = 3
+
     static func forSmoke() -> Settings {
         var s = Settings()
         s.smoke = true
@@ -88,6 +92,7 @@ struct Settings {
         s.scaleBudgetBytes = 512 << 20
         s.zoomPagerRuns = 1
         s.levelTimeout = 10
+        s.tumblerRuns = 1
         return s
     }
 

@@ -20,13 +20,14 @@ let usage = """
                            (default: ${XDG_CACHE_HOME:-~/.cache}/viewerd-bench)
       --daemon PATH        the viewerd executable (default: the one next to viewerd-bench)
       --out DIR            where the JSON result goes (default: bench-results)
-      --only LIST          comma-separated scenarios: cold,library,warm,coalescing,scroll,scroll-alone,scale,video,info,zoom
+      --only LIST          comma-separated scenarios: cold,library,warm,coalescing,scroll,scroll-alone,scale,video,info,zoom,tumbler
       --workers N          daemon workers and vipsthumbnail parallelism (default: cores)
       --memory-budget SIZE daemon --memory-budget (default: 256M)
       --row-interval S     scroll: seconds per row of 4 (default: 0.8)
       --album N            scroll: items of the album scrolled (default: 1000)
       --cold-runs N        cold: repetitions (default: 3)
       --scale-entries R,T  scale: R real entries, T in all (default: 1000,100000)
+      --tumbler-runs N     tumbler: cold Queues of each side (default: 3)
       --daemon-env K=V     extra environment of the daemon (repeatable), e.g. MALLOC_ARENA_MAX=1
       --help
 
@@ -72,6 +73,9 @@ while let argument = arguments.popFirst() {
         let v = value(argument)
         guard let eq = v.firstIndex(of: "=") else { print("--daemon-env needs NAME=VALUE"); exit(64) }
         overrides.append { $0.daemonEnvironment[String(v[..<eq])] = String(v[v.index(after: eq)...]) }
+    case "--tumbler-runs":
+        let n = Int(value(argument)) ?? 1
+        overrides.append { $0.tumblerRuns = max(1, n) }
     case "--cold-runs":
         let n = Int(value(argument)) ?? 1
         overrides.append { $0.coldRuns = max(1, n) }
@@ -165,6 +169,7 @@ do {
     }
     if wants("info") { try report.part("9. media info") { try bench.mediaInfo() } }
     if wants("zoom") { try report.part("10. zoom") { try bench.zoom() } }
+    if wants("tumbler") { try report.part("11. tumbler") { try bench.tumbler() } }
 } catch {
     failure = "\(error)"
     print("\nviewerd-bench: failed: \(error)")
@@ -184,7 +189,7 @@ var document = report.document(extra: [
     "viewerd_version": version, "machine": info, "total_seconds": total,
     "settings": ["workers": settings.workers, "memory_budget": settings.memoryBudget, "cold_runs": settings.coldRuns,
                  "worker_memory_limit": settings.workerMemoryLimit, "zoom_pager_runs": settings.zoomPagerRuns,
-                 "zoom_first_tile_runs": settings.zoomFirstTileRuns, "pan_tiles_per_s": settings.panTilesPerSecond,
+                 "zoom_first_tile_runs": settings.zoomFirstTileRuns, "tumbler_runs": settings.tumblerRuns, "pan_tiles_per_s": settings.panTilesPerSecond,
                  "cold_clients": settings.coldClients, "library_preview_renders": settings.libraryPreviewRenders, "client_levels": settings.clientLevels, "warm_seconds": settings.warmSeconds,
                  "coalesce_clients": settings.coalesceClients, "coalesce_assets": settings.coalesceAssets,
                  "columns": settings.columns, "visible_rows": settings.visibleRows, "prefetch_rows": settings.prefetchRows,
