@@ -1,6 +1,7 @@
 import CGio
 import CPosix
 import Foundation
+import Locking
 import SystemCalls
 
 /// The desktop's thumbnailers: the `.thumbnailer` files packages install (in
@@ -126,16 +127,11 @@ public struct DesktopThumbnailers: Sendable {
 }
 
 extension DesktopThumbnailers.Helper {
-    /// Runs the helper on the file at `path` (`uri`), writing a PNG of at most `size` pixels a
-    /// side to `output`: `%i` is the path, `%u` the URI, `%o` the output, `%s` the size, `%%` a
-    /// percent sign. It runs limited (`vd_spawn_limited`: 1 GiB of address space, its CPU time
-    /// and files bounded, no new privileges, no descriptor of ours) and is killed, with its
-    /// process group, past `timeout`. Blocks: call it from a thread of its own.
-    ///
-    /// - Returns: nil when the output is there; else why not (the helper's exit, its
-    ///   standard error's last line, or the timeout).
-    func run(path: String, uri: String, output: String, size: Int, timeout: Duration, log: String) -> String? {
-        let argv = [program] + arguments.map { argument in
+    /// The helper's command for the file at `path` (`uri`), its PNG of at most `size` pixels a
+    /// side to go to `output`: `%i` is the path, `%u` the URI, `%o` the output, `%s` the size,
+    /// `%%` a percent sign; an unknown field expands to nothing, as desktops do.
+    func command(path: String, uri: String, output: String, size: Int) -> [String] {
+        [program] + arguments.map { argument in
             var out = "", percent = false
             for character in argument {
                 if percent {
@@ -145,41 +141,135 @@ extension DesktopThumbnailers.Helper {
                     case "o": out += output
                     case "s": out += String(size)
                     case "%": out += "%"
-                    default: break  // an unknown field expands to nothing, as desktops do
+                    default: break
                     }
                     percent = false
                 } else if character == "%" { percent = true } else { out.append(character) }
             }
             return out
         }
+    }
+}
+
+/// Runs the desktop's thumbnailers for `ThumbnailWriter`: as many at once as there are cores
+/// (Tumbler's pool; more would only make each slower and time out), each limited
+/// (`vd_spawn_limited`: no new privileges, no descriptor of ours, 1 GiB of address space, its
+/// CPU time and files bounded), in a process group of its own killed past `timeout`, when its
+/// request is cancelled, or when the service stops. Their files go in one scratch directory of
+/// the process, removed by `stop()`.
+///
+/// `state` (a `Locked`) holds the process groups running and whether the runner stopped;
+/// `slots` counts the free places. Runs block a thread of their own, never the task pool.
+public final class HelperRunner: Sendable {
+    public let helpers: DesktopThumbnailers
+    public let timeout: Duration
+    private let slots: DispatchSemaphore
+    private let scratch: String?
+    private let state = Locked((running: Set<pid_t>(), stopped: false))
+
+    /// Why a helper gave no thumbnail.
+    public enum Problem: Error, Equatable {
+        /// It exited with an error, was killed by a signal, or wrote nothing: the file's fault.
+        case failed(String)
+        /// It ran past the timeout, or could not be started: maybe the machine's, tried again next time.
+        case timedOut(String)
+        case cancelled
+    }
+
+    public init(helpers: DesktopThumbnailers, timeout: Duration = .seconds(30),
+                concurrency: Int = ProcessInfo.processInfo.activeProcessorCount) {
+        self.helpers = helpers
+        self.timeout = timeout
+        slots = DispatchSemaphore(value: max(1, concurrency))
+        var template = Array((NSTemporaryDirectory() + "/viewerd-thumbnailer-XXXXXX").utf8CString)
+        scratch = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }.map { String(cString: $0) }
+    }
+
+    /// Kills every helper still running (with its process group) and removes the scratch
+    /// directory; later runs fail at once.
+    public func stop() {
+        let running = state.withLock { state -> Set<pid_t> in
+            state.stopped = true
+            return state.running
+        }
+        for pid in running { kill(-pid, SIGKILL) }
+        if let scratch { try? FileManager.default.removeItem(atPath: scratch) }
+    }
+
+    /// Runs `helper` on the file; returns the PNG it wrote, which the caller removes with
+    /// `finished(_:)` once read. Cancelling the task kills the helper.
+    func run(_ helper: DesktopThumbnailers.Helper, path: String, uri: String, size: Int) async -> Result<String, Problem> {
+        let cancelled = Locked(false)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (done: CheckedContinuation<Result<String, Problem>, Never>) in
+                Thread { [self] in done.resume(returning: runBlocking(helper, path: path, uri: uri, size: size, cancelled: cancelled)) }.start()
+            }
+        } onCancel: {
+            cancelled.withLock { $0 = true }
+        }
+    }
+
+    /// Removes what a run left (its output and log).
+    func finished(_ output: String) {
+        try? FileManager.default.removeItem(atPath: (output as NSString).deletingLastPathComponent)
+    }
+
+    private func runBlocking(_ helper: DesktopThumbnailers.Helper, path: String, uri: String, size: Int,
+                             cancelled: Locked<Bool>) -> Result<String, Problem> {
+        let name = URL(fileURLWithPath: helper.program).lastPathComponent
+        slots.wait()
+        defer { slots.signal() }
+        guard let scratch, !state.withLock({ $0.stopped }), !cancelled.withLock({ $0 }) else { return .failure(.cancelled) }
+        var template = Array((scratch + "/run-XXXXXX").utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            return .failure(.timedOut("no scratch directory for \(name): \(String(cString: strerror(errno)))"))
+        }
+        let directory = String(cString: made), output = directory + "/thumbnail.png", log = directory + "/stderr"
         let logFD = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         defer { if logFD >= 0 { close(logFD) } }
+        let argv = helper.command(path: path, uri: uri, output: output, size: size)
         let environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
-        let pid = withCStrings(argv) { cArgv in
-            withCStrings(environment) { cEnvironment in
-                vd_spawn_limited(program, cArgv, cEnvironment, logFD, 1 << 30, UInt64(max(1, timeout.components.seconds)) + 1, 256 << 20)
+        let cpuSeconds = UInt64(max(1, timeout.components.seconds)) + 1
+        // Registered under the lock that `stop()` takes, so that no helper starts unseen by it.
+        let pid = state.withLock { state -> pid_t in
+            guard !state.stopped else { return 0 }
+            let pid = withCStrings(argv) { cArgv in
+                withCStrings(environment) { vd_spawn_limited(helper.program, cArgv, $0, logFD, 1 << 30, cpuSeconds, 256 << 20) }
             }
+            if pid > 0 { state.running.insert(pid) }
+            return pid
         }
-        guard pid > 0 else { return "\(program) could not be started: \(String(cString: strerror(errno)))" }
+        guard pid > 0 else {
+            finished(output)
+            return .failure(pid == 0 ? .cancelled : .timedOut("\(name) could not be started: \(String(cString: strerror(errno)))"))
+        }
+        // Waits in slices, to see a cancel; the pidfd is readable once the helper has exited.
         let pidfd = vd_pidfd_open(pid)
-        var finished = false
-        if pidfd >= 0 {
-            finished = Posix.wait(pidfd, for: Int16(POLLIN), timeout: timeout) != 0
-            close(pidfd)
+        let deadline = ContinuousClock.now + timeout
+        var exited = false, wasCancelled = false
+        while pidfd >= 0 && !exited && ContinuousClock.now < deadline {
+            wasCancelled = cancelled.withLock { $0 } || state.withLock { $0.stopped }
+            if wasCancelled { break }
+            exited = Posix.wait(pidfd, for: Int16(POLLIN), timeout: min(.milliseconds(100), deadline - .now)) != 0
         }
-        if !finished { kill(-pid, SIGKILL) }
+        if pidfd >= 0 { close(pidfd) }
+        kill(-pid, SIGKILL)  // past the timeout or cancelled; else what it left running in its group
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        kill(-pid, SIGKILL)  // what it left running in its group
-        if !finished { return "\(URL(fileURLWithPath: program).lastPathComponent) took more than \(timeout) and was killed" }
+        state.withLock { _ = $0.running.remove(pid) }
         let said = (try? String(contentsOfFile: log, encoding: .utf8))?.split(whereSeparator: \.isNewline).last.map(String.init)
-        let exited = status & 0x7f == 0 ? Int32((status >> 8) & 0xff) : -1
-        if exited != 0 {
-            let how = exited >= 0 ? "exited with \(exited)" : "was killed by signal \(status & 0x7f)"
-            return "\(URL(fileURLWithPath: program).lastPathComponent) \(how)" + (said.map { ": \($0)" } ?? "")
+        func failing(_ problem: Problem) -> Result<String, Problem> {
+            finished(output)
+            return .failure(problem)
         }
-        return access(output, R_OK) == 0 ? nil
-            : "\(URL(fileURLWithPath: program).lastPathComponent) wrote no thumbnail" + (said.map { ": \($0)" } ?? "")
+        if wasCancelled { return failing(.cancelled) }
+        if !exited { return failing(.timedOut("\(name) took more than \(timeout) and was killed")) }
+        if status & 0x7f != 0 { return failing(.failed("\(name) was killed by signal \(status & 0x7f)" + (said.map { ": \($0)" } ?? ""))) }
+        if (status >> 8) & 0xff != 0 {
+            return failing(.failed("\(name) exited with \((status >> 8) & 0xff)" + (said.map { ": \($0)" } ?? "")))
+        }
+        guard access(output, R_OK) == 0 else { return failing(.failed("\(name) wrote no thumbnail" + (said.map { ": \($0)" } ?? ""))) }
+        return .success(output)
     }
 }
 

@@ -29,11 +29,11 @@ final class SessionBus: @unchecked Sendable {
 
     deinit { sd_bus_flush_close_unref(bus) }
 
-    /// Asks for `name`. With `replace`, takes it from an owner that allows it; without, fails
-    /// when another connection owns it (Tumbler, another viewerd-thumbnailer).
+    /// Asks for `name`, not to be taken away (Tumbler asks for its names with "replace", and
+    /// would otherwise take them silently while this service still answers). With `replace`,
+    /// takes it from an owner that allows it; without, fails when another connection owns it.
     func requestName(_ name: String, replace: Bool) throws(BusError) {
-        var flags = UInt64(SD_BUS_NAME_ALLOW_REPLACEMENT)
-        if replace { flags |= UInt64(SD_BUS_NAME_REPLACE_EXISTING) }
+        let flags = replace ? UInt64(SD_BUS_NAME_REPLACE_EXISTING) : 0
         let rc = sd_bus_request_name(bus, name, flags)
         if rc == -EEXIST {
             throw BusError(what: "\(name) is owned by another service\(owner(of: name).map { " (\($0))" } ?? ""); "
@@ -162,8 +162,10 @@ struct BusMessage {
     }
 }
 
-/// A method call kept until it is answered (now, or later from the loop).
-final class PendingCall: @unchecked Sendable {  // made, answered and released on the bus thread only
+/// A method call kept until it is answered (now, or later from the loop). Made, answered and
+/// released on the bus thread only (an sd-bus message holds a reference on its bus, whose count
+/// is not atomic): other threads name a pending call by an id, never hold one.
+final class PendingCall {
     let message: OpaquePointer
 
     init(_ message: OpaquePointer) { self.message = sd_bus_message_ref(message) }

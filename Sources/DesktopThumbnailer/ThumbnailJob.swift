@@ -12,6 +12,7 @@ import ViewerProtocol
 /// render handle once asked for, the priority, whether it was cancelled.
 final class ThumbnailJob: Sendable {
     let path: String
+    let uri: String
     let flavor: ThumbnailFlavor
     let mimeType: String?
 
@@ -23,8 +24,8 @@ final class ThumbnailJob: Sendable {
     }
     private let control: Locked<Control>
 
-    init(path: String, flavor: ThumbnailFlavor, mimeType: String?, priority: Priority) {
-        (self.path, self.flavor, self.mimeType) = (path, flavor, mimeType)
+    init(path: String, uri: String, flavor: ThumbnailFlavor, mimeType: String?, priority: Priority) {
+        (self.path, self.uri, self.flavor, self.mimeType) = (path, uri, flavor, mimeType)
         control = Locked(Control(priority: priority))
     }
 
@@ -32,7 +33,7 @@ final class ThumbnailJob: Sendable {
     func start(_ writer: ThumbnailWriter, done: @escaping @Sendable (ThumbnailOutcome) -> Void) {
         let task = Task { [self] in
             let asked = control.withLock { $0.priority }
-            let outcome = await writer.thumbnail(ofPath: path, mimeType: mimeType, flavor: flavor, priority: asked) { render in
+            let outcome = await writer.thumbnail(ofPath: path, uri: uri, mimeType: mimeType, flavor: flavor, priority: asked) { render in
                 // A raise or a cancel may have come while the render was being asked for.
                 let (cancelled, priority) = control.withLock { control -> (Bool, Priority) in
                     control.render = render

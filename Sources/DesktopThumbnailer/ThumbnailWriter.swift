@@ -29,41 +29,50 @@ public enum ThumbnailOutcome: Sendable, Equatable {
 public struct ThumbnailWriter: Sendable {
     public let client: ViewerClient
     public let cache: ThumbnailCache
-    /// The desktop's thumbnailers, run for the files the daemon cannot read.
-    public let helpers: DesktopThumbnailers
-    /// How long a helper may run before it is killed.
-    public let helperTimeout: Duration
+    /// The desktop's thumbnailers, run for the files the daemon cannot read (nil: none).
+    public let helpers: HelperRunner?
 
-    public init(client: ViewerClient, cache: ThumbnailCache, helpers: DesktopThumbnailers = DesktopThumbnailers(helpers: []),
-                helperTimeout: Duration = .seconds(30)) {
+    public init(client: ViewerClient, cache: ThumbnailCache, helpers: HelperRunner? = nil) {
         self.client = client
         self.cache = cache
         self.helpers = helpers
-        self.helperTimeout = helperTimeout
     }
 
     /// The answers that say the file itself cannot be thumbnailed: recorded as the standard's
     /// failures, so it is not tried again until it changes. (A busy or stopping daemon, a
-    /// crash, a file gone meanwhile are tried again next time.)
+    /// crash, a timeout, a file gone meanwhile are tried again next time.)
     public static let fileIsToBlame: Set<ErrorCode> = [.unsupportedFormat, .corruptImage, .tooLarge]
 
     /// The thumbnail of the file at `path` in `flavor`.
     ///
     /// - Parameters:
+    ///   - uri: The URI the caller named the file by: the thumbnail is stored under it (its MD5
+    ///     is the file name the caller will look for). By default GLib's URI of `path`.
     ///   - mimeType: The caller's idea of the file's type (Queue's `mime_types`), written as
-    ///     `Thumb::Mimetype`; when nil or empty, the daemon's (INFO).
+    ///     `Thumb::Mimetype` when it is one (`type/subtype`, ASCII); else the daemon's (INFO).
     ///   - priority: The daemon's priority for the render.
     ///   - started: Called with the render's handle once it is asked for, so that its priority
     ///     can change and it can be cancelled meanwhile.
-    public func thumbnail(ofPath path: String, mimeType: String? = nil, flavor: ThumbnailFlavor,
+    public func thumbnail(ofPath path: String, uri: String? = nil, mimeType: String? = nil, flavor: ThumbnailFlavor,
                           priority: Priority = .normal,
                           started: @Sendable (RenderRequestHandle) -> Void = { _ in }) async -> ThumbnailOutcome {
-        if cache.contains(path: path) { return .failed(.isThumbnail, "The file \"\(path)\" is a thumbnail itself") }
-        // The standard: nothing is written for a file whose mtime cannot be read.
-        guard var source = ThumbnailSource(path: path, mimeType: mimeType.flatMap { $0.isEmpty ? nil : $0 }) else {
-            return .failed(.otherErrorDomain, "Cannot read \"\(path)\": \(String(cString: strerror(errno)))")
+        // The file system work (realpath, stat, reading the PNG there) on threads of its own:
+        // a hung network mount must not stall the task pool every other file needs.
+        let cache = self.cache
+        let checked = await FileWork.run { () -> Result<(ThumbnailSource, String?), Stop> in
+            if cache.contains(path: path) { return .failure(Stop(.failed(.isThumbnail, "The file \"\(path)\" is a thumbnail itself"))) }
+            // The standard: nothing is written for a file whose mtime cannot be read.
+            guard var source = ThumbnailSource(path: path, mimeType: mimeType.flatMap(Self.validMimeType)) else {
+                return .failure(Stop(.failed(.otherErrorDomain, "Cannot read \"\(path)\": \(String(cString: strerror(errno)))")))
+            }
+            if let uri { source.uri = uri }
+            return .success((source, cache.validThumbnail(of: source, flavor: flavor)))
         }
-        if let valid = cache.validThumbnail(of: source, flavor: flavor) { return .kept(valid) }
+        guard case .success(var (source, valid)) = checked else {
+            if case .failure(let stop) = checked { return stop.outcome }
+            return .cancelled
+        }
+        if let valid { return .kept(valid) }
         // `Software` and the failure records name the daemon's version (its WELCOME, kept by
         // the connection); a daemon that cannot be reached fails here, for every file alike.
         let version: String
@@ -75,7 +84,7 @@ public struct ThumbnailWriter: Sendable {
             return .failed(.connectionError, "\(path): \((error as? ViewerClientError)?.description ?? "\(error)")")
         }
         let (software, failureName) = ("viewerd \(version)", "viewerd-\(version)")
-        if cache.failedBefore(source, software: failureName) {
+        if await FileWork.run({ [source] in cache.failedBefore(source, software: failureName) }) {
             return .failedBefore("\(path): could not be thumbnailed before and has not changed since")
         }
         if Task.isCancelled { return .cancelled }
@@ -94,21 +103,21 @@ public struct ThumbnailWriter: Sendable {
             }
         } catch is CancellationError {
             return .cancelled
-        } catch ViewerClientError.server(let reply) where reply.code == .unsupportedFormat && !helpers.helpers.isEmpty {
+        } catch ViewerClientError.server(let reply) where reply.code == .unsupportedFormat && helpers != nil {
             // A type the daemon does not read: the desktop's thumbnailer for it, if one is installed.
-            let mime = source.mimeType ?? DesktopThumbnailers.guessMimeType(path: path)
-            guard let helper = helpers.helper(for: mime) else {
+            var guessed = source.mimeType
+            if guessed == nil { guessed = await FileWork.run { DesktopThumbnailers.guessMimeType(path: path) } }
+            guard let helpers, let guessed, let helper = helpers.helpers.helper(for: guessed) else {
                 return failure(ViewerClientError.server(reply), source: source, path: path, failureName: failureName)
             }
-            source.mimeType = mime
-            switch await thumbnail(by: helper, path: path, uri: source.uri, flavor: flavor, priority: priority, started: started) {
-            case .success(let result): raw = result
-            case .failure(let failure):
-                let outcome = failure.outcome
-                if case .failed(.noContent, _) = outcome {
-                    try? cache.storeFailure(of: source, software: failureName, png: PNGEncoder.rgba([0, 0, 0, 0], width: 1, height: 1))
-                }
-                return outcome
+            source.mimeType = guessed
+            switch await thumbnail(by: helper, of: helpers, path: path, uri: source.uri, flavor: flavor, priority: priority,
+                                   started: started) {
+            case .success(let result):
+                raw = result
+            case .failure(let stop):
+                if stop.isFilesFault { try? await record(failureOf: source, as: failureName) }
+                return stop.outcome
             }
         } catch {
             return failure(error, source: source, path: path, failureName: failureName)
@@ -119,51 +128,59 @@ public struct ThumbnailWriter: Sendable {
         } catch {
             return .failed(.noContent, "\(path): \(error)")
         }
-        do {
-            return .written(try cache.store(png: png, of: source, flavor: flavor, software: software))
-        } catch {
-            return .failed(.saveFailed, "Could not save thumbnail of \"\(path)\": \(error.description)")
+        let stored = await FileWork.run { [source] () -> Result<String, ThumbnailCacheError> in
+            do throws(ThumbnailCacheError) {
+                return .success(try cache.store(png: png, of: source, flavor: flavor, software: software))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch stored {
+        case .success(let path): return .written(path)
+        case .failure(let error): return .failed(.saveFailed, "Could not save thumbnail of \"\(path)\": \(error.description)")
         }
     }
 
-    /// The pixels of the file by the desktop thumbnailer `helper`: run on a thread of its own
-    /// (it blocks) under its limits and timeout, its PNG then read by the daemon like any image
-    /// (its output is no more trusted than the file it came from: decoded in the sandbox).
-    private func thumbnail(by helper: DesktopThumbnailers.Helper, path: String, uri: String, flavor: ThumbnailFlavor,
-                           priority: Priority, started: @Sendable (RenderRequestHandle) -> Void) async -> Result<RenderResult, Failure> {
-        var template = Array((NSTemporaryDirectory() + "/viewerd-thumbnailer-XXXXXX").utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            return .failure(Failure(.noContent, "\(path): no temporary directory for \(helper.program): \(String(cString: strerror(errno)))"))
+    /// The pixels of the file by the desktop thumbnailer `helper`, run by `runner` under its
+    /// limits, its PNG then read by the daemon like any image (its output is no more trusted
+    /// than the file it came from: decoded in the sandbox).
+    private func thumbnail(by helper: DesktopThumbnailers.Helper, of runner: HelperRunner, path: String, uri: String,
+                           flavor: ThumbnailFlavor, priority: Priority,
+                           started: @Sendable (RenderRequestHandle) -> Void) async -> Result<RenderResult, Stop> {
+        let output: String
+        switch await runner.run(helper, path: path, uri: uri, size: flavor.side) {
+        case .success(let written): output = written
+        case .failure(.cancelled): return .failure(Stop(.cancelled))
+        case .failure(.failed(let problem)): return .failure(Stop(.failed(.noContent, "\(path): \(problem)"), isFilesFault: true))
+        case .failure(.timedOut(let problem)): return .failure(Stop(.failed(.noContent, "\(path): \(problem)")))
         }
-        let directory = String(cString: made)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let output = directory + "/thumbnail.png", timeout = helperTimeout
-        let problem = await withCheckedContinuation { (done: CheckedContinuation<String?, Never>) in
-            Thread {
-                done.resume(returning: helper.run(path: path, uri: uri, output: output, size: flavor.side, timeout: timeout,
-                                                  log: directory + "/stderr"))
-            }.start()
-        }
-        if let problem { return .failure(Failure(.noContent, "\(path): \(problem)")) }
-        if Task.isCancelled { return .failure(Failure(outcome: .cancelled)) }
+        defer { runner.finished(output) }
         let side = UInt32(flavor.side)
         let request = client.request(output, spec: RenditionSpec(width: side, height: side, format: .raw), priority: priority)
         started(request)
         do {
             return .success(try await request.result)
         } catch is CancellationError {
-            return .failure(Failure(outcome: .cancelled))
+            return .failure(Stop(.cancelled))
         } catch {
+            let name = URL(fileURLWithPath: helper.program).lastPathComponent
             let text = (error as? ViewerClientError)?.description ?? "\(error)"
-            return .failure(Failure(.noContent, "\(path): \(URL(fileURLWithPath: helper.program).lastPathComponent) wrote no image viewerd reads: \(text)"))
+            return .failure(Stop(.failed(.noContent, "\(path): \(name) wrote no image viewerd reads: \(text)"), isFilesFault: true))
         }
     }
 
-    /// An outcome other than pixels, as an Error.
-    struct Failure: Error {
+    /// An outcome other than pixels, and whether the file is to blame (a failure record).
+    struct Stop: Error {
         let outcome: ThumbnailOutcome
-        init(outcome: ThumbnailOutcome) { self.outcome = outcome }
-        init(_ code: TumblerError, _ text: String) { outcome = .failed(code, text) }
+        var isFilesFault = false
+        init(_ outcome: ThumbnailOutcome, isFilesFault: Bool = false) { (self.outcome, self.isFilesFault) = (outcome, isFilesFault) }
+    }
+
+    private func record(failureOf source: ThumbnailSource, as failureName: String) async throws {
+        let cache = self.cache
+        try await FileWork.run { () throws -> Void in
+            try cache.storeFailure(of: source, software: failureName, png: PNGEncoder.rgba([0, 0, 0, 0], width: 1, height: 1))
+        }
     }
 
     /// The Error of a render that failed; the standard's failure record when the file is to blame.
@@ -173,17 +190,28 @@ public struct ThumbnailWriter: Sendable {
             return .failed(.connectionError, "\(path): \(error.description)")
         }
         if Self.fileIsToBlame.contains(code) {
-            try? cache.storeFailure(of: source, software: failureName, png: PNGEncoder.rgba([0, 0, 0, 0], width: 1, height: 1))
+            let cache = self.cache
+            FileWork.queue.async {
+                try? cache.storeFailure(of: source, software: failureName, png: PNGEncoder.rgba([0, 0, 0, 0], width: 1, height: 1))
+            }
         }
         let kind: TumblerError = switch code {
         case .unsupportedFormat: .unsupported
         case .corruptImage: .invalidFormat
         case .tooLarge, .decoderCrashed, .timeout: .noContent
         case .shuttingDown: .shuttingDown
-        case .busy, .internalError, .storeError: .connectionError
-        default: .otherErrorDomain  // not found, permission denied, not a regular file, …
+        default: .otherErrorDomain  // not found, permission denied, busy, the daemon's own failures…
         }
         return .failed(kind, "\(path): \(reply.message)")
+    }
+
+    /// `text` when it is a MIME type (`type/subtype`, printable ASCII, no space): what may go in
+    /// a PNG text chunk and mean something.
+    static func validMimeType(_ text: String) -> String? {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty }), text.utf8.count <= 127,
+              text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
+        return text
     }
 
     /// The formats the daemon reads, by INFO's format name, and their MIME types (the

@@ -40,7 +40,7 @@ public final class ThumbnailerService: @unchecked Sendable {
     /// (the daemon decides by content all the same).
     var mimeTypes: [String] {
         var seen = Set<String>()
-        return (ThumbnailWriter.mimeTypes.map(\.mime) + writer.helpers.mimeTypes).filter { seen.insert($0).inserted }
+        return (ThumbnailWriter.mimeTypes.map(\.mime) + (writer.helpers?.helpers.mimeTypes ?? [])).filter { seen.insert($0).inserted }
     }
     public static let schedulers = ["default", "foreground", "background"]
 
@@ -55,17 +55,22 @@ public final class ThumbnailerService: @unchecked Sendable {
     private var requests: [UInt32: QueuedRequest] = [:]
     private var jobs: [JobKey: JobEntry] = [:]
     private var lastHandle: UInt32 = 0
+    private var pendingCalls: [UInt64: PendingCall] = [:]
+    private var lastCall: UInt64 = 0
     private var idleSince = ContinuousClock.now
     private var stopping = false
 
     private enum Event: Sendable {
         case outcome(ThumbnailJob, JobKey, ThumbnailOutcome)
-        case answer(PendingCall)
+        /// Cache1's work is done: answer the call kept under this id.
+        case answer(UInt64)
+        /// One of the names was taken from this service.
+        case nameLost
         case stop
     }
 
     struct JobKey: Hashable, Sendable {
-        let path: String
+        let uri: String
         let flavor: ThumbnailFlavor
     }
 
@@ -107,6 +112,10 @@ public final class ThumbnailerService: @unchecked Sendable {
             sd_bus_match_signal(bus.bus, nil, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                                 "NameOwnerChanged", Self.nameOwnerChanged, me)
         }
+        try SessionBus.check("watch for the names being taken") {
+            sd_bus_match_signal(bus.bus, nil, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                "NameLost", Self.nameLost, me)
+        }
         // Thumbnailer1 last: whoever waits for it (systemd's BusName=) finds the service whole.
         try bus.requestName(Self.cacheName, replace: replace)
         try bus.requestName(Self.thumbnailerName, replace: replace)
@@ -136,6 +145,11 @@ public final class ThumbnailerService: @unchecked Sendable {
             Posix.poll(&fds, timeout: timeout)
             wakeup.drain()
         }
+        // Cache1 calls still being worked on are answered before the service leaves, and the
+        // desktop thumbnailers still running are killed (their process groups, their files).
+        cacheWork.sync {}
+        drain()
+        writer.helpers?.stop()
         bus.flush()
     }
 
@@ -188,15 +202,21 @@ public final class ThumbnailerService: @unchecked Sendable {
             case "background": .background
             default: .normal
             }
+            var refusedURIs = Set<String>()
             for (index, uri) in uris.enumerated() {
                 guard let path = ThumbnailCache.path(ofURI: uri) else {
-                    refused.append((uri, .unsupported, "Only local files are supported: \(uri)"))
+                    if refusedURIs.insert(uri).inserted {
+                        refused.append((uri, .unsupported, "Only local files are supported: \(uri)"))
+                    }
                     continue
                 }
-                let key = JobKey(path: path, flavor: flavor)
+                // By the URI as the caller spelled it: the thumbnail goes where the caller will
+                // look (the MD5 of its URI). A URI twice in one Queue is answered once.
+                let key = JobKey(uri: uri, flavor: flavor)
+                guard !request.jobs.contains(key) else { continue }
                 if jobs[key] == nil {
                     let mime = index < mimeTypes.count ? mimeTypes[index] : nil
-                    let job = ThumbnailJob(path: path, flavor: flavor, mimeType: mime, priority: priority)
+                    let job = ThumbnailJob(path: path, uri: uri, flavor: flavor, mimeType: mime, priority: priority)
                     jobs[key] = JobEntry(job: job, waiters: [])
                     job.start(writer) { [weak self] outcome in self?.post(.outcome(job, key, outcome)) }
                 } else {
@@ -251,8 +271,12 @@ public final class ThumbnailerService: @unchecked Sendable {
         var touched = Set<UInt32>()
         for event in events {
             switch event {
-            case .answer(let call):
-                call.reply()
+            case .answer(let id):
+                pendingCalls.removeValue(forKey: id)?.reply()
+            case .nameLost:
+                // Another service took the name (it was not ours to give): what is queued is
+                // answered as when stopping, and the service leaves.
+                post(.stop)
             case .stop:
                 stopping = true
                 for (handle, request) in requests {
@@ -307,7 +331,14 @@ public final class ThumbnailerService: @unchecked Sendable {
         signal("Error", to: origin) { $0.append(handle); $0.append(uris); $0.append(code.rawValue); $0.append(text) }
     }
 
-    // MARK: Callers that leave
+    // MARK: Callers that leave, names taken
+
+    private static let nameLost: sd_bus_message_handler_t = { message, userdata, _ in
+        let service = Unmanaged<ThumbnailerService>.fromOpaque(userdata!).takeUnretainedValue()
+        let name = BusMessage(message!).readString()
+        if name == thumbnailerName || name == cacheName { service.post(.nameLost) }
+        return 0
+    }
 
     private static let nameOwnerChanged: sd_bus_message_handler_t = { message, userdata, _ in
         let service = Unmanaged<ThumbnailerService>.fromOpaque(userdata!).takeUnretainedValue()
@@ -352,9 +383,12 @@ public final class ThumbnailerService: @unchecked Sendable {
             let (bases, since) = (message.readStrings(), message.readUInt32())
             work = { _ = cache.cleanup(baseURIs: bases, since: since) }
         }
+        lastCall += 1
+        let id = lastCall
+        pendingCalls[id] = call
         cacheWork.async { [self] in
             work()
-            post(.answer(call))
+            post(.answer(id))
         }
     }
 }

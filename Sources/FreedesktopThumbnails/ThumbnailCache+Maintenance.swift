@@ -35,7 +35,7 @@ extension ThumbnailCache {
     public func cleanup(baseURIs: [String], since: UInt32) -> Int {
         var removed = 0
         for file in thumbnailFiles() {
-            guard let keys = Self.read(file).map(PNGText.read), let uri = keys["Thumb::URI"] else { continue }
+            guard let keys = Self.keys(at: file), let uri = keys["Thumb::URI"] else { continue }
             guard baseURIs.isEmpty || baseURIs.contains(where: { Self.isUnder(uri, $0) }) else { continue }
             if since != 0, let mtime = keys["Thumb::MTime"].flatMap(Int64.init), mtime > Int64(since) { continue }
             guard let original = Self.path(ofURI: uri) else { continue }  // not a local file: not ours to judge
@@ -77,7 +77,7 @@ extension ThumbnailCache {
     private func descendants(of uri: String) -> Set<String> {
         var found = Set<String>()
         for file in thumbnailFiles() {
-            if let bytes = Self.read(file), let other = PNGText.read(bytes)["Thumb::URI"], other != uri, Self.isUnder(other, uri) {
+            if let other = Self.keys(at: file)?["Thumb::URI"], other != uri, Self.isUnder(other, uri) {
                 found.insert(other)
             }
         }

@@ -24,6 +24,9 @@ public struct ThumbnailSource: Sendable, Equatable {
     public var uri: String
     /// Its modification time, whole seconds (`Thumb::MTime`): a thumbnail is valid while equal.
     public var mtime: Int64
+    /// The microseconds past `mtime`, when known: Tumbler writes `Thumb::MTime` with them
+    /// (`1700000000.123456`), and such a thumbnail of this version of the file is valid too.
+    public var mtimeMicroseconds: Int?
     public var size: UInt64?
     public var mimeType: String?
     /// The original image's size (`Thumb::Image::Width`, `Height`), when known.
@@ -42,6 +45,17 @@ public struct ThumbnailSource: Sendable, Equatable {
         var info = stat()
         guard stat(path, &info) == 0, let uri = ThumbnailCache.uri(ofPath: path) else { return nil }
         self.init(uri: uri, mtime: Int64(info.st_mtim.tv_sec), size: UInt64(info.st_size), mimeType: mimeType)
+        mtimeMicroseconds = info.st_mtim.tv_nsec / 1000
+    }
+
+    /// Whether a `Thumb::MTime` value names this version of the file: the whole seconds, as
+    /// the standard writes them, or with the microseconds, as Tumbler writes them.
+    public func isModified(at value: String?) -> Bool {
+        guard let value else { return false }
+        if value == String(mtime) { return true }
+        guard let micro = mtimeMicroseconds else { return false }
+        let digits = String(micro)
+        return value == "\(mtime)." + String(repeating: "0", count: max(0, 6 - digits.count)) + digits
     }
 }
 
@@ -80,10 +94,13 @@ public struct ThumbnailCache: Sendable {
         return String(cString: uri)
     }
 
-    /// The absolute path of a `file://` URI (nil for another scheme or a malformed one).
+    /// The absolute path of a `file://` URI of this machine (nil for another scheme, another
+    /// host than none or `localhost`, or a malformed one).
     public static func path(ofURI uri: String) -> String? {
-        guard uri.hasPrefix("file://"), let path = g_filename_from_uri(uri, nil, nil) else { return nil }
-        defer { g_free(path) }
+        var host: UnsafeMutablePointer<CChar>?
+        guard uri.hasPrefix("file://"), let path = g_filename_from_uri(uri, &host, nil) else { return nil }
+        defer { g_free(path); g_free(host) }
+        if let host, String(cString: host) != "localhost" { return nil }
         return String(cString: path)
     }
 
@@ -116,9 +133,8 @@ public struct ThumbnailCache: Sendable {
     /// source's. nil when there is none (or it is stale, or unreadable).
     public func validThumbnail(of source: ThumbnailSource, flavor: ThumbnailFlavor) -> String? {
         let path = path(of: source.uri, flavor: flavor)
-        guard let bytes = Self.read(path) else { return nil }
-        let keys = PNGText.read(bytes)
-        return keys["Thumb::URI"] == source.uri && keys["Thumb::MTime"] == String(source.mtime) ? path : nil
+        guard let keys = Self.keys(at: path) else { return nil }
+        return keys["Thumb::URI"] == source.uri && source.isModified(at: keys["Thumb::MTime"]) ? path : nil
     }
 
     /// Stores `png` (the thumbnail, fitted in the flavor's box) for `source`, with the standard's
@@ -139,9 +155,8 @@ public struct ThumbnailCache: Sendable {
 
     /// Whether `software` failed on this version of `source` before.
     public func failedBefore(_ source: ThumbnailSource, software: String) -> Bool {
-        guard let bytes = Self.read(failurePath(of: source.uri, software: software)) else { return false }
-        let keys = PNGText.read(bytes)
-        return keys["Thumb::URI"] == source.uri && keys["Thumb::MTime"] == String(source.mtime)
+        guard let keys = Self.keys(at: failurePath(of: source.uri, software: software)) else { return false }
+        return keys["Thumb::URI"] == source.uri && source.isModified(at: keys["Thumb::MTime"])
     }
 
     // MARK: Writing
@@ -212,19 +227,30 @@ public struct ThumbnailCache: Sendable {
         }
     }
 
-    static func read(_ path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+    /// The bytes of the regular file at `path`, at most `limit` of them (nil when it cannot be
+    /// read, is not a regular file, or is larger than 64 MiB: no thumbnail is). Opened without
+    /// blocking, so that a FIFO someone put in the cache cannot hold the reader.
+    static func read(_ path: String, limit: Int = 64 << 20) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= 64 << 20 else { return nil }
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        while out.count < limit {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, min($0.count, limit - out.count)) }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { return n == 0 ? out : nil }
             out += buffer[..<n]
-            if out.count > 64 << 20 { return nil }  // no thumbnail is that large
         }
+        return out
+    }
+
+    /// The keys of the thumbnail at `path`, from its first 16 KiB: where the text chunks are
+    /// (writers put them before the pixels), so that scanning a cache reads little of each file.
+    static func keys(at path: String) -> [String: String]? {
+        read(path, limit: 16 << 10).map(PNGText.read)
     }
 
     private static func resolved(_ path: String) -> String {

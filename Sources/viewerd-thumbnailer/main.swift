@@ -85,8 +85,8 @@ guard let cache = cacheRoot.map({ ThumbnailCache(root: $0) }) ?? ThumbnailCache.
 let client = ViewerClient(socketPath: socket, clientName: "viewerd-thumbnailer")
 let service: ThumbnailerService
 do {
-    let helpers = useHelpers ? DesktopThumbnailers.installed(environment: environment) : DesktopThumbnailers(helpers: [])
-    let writer = ThumbnailWriter(client: client, cache: cache, helpers: helpers, helperTimeout: helperTimeout)
+    let helpers = useHelpers ? HelperRunner(helpers: DesktopThumbnailers.installed(environment: environment), timeout: helperTimeout) : nil
+    let writer = ThumbnailWriter(client: client, cache: cache, helpers: helpers)
     service = try ThumbnailerService(writer: writer, busAddress: busAddress, idleExit: idleExit)
 } catch {
     fail(error.description, status: 1)

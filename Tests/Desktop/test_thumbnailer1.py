@@ -13,7 +13,7 @@ import threading
 import time
 import unittest
 
-from desktop_support import (NAME, PNG, REPO, ConformanceCase, Daemon, Front, Thumbnailer, front_executable, make_jpeg,
+from desktop_support import (NAME, PNG, REPO, name_owner_pid, ConformanceCase, Daemon, Front, Thumbnailer, front_executable, make_jpeg,
                              make_png, md5_name, require_session_bus, uri)
 
 PATH = "/org/freedesktop/thumbnails/Thumbnailer1"
@@ -176,6 +176,21 @@ class QueueTests(ConformanceCase):
         # nothing was written for the missing file or the thumbnail
         self.assertFalse(os.path.exists(self.thumbnail_path(missing)))
         self.assertFalse(os.path.exists(self.thumbnail_path(inside)))
+
+    def test_the_thumbnail_goes_under_the_uri_as_the_caller_spelled_it(self) -> None:
+        path = self.photo("a,b(1).jpg")
+        spellings = [uri(path), "file://localhost" + path, uri(path).replace(",", "%2C").replace("(", "%28")]
+        self.assertEqual(len(set(spellings)), 3)
+        outcome = self.client.wait(self.client.queue(spellings + [spellings[0]], flavor="normal"))
+        # each answered once (the repeated one too), each where its own MD5 says
+        self.assertEqual(sorted(outcome["ready"]), sorted(spellings), outcome)
+        for spelled in spellings:
+            self.assertEqual(PNG(self.thumbnail_path(spelled, "normal")).keys["Thumb::URI"], spelled)
+
+    def test_a_uri_of_another_host_is_refused(self) -> None:
+        path = self.photo("remote.jpg")
+        outcome = self.client.wait(self.client.queue(["file://otherhost" + path]))
+        self.assertEqual([e["code"] for e in outcome["errors"]], [0])
 
     def test_an_unsupported_flavor_is_started_refused_and_finished(self) -> None:
         path = self.photo("flavorless.jpg")
@@ -345,7 +360,11 @@ class DesktopThumbnailerTests(ConformanceCase):
         scripts = {
             # a real one: the file's first words drawn by the vips CLI, as big as asked
             "text": ("text/plain", '#!/bin/sh\nexec vips text "$2" "$(head -c 24 "$1")" --width "$3" --dpi 300\n'),
-            "slow": ("application/x-viewerd-slow", "#!/bin/sh\nsleep 60\n"),
+            "slow": ("application/x-viewerd-slow", "#!/bin/sh\nsleep 67.25\n"),
+            # works in half a second, and says when it ran (how many run at once)
+            "busy": ("application/x-viewerd-busy",
+                     f'#!/bin/sh\necho "start $(date +%s.%N)" >> {cls.root}/busy.log\nsleep 0.5\n'
+                     f'echo "end $(date +%s.%N)" >> {cls.root}/busy.log\nexec vips black "$2" 64 48\n'),
             "junk": ("application/x-viewerd-junk", '#!/bin/sh\necho "not a PNG" > "$2"\n'),
             "fails": ("application/x-viewerd-fails", '#!/bin/sh\necho "cannot parse the document" >&2\nexit 3\n'),
         }
@@ -398,12 +417,42 @@ class DesktopThumbnailerTests(ConformanceCase):
         self.assertIn("cannot parse the document", messages[uri(files["application/x-viewerd-fails"])][1])
         self.assertIn("exited with 3", messages[uri(files["application/x-viewerd-fails"])][1])
         self.assertIn("no image", messages[uri(files["application/x-viewerd-junk"])][1])
-        # recorded: not run again until the file changes
-        again = self.client.wait(self.client.queue([uri(files["application/x-viewerd-slow"])], ["application/x-viewerd-slow"]))
-        self.assertIn("before", again["errors"][0]["message"])
-        # and the killed helper's process group is gone
-        left = subprocess.run(["pgrep", "-f", os.path.join(self.root, "share")], capture_output=True, text=True).stdout
-        self.assertEqual(left.strip(), "")
+        # the helper's fault is recorded (not run again until the file changes); a timeout is not
+        fails = self.client.wait(self.client.queue([uri(files["application/x-viewerd-fails"])], ["application/x-viewerd-fails"]))
+        self.assertIn("before", fails["errors"][0]["message"])
+        slow = self.client.wait(self.client.queue([uri(files["application/x-viewerd-slow"])], ["application/x-viewerd-slow"]))
+        self.assertIn("killed", slow["errors"][0]["message"])
+        # and the killed helpers' process groups are gone, children included
+        self.assertEqual(subprocess.run(["pgrep", "-f", "sleep 67.25"], capture_output=True, text=True).stdout.strip(), "")
+
+    def test_helpers_run_one_per_core_and_a_dequeue_stops_one(self) -> None:
+        # Given more files for a half-second helper than there are cores
+        files = [self.document(f"busy{i}", "busy") for i in range(6)]
+        outcome = self.client.wait(self.client.queue([uri(p) for p in files], ["application/x-viewerd-busy"] * 6))
+        self.assertEqual(sorted(outcome["ready"]), sorted(uri(p) for p in files), outcome)
+        # Then no more of them ran at once than there are cores
+        running, most = 0, 0
+        with open(os.path.join(self.root, "busy.log")) as f:
+            events = sorted((float(t), kind) for kind, t in (line.split() for line in f))
+        for _, kind in events:
+            running += 1 if kind == "start" else -1
+            most = max(most, running)
+        self.assertLessEqual(most, os.cpu_count())
+        self.assertEqual(len(events), 12)
+
+        # When a file whose helper hangs is dequeued, the helper is killed at once
+        slow = self.document("hang", "zzz")
+        handle = self.client.queue([uri(slow)], ["application/x-viewerd-slow"])
+        deadline = time.monotonic() + 10
+        while not subprocess.run(["pgrep", "-f", "sleep 67.25"], capture_output=True).stdout and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.client.dequeue(handle)
+        outcome = self.client.wait(handle)
+        self.assertEqual(outcome["errors"], [])
+        deadline = time.monotonic() + 2
+        while subprocess.run(["pgrep", "-f", "sleep 67.25"], capture_output=True).stdout and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertEqual(subprocess.run(["pgrep", "-f", "sleep 67.25"], capture_output=True, text=True).stdout.strip(), "")
 
     def test_a_type_no_one_reads_is_unsupported(self) -> None:
         blob = os.path.join(self.images, "blob.bin")
@@ -426,7 +475,7 @@ class LifecycleTests(unittest.TestCase):
     def test_a_stopping_service_answers_everything_queued(self) -> None:
         front = Front(self.daemon.socket, self.cache)
         self.addCleanup(front.stop)
-        files = [make_jpeg(os.path.join(self.daemon.root, f"s{i}.jpg"), 2600, 1900) for i in range(12)]
+        files = [make_jpeg(os.path.join(self.daemon.root, f"s{i}.jpg"), 3000, 2200) for i in range(16)]
         client = Thumbnailer()
         self.addCleanup(client.close)
         handle = client.queue([uri(f) for f in files], scheduler="background")
@@ -439,6 +488,7 @@ class LifecycleTests(unittest.TestCase):
         answered = outcome["ready"] + [e["uri"] for e in outcome["errors"]]
         self.assertEqual(sorted(answered), sorted(uri(f) for f in files))
         self.assertTrue({e["code"] for e in outcome["errors"]} <= {7})
+        self.assertGreater(len(outcome["errors"]), 0, "stopped after every file was done: the test tested nothing")
 
     def test_a_second_service_does_not_take_the_names(self) -> None:
         front = Front(self.daemon.socket, self.cache)
@@ -448,6 +498,29 @@ class LifecycleTests(unittest.TestCase):
         self.assertEqual(second.returncode, 1)
         self.assertIn("owned by another service", second.stderr)
         self.assertIn(f"pid {front.process.pid}", second.stderr)
+
+    def test_tumbler_started_later_does_not_take_the_names(self) -> None:
+        tumblerd = "/usr/lib/x86_64-linux-gnu/tumbler-1/tumblerd"
+        if not os.access(tumblerd, os.X_OK):
+            self.skipTest("tumbler is not installed (make test-deps installs it)")
+        front = Front(self.daemon.socket, self.cache)
+        self.addCleanup(front.stop)
+        home = os.path.join(self.daemon.root, "tumbler-home")
+        os.makedirs(home)
+        tumbler = subprocess.Popen([tumblerd], env=dict(os.environ, HOME=home, XDG_CACHE_HOME=home + "/cache"),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(tumbler.wait)
+        self.addCleanup(tumbler.kill)
+        try:
+            tumbler.wait(5)  # it cannot own its names: it leaves
+        except subprocess.TimeoutExpired:
+            pass
+        client = Thumbnailer()
+        self.addCleanup(client.close)
+        self.assertEqual(name_owner_pid(client), front.process.pid)
+        self.assertEqual(name_owner_pid(client, "org.freedesktop.thumbnails.Cache1"), front.process.pid)
+        path = make_jpeg(os.path.join(self.daemon.root, "after-tumbler.jpg"), 320, 240)
+        self.assertEqual(client.wait(client.queue([uri(path)]))["ready"], [uri(path)])
 
     def test_the_first_queue_activates_the_service_and_it_leaves_when_idle(self) -> None:
         # Given a bus of its own whose service directory has the shipped activation file

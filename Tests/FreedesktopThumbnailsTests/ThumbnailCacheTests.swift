@@ -176,4 +176,36 @@ struct ThumbnailCacheTests {
         #expect(cache.cleanup(baseURIs: [], since: 0) == 5)  // all but a2.jpg's, whose file exists
         #expect(keys("a2.jpg") != nil && keys("b.jpg", .large) == nil)
     }
+
+    @Test("Tumbler's Thumb::MTime (seconds with microseconds) names the version too; URIs of this machine only; a FIFO does not hold a reader")
+    func interoperation() throws {
+        let directory = try TemporaryDirectory(prefix: "xdg-tumbler")
+        let photo = directory.path + "/a.jpg"
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: photo))
+        var times = [timespec(tv_sec: 1_700_000_000, tv_nsec: 7_501_000), timespec(tv_sec: 1_700_000_000, tv_nsec: 7_501_000)]
+        #expect(utimensat(AT_FDCWD, photo, &times, 0) == 0)
+        let source = try #require(ThumbnailSource(path: photo))
+        #expect(source.mtime == 1_700_000_000 && source.mtimeMicroseconds == 7501)
+        #expect(source.isModified(at: "1700000000") && source.isModified(at: "1700000000.007501"))
+        #expect(!source.isModified(at: "1700000000.007502") && !source.isModified(at: "1700000001") && !source.isModified(at: nil))
+        #expect(!source.isModified(at: "1700000000.7501"))
+
+        let cache = ThumbnailCache(root: directory.path + "/thumbnails")
+        let png = try PNGEncoder.rgba([0, 0, 0, 255], width: 1, height: 1)
+        let tagged = try PNGText.adding([("Thumb::URI", source.uri), ("Thumb::MTime", "1700000000.007501")], to: png)
+        try FileManager.default.createDirectory(atPath: directory.path + "/thumbnails/large", withIntermediateDirectories: true)
+        try Data(tagged).write(to: URL(fileURLWithPath: cache.path(of: source.uri, flavor: .large)))
+        #expect(cache.validThumbnail(of: source, flavor: .large) != nil)
+
+        #expect(ThumbnailCache.path(ofURI: "file:///tmp/a%20b.jpg") == "/tmp/a b.jpg")
+        #expect(ThumbnailCache.path(ofURI: "file://localhost/tmp/a.jpg") == "/tmp/a.jpg")
+        #expect(ThumbnailCache.path(ofURI: "file://otherhost/tmp/a.jpg") == nil)
+        #expect(ThumbnailCache.path(ofURI: "sftp://host/tmp/a.jpg") == nil)
+
+        // A FIFO where a thumbnail should be: read as no thumbnail, at once
+        let fifo = cache.path(of: source.uri, flavor: .normal)
+        try FileManager.default.createDirectory(atPath: directory.path + "/thumbnails/normal", withIntermediateDirectories: true)
+        #expect(mkfifo(fifo, 0o600) == 0)
+        #expect(cache.validThumbnail(of: source, flavor: .normal) == nil)
+    }
 }
