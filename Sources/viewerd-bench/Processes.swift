@@ -48,14 +48,20 @@ final class MemorySampler: @unchecked Sendable {
 
     private func sample() {
         guard let daemon = ProcessTable.memory(of: pid) else { return }
+        // The proportional set (smaps_rollup: the kernel walks every mapping) costs far more
+        // than the status file: read on one sample in twelve (about 4 a second). At every
+        // sample it took a fifth of a core, from the measured side only when that side uses
+        // both cores and its baseline one (viewerd against Tumbler: 0.61 of Tumbler's time
+        // measured with it, 0.54 without; BENCHMARKS.md, part 11).
+        let withPSS = state.withLock { $0.peak.samples } % 12 == 0
         var total = daemon.resident, anon = daemon.anonymous, largestWorker: UInt64 = 0, workerHWM: UInt64 = 0
-        var pss = ProcessTable.proportionalSet(of: pid)
+        var pss = withPSS ? ProcessTable.proportionalSet(of: pid) : 0
         let children = ProcessTable.children(of: pid)
         for child in children {
             guard let s = ProcessTable.memory(of: child) else { continue }
             total += s.resident
             anon += s.anonymous
-            pss += ProcessTable.proportionalSet(of: child)
+            if withPSS { pss += ProcessTable.proportionalSet(of: child) }
             largestWorker = max(largestWorker, s.resident)
             workerHWM = max(workerHWM, s.peak)
         }
