@@ -164,8 +164,9 @@ public final class HelperRunner: Sendable {
     public let helpers: DesktopThumbnailers
     public let timeout: Duration
     private let slots: DispatchSemaphore
-    private let scratch: String?
-    private let state = Locked((running: Set<pid_t>(), stopped: false))
+    /// The process groups running, whether the runner stopped, and its scratch directory
+    /// (made at the first run: a service that never runs a helper leaves nothing in /tmp).
+    private let state = Locked((running: Set<pid_t>(), stopped: false, scratch: String?.none))
 
     /// Why a helper gave no thumbnail.
     public enum Problem: Error, Equatable {
@@ -181,18 +182,18 @@ public final class HelperRunner: Sendable {
         self.helpers = helpers
         self.timeout = timeout
         slots = DispatchSemaphore(value: max(1, concurrency))
-        var template = Array((NSTemporaryDirectory() + "/viewerd-thumbnailer-XXXXXX").utf8CString)
-        scratch = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }.map { String(cString: $0) }
     }
 
     /// Kills every helper still running (with its process group) and removes the scratch
     /// directory; later runs fail at once.
     public func stop() {
-        let running = state.withLock { state -> Set<pid_t> in
+        let scratch = state.withLock { state -> String? in
             state.stopped = true
-            return state.running
+            // Under the lock: a pid is removed from `running` only after it was reaped, so no
+            // number reused meanwhile is signalled.
+            for pid in state.running { kill(-pid, SIGKILL) }
+            return state.scratch
         }
-        for pid in running { kill(-pid, SIGKILL) }
         if let scratch { try? FileManager.default.removeItem(atPath: scratch) }
     }
 
@@ -219,7 +220,16 @@ public final class HelperRunner: Sendable {
         let name = URL(fileURLWithPath: helper.program).lastPathComponent
         slots.wait()
         defer { slots.signal() }
-        guard let scratch, !state.withLock({ $0.stopped }), !cancelled.withLock({ $0 }) else { return .failure(.cancelled) }
+        guard !cancelled.withLock({ $0 }) else { return .failure(.cancelled) }
+        let scratch = state.withLock { state -> String? in
+            guard !state.stopped else { return nil }
+            if state.scratch == nil {
+                var template = Array((NSTemporaryDirectory() + "/viewerd-thumbnailer-XXXXXX").utf8CString)
+                state.scratch = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }.map { String(cString: $0) }
+            }
+            return state.scratch
+        }
+        guard let scratch else { return .failure(state.withLock { $0.stopped } ? .cancelled : .timedOut("no scratch directory for \(name)")) }
         var template = Array((scratch + "/run-XXXXXX").utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             return .failure(.timedOut("no scratch directory for \(name): \(String(cString: strerror(errno)))"))
@@ -240,9 +250,13 @@ public final class HelperRunner: Sendable {
             return pid
         }
         guard pid > 0 else {
+            let reason = String(cString: strerror(errno))
             finished(output)
-            return .failure(pid == 0 ? .cancelled : .timedOut("\(name) could not be started: \(String(cString: strerror(errno)))"))
+            return .failure(pid == 0 ? .cancelled : .timedOut("\(name) could not be started: \(reason)"))
         }
+        // The group made here too (the child makes it as well): a kill of the group right
+        // after the fork must not miss a child that has not run yet.
+        setpgid(pid, pid)
         // Waits in slices, to see a cancel; the pidfd is readable once the helper has exited.
         let pidfd = vd_pidfd_open(pid)
         let deadline = ContinuousClock.now + timeout
@@ -254,6 +268,7 @@ public final class HelperRunner: Sendable {
         }
         if pidfd >= 0 { close(pidfd) }
         kill(-pid, SIGKILL)  // past the timeout or cancelled; else what it left running in its group
+        if !exited { kill(pid, SIGKILL) }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         state.withLock { _ = $0.running.remove(pid) }

@@ -108,7 +108,7 @@ public struct ThumbnailWriter: Sendable {
             var guessed = source.mimeType
             if guessed == nil { guessed = await FileWork.run { DesktopThumbnailers.guessMimeType(path: path) } }
             guard let helpers, let guessed, let helper = helpers.helpers.helper(for: guessed) else {
-                return failure(ViewerClientError.server(reply), source: source, path: path, failureName: failureName)
+                return await failure(ViewerClientError.server(reply), source: source, path: path, failureName: failureName)
             }
             source.mimeType = guessed
             switch await thumbnail(by: helper, of: helpers, path: path, uri: source.uri, flavor: flavor, priority: priority,
@@ -120,7 +120,7 @@ public struct ThumbnailWriter: Sendable {
                 return stop.outcome
             }
         } catch {
-            return failure(error, source: source, path: path, failureName: failureName)
+            return await failure(error, source: source, path: path, failureName: failureName)
         }
         let png: [UInt8]
         do {
@@ -184,17 +184,12 @@ public struct ThumbnailWriter: Sendable {
     }
 
     /// The Error of a render that failed; the standard's failure record when the file is to blame.
-    private func failure(_ error: any Error, source: ThumbnailSource, path: String, failureName: String) -> ThumbnailOutcome {
+    private func failure(_ error: any Error, source: ThumbnailSource, path: String, failureName: String) async -> ThumbnailOutcome {
         guard let error = error as? ViewerClientError else { return .failed(.connectionError, "\(path): \(error)") }
         guard case .server(let reply) = error, let code = reply.code else {
             return .failed(.connectionError, "\(path): \(error.description)")
         }
-        if Self.fileIsToBlame.contains(code) {
-            let cache = self.cache
-            FileWork.queue.async {
-                try? cache.storeFailure(of: source, software: failureName, png: PNGEncoder.rgba([0, 0, 0, 0], width: 1, height: 1))
-            }
-        }
+        if Self.fileIsToBlame.contains(code) { try? await record(failureOf: source, as: failureName) }
         let kind: TumblerError = switch code {
         case .unsupportedFormat: .unsupported
         case .corruptImage: .invalidFormat

@@ -59,6 +59,9 @@ public final class ThumbnailerService: @unchecked Sendable {
     private var lastCall: UInt64 = 0
     private var idleSince = ContinuousClock.now
     private var stopping = false
+    /// Whether the names are still ours (false once the idle exit released them: the bus then
+    /// tells NameLost of our own release, which is not a name taken).
+    private var ownsNames = false
 
     private enum Event: Sendable {
         case outcome(ThumbnailJob, JobKey, ThumbnailOutcome)
@@ -120,7 +123,7 @@ public final class ThumbnailerService: @unchecked Sendable {
         try bus.requestName(Self.cacheName, replace: replace)
         try bus.requestName(Self.thumbnailerName, replace: replace)
 
-        var ownsNames = true
+        ownsNames = true
         while true {
             while try bus.process() {}
             drain()
@@ -273,10 +276,12 @@ public final class ThumbnailerService: @unchecked Sendable {
             switch event {
             case .answer(let id):
                 pendingCalls.removeValue(forKey: id)?.reply()
-            case .nameLost:
+            case .nameLost where ownsNames:
                 // Another service took the name (it was not ours to give): what is queued is
                 // answered as when stopping, and the service leaves.
                 post(.stop)
+            case .nameLost:
+                break
             case .stop:
                 stopping = true
                 for (handle, request) in requests {

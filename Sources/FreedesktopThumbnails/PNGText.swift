@@ -16,17 +16,23 @@ public enum PNGText {
 
     /// `png` with a `tEXt` chunk for each pair, right after its header chunk (IHDR), where
     /// readers that stop early still find them. Keys are 1-79 Latin-1 characters without NUL;
-    /// values Latin-1 without NUL (URIs, numbers and MIME types are ASCII).
+    /// values without NUL, in `tEXt` when Latin-1 (URIs, numbers and MIME types are ASCII),
+    /// else in an uncompressed `iTXt` (UTF-8).
     public static func adding(_ pairs: [(key: String, value: String)], to png: [UInt8]) throws(Malformed) -> [UInt8] {
         guard png.count >= 33, Array(png.prefix(8)) == signature, Array(png[12..<16]) == Array("IHDR".utf8) else {
             throw Malformed(description: "not a PNG that starts with its header chunk")
         }
         var chunks: [UInt8] = []
         for (key, value) in pairs {
-            guard let keyBytes = latin1(key), (1...79).contains(keyBytes.count), let valueBytes = latin1(value) else {
-                throw Malformed(description: "the text \(key)=\(value) is not a PNG tEXt pair (Latin-1, key of 1-79)")
+            guard let keyBytes = latin1(key), (1...79).contains(keyBytes.count), !value.utf8.contains(0) else {
+                throw Malformed(description: "the text \(key)=\(value) is not a PNG text pair (Latin-1 key of 1-79, no NUL)")
             }
-            chunks += chunk("tEXt", keyBytes + [0] + valueBytes)
+            if let valueBytes = latin1(value) {
+                chunks += chunk("tEXt", keyBytes + [0] + valueBytes)
+            } else {
+                // Beyond Latin-1 (a URI sent unescaped, with its UTF-8): iTXt, uncompressed, no language.
+                chunks += chunk("iTXt", keyBytes + [0, 0, 0, 0, 0] + Array(value.utf8))
+            }
         }
         let headerEnd = 8 + 12 + Int(UInt32(bigEndian: png, at: 8))
         guard headerEnd <= png.count else { throw Malformed(description: "a PNG header chunk longer than the file") }

@@ -37,7 +37,9 @@ extension ThumbnailCache {
         for file in thumbnailFiles() {
             guard let keys = Self.keys(at: file), let uri = keys["Thumb::URI"] else { continue }
             guard baseURIs.isEmpty || baseURIs.contains(where: { Self.isUnder(uri, $0) }) else { continue }
-            if since != 0, let mtime = keys["Thumb::MTime"].flatMap(Int64.init), mtime > Int64(since) { continue }
+            // (Tumbler writes the seconds with microseconds: the whole seconds decide)
+            if since != 0, let mtime = keys["Thumb::MTime"].flatMap({ Int64($0.split(separator: ".").first ?? "") }),
+               mtime > Int64(since) { continue }
             guard let original = Self.path(ofURI: uri) else { continue }  // not a local file: not ours to judge
             var info = stat()
             if stat(original, &info) != 0 && errno == ENOENT, unlink(file) == 0 { removed += 1 }

@@ -247,10 +247,11 @@ public struct ThumbnailCache: Sendable {
         return out
     }
 
-    /// The keys of the thumbnail at `path`, from its first 16 KiB: where the text chunks are
-    /// (writers put them before the pixels), so that scanning a cache reads little of each file.
+    /// The keys of the thumbnail at `path`, from its first 32 KiB: where the text chunks are
+    /// (writers put them before the pixels; an ICC profile before them is rarely larger), so
+    /// that scanning a cache reads little of each file.
     static func keys(at path: String) -> [String: String]? {
-        read(path, limit: 16 << 10).map(PNGText.read)
+        read(path, limit: 32 << 10).map(PNGText.read)
     }
 
     private static func resolved(_ path: String) -> String {

@@ -8,7 +8,7 @@ import ViewerClient
 
 let usage = """
     usage: viewerd-thumbnailer [--socket PATH] [--cache DIR] [--bus ADDRESS] [--replace] [--idle-exit SECONDS]
-                               [--helper-timeout SECONDS] [--no-helpers]
+                               [--helper-timeout SECONDS] [--helper-jobs N] [--no-helpers]
 
     Serves org.freedesktop.thumbnails.Thumbnailer1 and Cache1 on the session bus, as Tumbler
     does: desktop apps (Thunar, Ristretto, …) queue files, viewerd renders them, and the
@@ -26,6 +26,8 @@ let usage = """
                            how long a desktop thumbnailer (the .thumbnailer files under
                            $XDG_DATA_DIRS/thumbnailers, run for the types viewerd does not
                            read) may run before it is killed (default: 30)
+      --helper-jobs N      how many desktop thumbnailers may run at once (default: one
+                           per core)
       --no-helpers         run no desktop thumbnailer
       --version, --help
 
@@ -47,6 +49,7 @@ var replace = false
 var idleExit: Duration?
 var helperTimeout: Duration = .seconds(30)
 var useHelpers = true
+var helperJobs = ProcessInfo.processInfo.activeProcessorCount
 while !arguments.isEmpty {
     let argument = arguments.removeFirst()
     func value() -> String {
@@ -66,6 +69,10 @@ while !arguments.isEmpty {
         let text = value()
         guard let seconds = Double(text), seconds > 0 else { fail("--helper-timeout \(text): not a number of seconds", status: 64) }
         helperTimeout = .milliseconds(Int64(seconds * 1000))
+    case "--helper-jobs":
+        let text = value()
+        guard let jobs = Int(text), jobs > 0 else { fail("--helper-jobs \(text): not a positive number", status: 64) }
+        helperJobs = jobs
     case "--no-helpers": useHelpers = false
     case "--help", "-h":
         print(usage, terminator: "")
@@ -85,7 +92,8 @@ guard let cache = cacheRoot.map({ ThumbnailCache(root: $0) }) ?? ThumbnailCache.
 let client = ViewerClient(socketPath: socket, clientName: "viewerd-thumbnailer")
 let service: ThumbnailerService
 do {
-    let helpers = useHelpers ? HelperRunner(helpers: DesktopThumbnailers.installed(environment: environment), timeout: helperTimeout) : nil
+    let helpers = useHelpers ? HelperRunner(helpers: DesktopThumbnailers.installed(environment: environment), timeout: helperTimeout,
+                                           concurrency: helperJobs) : nil
     let writer = ThumbnailWriter(client: client, cache: cache, helpers: helpers)
     service = try ThumbnailerService(writer: writer, busAddress: busAddress, idleExit: idleExit)
 } catch {

@@ -91,6 +91,11 @@ struct ThumbnailCacheTests {
         #expect(PNGText.read(tagged) == ["Thumb::URI": "file:///a", "Software": "viewerd"])
         #expect(Array(tagged[12..<16]) == Array("IHDR".utf8) && Array(tagged[37..<41]) == Array("tEXt".utf8))
         #expect(throws: PNGText.Malformed.self) { try PNGText.adding([("", "x")], to: png) }
+        // a value beyond Latin-1 (a URI sent unescaped) goes in an iTXt, read back the same
+        let unescaped = try PNGText.adding([("Thumb::URI", "file:///home/me/日本.png")], to: png)
+        #expect(PNGText.read(unescaped)["Thumb::URI"] == "file:///home/me/日本.png")
+        #expect(try ImageFixtures.decode(unescaped).width == 1)
+        #expect(throws: PNGText.Malformed.self) { try PNGText.adding([("k", "a\u{0}b")], to: png) }
         #expect(throws: PNGText.Malformed.self) { try PNGText.adding([("k", "x")], to: [1, 2, 3]) }
         #expect(PNGText.read([1, 2, 3]).isEmpty)
     }
@@ -207,5 +212,21 @@ struct ThumbnailCacheTests {
         try FileManager.default.createDirectory(atPath: directory.path + "/thumbnails/normal", withIntermediateDirectories: true)
         #expect(mkfifo(fifo, 0o600) == 0)
         #expect(cache.validThumbnail(of: source, flavor: .normal) == nil)
+    }
+
+    @Test("the deflate suits both kinds: a photograph's noise and a drawing's repeats")
+    func deflateKinds() throws {
+        // A drawing: one 8x8 tile of random colours repeated (only matches find the repeats)
+        var generator = SeededGenerator(seed: 7)
+        let tile = (0..<(8 * 8 * 4)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        var drawing = [UInt8](repeating: 0, count: 256 * 256 * 4)
+        for y in 0..<256 { for x in 0..<256 { for c in 0..<4 { drawing[(y * 256 + x) * 4 + c] = tile[((y % 8) * 8 + x % 8) * 4 + c] } } }
+        let small = try PNGEncoder.rgba(drawing, width: 256, height: 256)
+        #expect(small.count < 16 << 10, "\(small.count) bytes: the repeats were not found")
+        let decoded = try ImageFixtures.decode(small)
+        #expect((decoded.width, decoded.height, decoded.bands) == (256, 256, 4))
+        // A photograph-like gradient with noise still round-trips
+        let photo = (0..<(64 * 48 * 4)).map { i in UInt8(truncatingIfNeeded: i / 4 % 64 * 3 + Int.random(in: 0...6, using: &generator)) }
+        #expect(try ImageFixtures.decode(try PNGEncoder.rgba(photo, width: 64, height: 48)).width == 64)
     }
 }
