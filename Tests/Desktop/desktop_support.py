@@ -73,6 +73,8 @@ class Front:
             deadline = time.monotonic() + 20
             while name_owner_pid(probe) != self.process.pid:
                 if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.process.kill()
+                    self.process.wait()
                     raise RuntimeError(f"viewerd-thumbnailer did not take the bus names: {self.read_log()}")
                 time.sleep(0.05)
         finally:
@@ -145,7 +147,11 @@ class ConformanceCase(unittest.TestCase):
         cls.cache = os.path.join(cls.root, "xdg-cache", "thumbnails")
         cls.images = os.path.join(cls.root, "photos")
         os.makedirs(cls.images)
-        cls.front = Front(cls.daemon.socket, cls.cache, extra=cls.front_arguments, environment=cls.front_environment())
+        try:
+            cls.front = Front(cls.daemon.socket, cls.cache, extra=cls.front_arguments, environment=cls.front_environment())
+        except BaseException:
+            cls.daemon.cleanup()  # tearDownClass does not run when setUpClass fails
+            raise
 
     front_arguments = ()
 
