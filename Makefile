@@ -77,12 +77,12 @@ test: test-deps
 DESKTOP_PYTHON ?= /usr/bin/python3
 .PHONY: desktop-conformance
 desktop-conformance:
-	@if ! reason="$$(dbus-run-session --config-file=Tests/Desktop/session.conf -- true 2>&1)"; then \
+	@if ! reason="$$(dbus-run-session --config-file=dbus/private-session.conf -- true 2>&1)"; then \
 	  echo "desktop conformance: SKIPPED: no session bus can be started here: $$reason"; \
 	elif ! $(DESKTOP_PYTHON) -c 'import gi; gi.require_version("Gio", "2.0")' 2>/dev/null; then \
 	  echo "desktop conformance: SKIPPED: $(DESKTOP_PYTHON) has no python3-gi (make test-deps installs it)"; \
 	else \
-	  VIEWERD_BUILD_DIR="$$($(SWIFT) build --show-bin-path)" dbus-run-session --config-file=Tests/Desktop/session.conf -- \
+	  VIEWERD_BUILD_DIR="$$($(SWIFT) build --show-bin-path)" dbus-run-session --config-file=dbus/private-session.conf -- \
 	    $(DESKTOP_PYTHON) -m unittest discover -s Tests/Desktop -v; \
 	fi
 

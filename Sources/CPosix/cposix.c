@@ -318,7 +318,7 @@ int vd_release_free_memory(void) { return malloc_trim(0); }
 
 int vd_limit_malloc_arenas(int n) { return mallopt(M_ARENA_MAX, n); }
 
-pid_t vd_spawn_limited(const char *path, char *const *argv, char *const *envp, int stderr_fd,
+pid_t vd_spawn_limited(const char *path, const char *const *argv, const char *const *envp, int stderr_fd,
                        uint64_t max_memory, uint64_t max_cpu_seconds, uint64_t max_file_bytes) {
     pid_t pid = fork();
     if (pid != 0) return pid;  // the parent: the child's pid, or -1
@@ -345,7 +345,7 @@ pid_t vd_spawn_limited(const char *path, char *const *argv, char *const *envp, i
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    execve(path, argv, envp);
+    execve(path, (char *const *)argv, (char *const *)envp);
     _exit(127);
 }
 

@@ -243,8 +243,8 @@ public final class HelperRunner: Sendable {
         // Registered under the lock that `stop()` takes, so that no helper starts unseen by it.
         let pid = state.withLock { state -> pid_t in
             guard !state.stopped else { return 0 }
-            let pid = withCStrings(argv) { cArgv in
-                withCStrings(environment) { vd_spawn_limited(helper.program, cArgv, $0, logFD, 1 << 30, cpuSeconds, 256 << 20) }
+            let pid = Posix.withCStrings(argv) { cArgv in
+                Posix.withCStrings(environment) { vd_spawn_limited(helper.program, cArgv, $0, logFD, 1 << 30, cpuSeconds, 256 << 20) }
             }
             if pid > 0 { state.running.insert(pid) }
             return pid
@@ -286,11 +286,4 @@ public final class HelperRunner: Sendable {
         guard access(output, R_OK) == 0 else { return failing(.failed("\(name) wrote no thumbnail" + (said.map { ": \($0)" } ?? ""))) }
         return .success(output)
     }
-}
-
-/// `body` with `strings` as a NULL-terminated array of C strings.
-private func withCStrings<T>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> T) -> T {
-    let pointers = strings.map { strdup($0) } + [nil]
-    defer { pointers.forEach { free($0) } }
-    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
 }

@@ -47,18 +47,14 @@ final class ThumbnailJob: Sendable {
     }
 
     /// Serves the job at `priority` from now on if that is more urgent than its own.
-    func raise(to priority: Priority) {
-        let render = control.withLock { control -> RenderRequestHandle? in
-            guard priority < control.priority else { return nil }
-            control.priority = priority
-            return control.render
-        }
-        render?.setPriority(priority)
-    }
+    func raise(to priority: Priority) { serve(at: priority, onlyIfMoreUrgent: true) }
 
     /// Serves the job at `priority` from now on, even if less urgent (its callers are gone).
-    func lower(to priority: Priority) {
+    func lower(to priority: Priority) { serve(at: priority, onlyIfMoreUrgent: false) }
+
+    private func serve(at priority: Priority, onlyIfMoreUrgent: Bool) {
         let render = control.withLock { control -> RenderRequestHandle? in
+            guard !onlyIfMoreUrgent || priority < control.priority else { return nil }
             control.priority = priority
             return control.render
         }

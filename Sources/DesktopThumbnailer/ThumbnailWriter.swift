@@ -89,12 +89,9 @@ public struct ThumbnailWriter: Sendable {
         }
         if Task.isCancelled { return .cancelled }
 
-        let side = UInt32(flavor.side)
-        let request = client.request(path, spec: RenditionSpec(width: side, height: side, format: .raw), priority: priority)
-        started(request)
         var raw: RenderResult
         do {
-            raw = try await request.result
+            raw = try await pixels(of: path, flavor: flavor, priority: priority, started: started)
             // The original's size and type for the optional keys: the daemon keeps media info
             // by the file's identity, so this is a lookup after the render has read the header.
             if let info = try? await client.info(path: path) {
@@ -155,11 +152,8 @@ public struct ThumbnailWriter: Sendable {
         case .failure(.timedOut(let problem)): return .failure(Stop(.failed(.noContent, "\(path): \(problem)")))
         }
         defer { runner.finished(output) }
-        let side = UInt32(flavor.side)
-        let request = client.request(output, spec: RenditionSpec(width: side, height: side, format: .raw), priority: priority)
-        started(request)
         do {
-            return .success(try await request.result)
+            return .success(try await pixels(of: output, flavor: flavor, priority: priority, started: started))
         } catch is CancellationError {
             return .failure(Stop(.cancelled))
         } catch {
@@ -167,6 +161,15 @@ public struct ThumbnailWriter: Sendable {
             let text = (error as? ViewerClientError)?.description ?? "\(error)"
             return .failure(Stop(.failed(.noContent, "\(path): \(name) wrote no image viewerd reads: \(text)"), isFilesFault: true))
         }
+    }
+
+    /// The daemon's RGBA pixels of the image at `path` fitted in the flavor's box.
+    private func pixels(of path: String, flavor: ThumbnailFlavor, priority: Priority,
+                        started: @Sendable (RenderRequestHandle) -> Void) async throws -> RenderResult {
+        let side = UInt32(flavor.side)
+        let request = client.request(path, spec: RenditionSpec(width: side, height: side, format: .raw), priority: priority)
+        started(request)
+        return try await request.result
     }
 
     /// An outcome other than pixels, and whether the file is to blame (a failure record).

@@ -64,7 +64,7 @@ public final class ThumbnailerService: @unchecked Sendable {
     private var ownsNames = false
 
     private enum Event: Sendable {
-        case outcome(ThumbnailJob, JobKey, ThumbnailOutcome)
+        case outcome(ThumbnailJob, ThumbnailOutcome)
         /// Cache1's work is done: answer the call kept under this id.
         case answer(UInt64)
         /// One of the names was taken from this service.
@@ -221,7 +221,7 @@ public final class ThumbnailerService: @unchecked Sendable {
                     let mime = index < mimeTypes.count ? mimeTypes[index] : nil
                     let job = ThumbnailJob(path: path, uri: uri, flavor: flavor, mimeType: mime, priority: priority)
                     jobs[key] = JobEntry(job: job, waiters: [])
-                    job.start(writer) { [weak self] outcome in self?.post(.outcome(job, key, outcome)) }
+                    job.start(writer) { [weak self] outcome in self?.post(.outcome(job, outcome)) }
                 } else {
                     jobs[key]!.job.raise(to: priority)
                 }
@@ -272,43 +272,38 @@ public final class ThumbnailerService: @unchecked Sendable {
         var ready: [UInt32: [String]] = [:]
         var failed: [(handle: UInt32, uri: String, code: TumblerError, text: String)] = []
         var touched = Set<UInt32>()
+        // Every waiter of a job that ended hears its outcome.
+        func finish(_ key: JobKey, _ outcome: ThumbnailOutcome) {
+            guard let entry = jobs.removeValue(forKey: key) else { return }
+            for (handle, uri) in entry.waiters {
+                requests[handle]?.jobs.remove(key)
+                touched.insert(handle)
+                switch outcome {
+                case .written, .kept: ready[handle, default: []].append(uri)
+                case .failed(let code, let text): failed.append((handle, uri, code, text))
+                case .failedBefore(let text): failed.append((handle, uri, .noContent, text))
+                // Only the last waiter's dequeue cancels; a cancel by anyone else is an error.
+                case .cancelled: failed.append((handle, uri, .connectionError, "\(uri): the render was cancelled"))
+                }
+            }
+        }
         for event in events {
             switch event {
             case .answer(let id):
                 pendingCalls.removeValue(forKey: id)?.reply()
-            case .nameLost where ownsNames:
-                // Another service took the name (it was not ours to give): what is queued is
-                // answered as when stopping, and the service leaves.
-                post(.stop)
+            // Stopping, or another service took a name (it was not ours to give; the idle exit's
+            // own release is not that): every file still queued is answered, the service leaves.
+            case .stop, .nameLost where ownsNames:
+                stopping = true
+                for (key, entry) in jobs {
+                    entry.job.cancel()
+                    finish(key, .failed(.shuttingDown, "The thumbnailer service is shutting down"))
+                }
             case .nameLost:
                 break
-            case .stop:
-                stopping = true
-                for (handle, request) in requests {
-                    for key in request.jobs {
-                        for waiter in jobs[key]?.waiters ?? [] where waiter.handle == handle {
-                            failed.append((handle, waiter.uri, .shuttingDown, "The thumbnailer service is shutting down"))
-                        }
-                        jobs[key]?.job.cancel()
-                    }
-                    touched.insert(handle)
-                    requests[handle]!.jobs = []
-                }
-                jobs = [:]
-            case .outcome(let job, let key, let outcome):
-                guard let entry = jobs[key], entry.job === job else { continue }  // dequeued meanwhile
-                jobs[key] = nil
-                for (handle, uri) in entry.waiters {
-                    requests[handle]?.jobs.remove(key)
-                    touched.insert(handle)
-                    switch outcome {
-                    case .written, .kept: ready[handle, default: []].append(uri)
-                    case .failed(let code, let text): failed.append((handle, uri, code, text))
-                    case .failedBefore(let text): failed.append((handle, uri, .noContent, text))
-                    // Only the last waiter's dequeue cancels; a cancel by anyone else is an error.
-                    case .cancelled: failed.append((handle, uri, .connectionError, "\(uri): the render was cancelled"))
-                    }
-                }
+            case .outcome(let job, let outcome):
+                let key = JobKey(uri: job.uri, flavor: job.flavor)
+                if jobs[key]?.job === job { finish(key, outcome) }  // else dequeued meanwhile
             }
         }
         for (handle, uris) in ready.sorted(by: { $0.key < $1.key }) {

@@ -43,25 +43,11 @@ public enum PNGText {
     /// `iTXt`) of those keys removed, new `tEXt` chunks added after the header. How a moved
     /// file's thumbnail gets its new `Thumb::URI`.
     public static func setting(_ pairs: [(key: String, value: String)], in png: [UInt8]) throws(Malformed) -> [UInt8] {
-        guard png.count >= 8, Array(png.prefix(8)) == signature else { throw Malformed(description: "not a PNG") }
+        guard let walked = chunks(png), walked.whole else { throw Malformed(description: "not a whole PNG") }
         let replaced = Set(pairs.map(\.key))
         var kept = Array(signature)
-        var offset = 8
-        while offset + 12 <= png.count {
-            let length = Int(UInt32(bigEndian: png, at: offset))
-            guard length <= png.count - offset - 12 else { throw Malformed(description: "a chunk longer than the file") }
-            let type = String(decoding: png[(offset + 4)..<(offset + 8)], as: UTF8.self)
-            let data = png[(offset + 8)..<(offset + 8 + length)]
-            if let (key, _) = text(type: type, data), replaced.contains(key) {
-                // dropped: set below
-            } else if ["tEXt", "zTXt", "iTXt"].contains(type), let nul = data.firstIndex(of: 0),
-                      replaced.contains(String(data[data.startIndex..<nul].map { Character(Unicode.Scalar($0)) })) {
-                // dropped too: a chunk of the key whose value could not be read
-            } else {
-                kept += png[offset..<(offset + 12 + length)]
-            }
-            offset += 12 + length
-            if type == "IEND" { break }
+        for chunk in walked.chunks where !(textKey(type: chunk.type, chunk.data).map(replaced.contains) ?? false) {
+            kept += png[chunk.bytes]
         }
         return try adding(pairs, to: kept)
     }
@@ -69,28 +55,43 @@ public enum PNGText {
     /// The text pairs of `png` (the first of a repeated key); empty for anything else. `tEXt`,
     /// and `zTXt` and `iTXt` (compressed or not) too: Qt, KDE's thumbnailer, writes values of 40
     /// characters or more (every `Thumb::URI`) compressed. A compressed value inflating past
-    /// 64 KiB is left out.
+    /// 64 KiB is left out. A file cut short is read as far as it goes.
     public static func read(_ png: [UInt8]) -> [String: String] {
-        guard png.count >= 8, Array(png.prefix(8)) == signature else { return [:] }
         var pairs: [String: String] = [:]
-        var offset = 8
-        while offset + 12 <= png.count {
-            let length = Int(UInt32(bigEndian: png, at: offset))
-            guard length <= png.count - offset - 12 else { break }
-            let type = String(decoding: png[(offset + 4)..<(offset + 8)], as: UTF8.self)
-            let data = png[(offset + 8)..<(offset + 8 + length)]
-            if let (key, value) = text(type: type, data), pairs[key] == nil { pairs[key] = value }
-            if type == "IEND" { break }
-            offset += 12 + length
+        for chunk in chunks(png)?.chunks ?? [] {
+            if let (key, value) = text(type: chunk.type, chunk.data), pairs[key] == nil { pairs[key] = value }
         }
         return pairs
     }
 
+    /// The chunks of `png` up to its IEND: each one's type, data, and whole bytes (length to
+    /// CRC); `whole` is false when one runs past the end of the bytes (the ones before it are
+    /// listed). nil when `png` is not a PNG.
+    private static func chunks(_ png: [UInt8]) -> (chunks: [(type: String, data: ArraySlice<UInt8>, bytes: Range<Int>)], whole: Bool)? {
+        guard png.count >= 8, Array(png.prefix(8)) == signature else { return nil }
+        var list: [(type: String, data: ArraySlice<UInt8>, bytes: Range<Int>)] = []
+        var offset = 8
+        while offset + 12 <= png.count {
+            let length = Int(UInt32(bigEndian: png, at: offset))
+            guard length <= png.count - offset - 12 else { return (list, false) }
+            let type = String(decoding: png[(offset + 4)..<(offset + 8)], as: UTF8.self)
+            list.append((type, png[(offset + 8)..<(offset + 8 + length)], offset..<(offset + 12 + length)))
+            if type == "IEND" { break }
+            offset += 12 + length
+        }
+        return (list, true)
+    }
+
+    /// The key of a text chunk (its Latin-1 bytes up to the first NUL); nil for other chunks.
+    private static func textKey(type: String, _ data: ArraySlice<UInt8>) -> String? {
+        guard ["tEXt", "zTXt", "iTXt"].contains(type), let nul = data.firstIndex(of: 0) else { return nil }
+        return String(data[data.startIndex..<nul].map { Character(Unicode.Scalar($0)) })
+    }
+
     /// The pair of a text chunk (nil for other chunks and malformed ones).
     private static func text(type: String, _ data: ArraySlice<UInt8>) -> (String, String)? {
-        guard ["tEXt", "zTXt", "iTXt"].contains(type), let nul = data.firstIndex(of: 0) else { return nil }
-        let key = String(data[data.startIndex..<nul].map { Character(Unicode.Scalar($0)) })
-        let rest = data[(nul + 1)...]
+        guard let key = textKey(type: type, data) else { return nil }
+        let rest = data[(data.startIndex + key.unicodeScalars.count + 1)...]
         switch type {
         case "tEXt":
             return (key, String(rest.map { Character(Unicode.Scalar($0)) }))

@@ -48,6 +48,11 @@ public struct ThumbnailSource: Sendable, Equatable {
         mtimeMicroseconds = info.st_mtim.tv_nsec / 1000
     }
 
+    /// Whether a thumbnail's (or failure record's) keys are of this file, in this version.
+    func isDescribed(by keys: [String: String]) -> Bool {
+        keys["Thumb::URI"] == uri && isModified(at: keys["Thumb::MTime"])
+    }
+
     /// Whether a `Thumb::MTime` value names this version of the file: the whole seconds, as
     /// the standard writes them, or with the microseconds, as Tumbler writes them.
     public func isModified(at value: String?) -> Bool {
@@ -133,8 +138,7 @@ public struct ThumbnailCache: Sendable {
     /// source's. nil when there is none (or it is stale, or unreadable).
     public func validThumbnail(of source: ThumbnailSource, flavor: ThumbnailFlavor) -> String? {
         let path = path(of: source.uri, flavor: flavor)
-        guard let keys = Self.keys(at: path) else { return nil }
-        return keys["Thumb::URI"] == source.uri && source.isModified(at: keys["Thumb::MTime"]) ? path : nil
+        return Self.keys(at: path).map(source.isDescribed) == true ? path : nil
     }
 
     /// Stores `png` (the thumbnail, fitted in the flavor's box) for `source`, with the standard's
@@ -155,8 +159,7 @@ public struct ThumbnailCache: Sendable {
 
     /// Whether `software` failed on this version of `source` before.
     public func failedBefore(_ source: ThumbnailSource, software: String) -> Bool {
-        guard let keys = Self.keys(at: failurePath(of: source.uri, software: software)) else { return false }
-        return keys["Thumb::URI"] == source.uri && source.isModified(at: keys["Thumb::MTime"])
+        Self.keys(at: failurePath(of: source.uri, software: software)).map(source.isDescribed) == true
     }
 
     // MARK: Writing

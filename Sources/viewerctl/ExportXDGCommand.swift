@@ -60,29 +60,19 @@ struct ExportXDGCommand: Subcommand {
         }
         let outcome = blockingAwait { () async throws -> Void in
             _ = try await client.server  // fail fast, with exit 69, when no daemon answers
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                var next = files.makeIterator()
-                func start() -> Bool {
-                    guard let path = next.next() else { return false }
-                    group.addTask {
-                        switch await writer.thumbnail(ofPath: path, flavor: flavor) {
-                        case .written: counts.withLock { $0.written += 1 }
-                        case .kept, .failedBefore: counts.withLock { $0.kept += 1 }
-                        case .failed(.isThumbnail, _): counts.withLock { $0.skipped += 1 }
-                        // A daemon gone or stopping, a cache that cannot be written: the export ends.
-                        case .failed(let code, let message) where [.connectionError, .shuttingDown, .saveFailed].contains(code):
-                            throw ExportFailure(message: message)
-                        case .failed(_, let message):
-                            counts.withLock { $0.failed += 1 }
-                            printError(message)
-                        case .cancelled: break
-                        }
-                    }
-                    return true
+            try await inWindow(files, width: 16) { path in
+                switch await writer.thumbnail(ofPath: path, flavor: flavor) {
+                case .written: counts.withLock { $0.written += 1 }
+                case .kept, .failedBefore: counts.withLock { $0.kept += 1 }
+                case .failed(.isThumbnail, _): counts.withLock { $0.skipped += 1 }
+                // A daemon gone or stopping, a cache that cannot be written: the export ends.
+                case .failed(let code, let message) where [.connectionError, .shuttingDown, .saveFailed].contains(code):
+                    throw ExportFailure(message: message)
+                case .failed(_, let message):
+                    counts.withLock { $0.failed += 1 }
+                    printError(message)
+                case .cancelled: break
                 }
-                // A window of files in flight keeps every worker busy without flooding.
-                for _ in 0..<16 where start() {}
-                while try await group.next() != nil { _ = start() }
             }
         }
         if case .failure(let error) = outcome { throw error }

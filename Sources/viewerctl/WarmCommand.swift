@@ -56,27 +56,16 @@ struct WarmCommand: Subcommand {
         let spec = self.spec, priority = self.priority
         let outcome = blockingAwait { () async throws -> Void in
             _ = try await client.server  // fail fast, with exit 69, when no daemon answers
-            try await withThrowingTaskGroup(of: (String, Error?).self) { group in
-                var next = files.makeIterator()
-                func start() -> Bool {
-                    guard !interrupted.load(ordering: .relaxed), let path = next.next() else { return false }
-                    group.addTask {
-                        do {
-                            // To another user's daemon this passes a descriptor (ViewerClient.request).
-                            _ = try await client.render(path, spec: spec, priority: priority)
-                            return (path, nil)
-                        } catch {
-                            return (path, error)
-                        }
-                    }
-                    return true
+            try await inWindow(files, width: 32, while: { !interrupted.load(ordering: .relaxed) }) { path -> (String, Error?) in
+                do {
+                    // To another user's daemon this passes a descriptor (ViewerClient.request).
+                    _ = try await client.render(path, spec: spec, priority: priority)
+                    return (path, nil)
+                } catch {
+                    return (path, error)
                 }
-                // A window of requests in flight keeps every worker busy without flooding.
-                for _ in 0..<32 where start() {}
-                while let (path, error) = try await group.next() {
-                    progress.done(path: path, error: interrupted.load(ordering: .relaxed) ? nil : error)
-                    _ = start()
-                }
+            } done: { path, error in
+                progress.done(path: path, error: interrupted.load(ordering: .relaxed) ? nil : error)
             }
         }
         source.cancel()
@@ -199,6 +188,27 @@ final class Progress: @unchecked Sendable {  // all state behind `lock`
     static func duration(_ seconds: Double) -> String {
         let s = Int(seconds.rounded())
         return s >= 60 ? "\(s / 60)m\(s % 60)s" : "\(s)s"
+    }
+}
+
+/// Runs `body` for each of `items`, at most `width` at once: a window of requests in flight
+/// keeps every worker busy without flooding the daemon. Each result goes to `done` as it comes;
+/// no more are started once `more` says false (Ctrl-C); an error thrown by `body` ends it all.
+func inWindow<Item: Sendable, Output: Sendable>(_ items: [Item], width: Int, while more: @escaping () -> Bool = { true },
+                                               _ body: @escaping @Sendable (Item) async throws -> Output,
+                                               done: (Output) -> Void = { _ in }) async throws {
+    try await withThrowingTaskGroup(of: Output.self) { group in
+        var next = items.makeIterator()
+        func start() -> Bool {
+            guard more(), let item = next.next() else { return false }
+            group.addTask { try await body(item) }
+            return true
+        }
+        for _ in 0..<width where start() {}
+        while let output = try await group.next() {
+            done(output)
+            _ = start()
+        }
     }
 }
 

@@ -540,13 +540,12 @@ class LifecycleTests(unittest.TestCase):
                     .replace("--idle-exit 600", "--idle-exit 1"))
         config = os.path.join(root, "bus.conf")
         with open(config, "w") as f:
-            f.write(f"""<busconfig><type>session</type><listen>unix:path={root}/bus</listen>
-<servicedir>{services}</servicedir><auth>EXTERNAL</auth>
-<policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/>
-</policy></busconfig>""")
+            f.write(f"""<busconfig><include>{REPO}/dbus/private-session.conf</include>
+<servicedir>{services}</servicedir></busconfig>""")
         # (what the bus starts inherits its environment: the daemon's socket, the cache)
         environment = dict(os.environ, VIEWERD_SOCKET=self.daemon.socket, XDG_CACHE_HOME=os.path.join(root, "xdg"))
-        bus = subprocess.Popen(["dbus-daemon", "--config-file", config, "--nofork", "--print-address"],
+        bus = subprocess.Popen(["dbus-daemon", "--config-file", config, f"--address=unix:path={root}/bus", "--nofork",
+                                "--print-address"],
                                stdout=subprocess.PIPE, text=True, env=environment)
         self.addCleanup(bus.stdout.close)
         self.addCleanup(bus.wait)

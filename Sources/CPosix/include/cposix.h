@@ -108,7 +108,7 @@ int vd_open_beneath(int root, const char *relative, int flags);
 /// new privileges, default signal dispositions, killed when the caller's thread ends, at most
 /// `max_memory` bytes of address space, `max_cpu_seconds` of CPU time and `max_file_bytes`
 /// per file written. Returns its pid, or -1 with errno.
-pid_t vd_spawn_limited(const char *path, char *const *argv, char *const *envp, int stderr_fd,
+pid_t vd_spawn_limited(const char *path, const char *const *argv, const char *const *envp, int stderr_fd,
                        uint64_t max_memory, uint64_t max_cpu_seconds, uint64_t max_file_bytes);
 
 /// A pidfd of `pid` (readable once it has exited), close-on-exec; -1 with errno.

@@ -201,12 +201,8 @@ extension Daemon {
         // (its level is decoded once for all its tiles), and no part is previewed from the whole
         // (nor is a file with a thousand tiles stored searched for a preview).
         let zoomed = spec.region != nil || spec.tile != nil
-        let base: (bytes: [UInt8], width: Int, height: Int)?
-        if spec.region != nil {
-            base = stored.regionBase(for: source, spec: spec, original: sniffed.header)
-        } else {
-            base = zoomed ? nil : stored.derivationBase(for: source, spec: spec, original: sniffed.header)
-        }
+        let base = spec.region != nil ? stored.regionBase(for: source, spec: spec, original: sniffed.header)
+            : spec.tile != nil ? nil : stored.derivationBase(for: source, spec: spec, original: sniffed.header)
         if base != nil { stats.derivations += 1 }
         let previewBase = base == nil && wantsPreview && !zoomed ? stored.previewBase(for: source, spec: spec, original: sniffed.header) : nil
         let cost = base.map { Renderer.estimateCost(SourceHeader(width: $0.width, height: $0.height, bands: 4, loader: "derived"), spec: spec) }

@@ -2,6 +2,7 @@ import CPosix
 import CSandbox
 import Foundation
 import Rendering
+import SystemCalls
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc
@@ -82,8 +83,8 @@ enum WorkerSandbox {
         guard vd_no_new_privs() == 0 else { return [] }
         if sanitized { return .noNewPrivs }
         let paths = readable(environment: environment)
-        let abi = withCStrings(paths.read) { read in
-            withCStrings(paths.execute) { execute in
+        let abi = Posix.withCStrings(paths.read) { read in
+            Posix.withCStrings(paths.execute) { execute in
                 vd_landlock(read, Int32(paths.read.count), execute, Int32(paths.execute.count))
             }
         }
@@ -208,12 +209,4 @@ enum WorkerSandbox {
             "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
         ])
     }()
-}
-
-/// `body` with `strings` as an array of C strings.
-func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
-    let copies = strings.map { strdup($0) }
-    defer { copies.forEach { free($0) } }
-    let pointers = copies.map { UnsafePointer($0) } + [nil]
-    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
 }

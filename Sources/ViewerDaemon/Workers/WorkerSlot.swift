@@ -340,7 +340,7 @@ final class WorkerSlot: @unchecked Sendable {
         // parent is still us when it does (we may have died first).
         let arguments = ["--memory-limit", String(pool.workerMemoryLimit), "--max-pixels", String(pool.maxSourcePixels),
                          "--cpu-limit", String(pool.cpuLimitSeconds), "--nice", String(nice), "--parent", String(getpid())]
-        let child = withCStrings(arguments) { args in vd_spawn_worker(pool.executable, pair[1], args, pool.environment.pointers) }
+        let child = Posix.withCStrings(arguments) { args in vd_spawn_worker(pool.executable, pair[1], args, pool.environment.pointers) }
         let failure = errno
         Glibc.close(pair[1])
         guard child > 0 else {
