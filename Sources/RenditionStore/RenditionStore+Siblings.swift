@@ -15,9 +15,12 @@ extension RenditionStore {
     /// path index: the other sizes and formats of the same file, for derivations and
     /// previews. Puts still queued for the writer count too: a rendition is found the moment
     /// it is put, as `StoreReader` finds its bytes, not only once the writer has committed.
+    /// They are read before the snapshot: one the writer commits between the two reads is
+    /// then in the snapshot (the writer drops a put from its pending ones after the commit).
     public func renditionKeys(path: String, source: [UInt8]) -> [RenditionKey] {
         let pathBytes = Array(path.utf8)
         let pathKey = PathIndex.key(for: pathBytes)
+        let pending = writer.pendingKeys(path: pathBytes, source: source)
         let keys = try? environment.read { txn in
             try txn.withCursor(environment.paths) { cursor -> [RenditionKey] in
                 var keys: [RenditionKey] = []
@@ -33,7 +36,6 @@ extension RenditionStore {
             }
         }
         let committed = keys ?? []
-        let pending = writer.pendingKeys(path: pathBytes, source: source).filter { !committed.contains($0) }
-        return committed + pending
+        return committed + pending.filter { !committed.contains($0) }
     }
 }

@@ -131,6 +131,10 @@ struct InFlightDefectTests {
         do {
             let socket = try RawSocket.greeted(path: daemon.socketPath)
             try socket.send(.render(RenderRequest(path: hang, spec: RenditionSpec(width: 64, height: 64))), id: 1)
+            // The hang holds the only worker before the others are sent: files open and their
+            // headers are read on two I/O threads, in no fixed order, so a photo sent with it
+            // could take the worker first, finish, and 21 never be seen in flight.
+            try #require(eventually(.seconds(10)) { (try? daemon.connect().stats()["jobs_running"]) == 1 })
             for i in 0..<20 {
                 try socket.send(.render(RenderRequest(path: photo, spec: RenditionSpec(width: UInt32(32 + i), height: 32))),
                                 id: UInt32(2 + i))

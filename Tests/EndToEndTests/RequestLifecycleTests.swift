@@ -188,6 +188,11 @@ struct RequestLifecycleTests {
     /// A JPEG without an EXIF thumbnail has no cheap preview until a smaller rendition of it
     /// is stored: then that one, scaled, is the PREVIEW of a larger box (the pager's while
     /// the grid's thumbnail is in the store).
+    ///
+    /// The preview lane has not run in this daemon, so it does not claim the preview: the
+    /// render worker makes it, before the final, and the order is certain. (With the lane
+    /// running, it claims the preview and races the render worker's final, which may win on
+    /// a loaded machine: the lane's case is `previewWhileBusy`, with the render worker held busy.)
     @Test("a smaller stored rendition is the PREVIEW of a plain JPEG; without one there is none")
     func previewFromStore() throws {
         let daemon = try DaemonProcess()
@@ -195,42 +200,53 @@ struct RequestLifecycleTests {
         let gridded = try Fixtures.write(daemon.directory + "/gridded.jpg", width: 2400, height: 1600)
         let connection = try RawSocket.greeted(path: daemon.socketPath)
         let pager = RenditionSpec(width: 500, height: 500)
-        try connection.send(.render(RenderRequest(path: plain, spec: pager, delivery: .opportunistic)), id: 1)
-        guard case .result = try connection.read().message else { Issue.record("a plain JPEG's render is its RESULT only"); return }
-
-        try connection.send(.render(RenderRequest(path: gridded, spec: RenditionSpec(width: 128, height: 128))), id: 2)
+        try connection.send(.render(RenderRequest(path: gridded, spec: RenditionSpec(width: 128, height: 128))), id: 1)
         guard case .result = try connection.read().message else { Issue.record("expected the grid's RESULT"); return }
-        // The grid's rendition is a preview's source once the store's writer has committed it
-        // (a moment after its RESULT; longer on a loaded machine).
-        #expect(try eventually { try daemon.connect().stats()["store_entries"] == 2 })
-        try connection.send(.render(RenderRequest(path: gridded, spec: pager, delivery: .opportunistic)), id: 3)
+        // The grid's rendition is a preview's source once it is in the store.
+        #expect(try eventually { try daemon.connect().stats()["store_entries"] == 1 })
+        try connection.send(.render(RenderRequest(path: gridded, spec: pager, delivery: .opportunistic)), id: 2)
         // Bounded reads: a missing PREVIEW fails the test instead of hanging the suite.
-        guard let first = try connection.read(timeout: .seconds(30)), let second = try connection.read(timeout: .seconds(30)),
-              case .preview(let preview) = first.message, case .result(let final) = second.message else {
-            Issue.record("expected PREVIEW then RESULT within 30 s each")
+        let first = try connection.read(timeout: .seconds(30)), second = try connection.read(timeout: .seconds(30))
+        guard case .preview(let preview)? = first?.message, case .result(let final)? = second?.message else {
+            Issue.record("expected PREVIEW then RESULT, got \(String(describing: first?.message.type)) then \(String(describing: second?.message.type))")
             return
         }
         #expect((preview.width, preview.height) == (final.width, final.height))
         #expect((final.width, final.height, final.fromCache) == (500, 333, false))
         #expect(try daemon.connect().stats()["previews"] == 1)
+
+        // A plain JPEG with nothing of it stored has no cheap source: its RESULT only.
+        try connection.send(.render(RenderRequest(path: plain, spec: pager, delivery: .opportunistic)), id: 3)
+        guard case .result = try connection.read().message else { Issue.record("a plain JPEG's render is its RESULT only"); return }
+        #expect(try daemon.connect().stats()["previews"] == 1)
         daemon.stop()
     }
 
     /// The preview lane: with every render worker busy (here the only one, on a job that
-    /// hangs), a camera JPEG scrolled into view still gets its PREVIEW at once; its RESULT
-    /// waits for a render worker. Before the lane, the PREVIEW waited with the final.
-    @Test("a PREVIEW comes while every render worker is busy; the RESULT after")
-    func previewWhileBusy() throws {
+    /// hangs), a photo scrolled into view still gets its PREVIEW at once; its RESULT waits
+    /// for a render worker. Before the lane, the PREVIEW waited with the final. Its source: a
+    /// camera JPEG's EXIF thumbnail, or a smaller rendition in the store (the lane's
+    /// `previewOnlyWithBase`).
+    @Test("a PREVIEW comes while every render worker is busy; the RESULT after", arguments: [false, true])
+    func previewWhileBusy(fromStore: Bool) throws {
         let daemon = try DaemonProcess(extraArguments: ["--workers", "1", "--job-timeout", "4"],
                                        environment: ["VIEWERD_TEST_FAULTS": "1"])
         defer { daemon.stop() }
         let hang = try Fixtures.write(daemon.directory + "/viewerd-test-hang.jpg", width: 300, height: 200)
-        let camera = try Fixtures.cameraJPEG(daemon.directory + "/camera.jpg", width: 3000, height: 2000)
         let connection = try RawSocket.greeted(path: daemon.socketPath)
+        let photo: String, box: UInt32, size: (UInt32, UInt32)
+        if fromStore {
+            (photo, box, size) = (try Fixtures.write(daemon.directory + "/gridded.jpg", width: 2400, height: 1600), 500, (500, 333))
+            try connection.send(.render(RenderRequest(path: photo, spec: RenditionSpec(width: 128, height: 128))), id: 9)
+            guard case .result = try connection.read().message else { Issue.record("expected the grid's RESULT"); return }
+            try #require(eventually { try daemon.connect().stats()["store_entries"] == 1 })
+        } else {
+            (photo, box, size) = (try Fixtures.cameraJPEG(daemon.directory + "/camera.jpg", width: 3000, height: 2000), 256, (256, 171))
+        }
         try connection.send(.render(RenderRequest(path: hang, spec: RenditionSpec(width: 64, height: 64))), id: 1)
         try #require(eventually { (try? daemon.connect().stats()["jobs_running"]) == 1 })
         let asked = ContinuousClock.now
-        try connection.send(.render(RenderRequest(path: camera, spec: RenditionSpec(width: 256, height: 256), priority: .visible,
+        try connection.send(.render(RenderRequest(path: photo, spec: RenditionSpec(width: box, height: box), priority: .visible,
                                                   delivery: .opportunistic)), id: 2)
         let first = try connection.read()
         let waited = ContinuousClock.now - asked
@@ -239,7 +255,7 @@ struct RequestLifecycleTests {
             return
         }
         #expect(waited < .seconds(2), "the PREVIEW came after \(waited), not while the worker was busy")
-        #expect((preview.width, preview.height) == (256, 171))
+        #expect((preview.width, preview.height) == size)
         // Then the hang times out (an ERROR for 1) and the render worker makes the RESULT, with
         // no second PREVIEW.
         var answers: [UInt32: Message] = [:]
@@ -252,7 +268,8 @@ struct RequestLifecycleTests {
             Issue.record("expected ERROR for 1 and RESULT for 2, got \(answers)")
             return
         }
-        #expect((final.width, final.height) == (256, 171))
+        #expect((final.width, final.height) == size)
+        #expect(try daemon.connect().stats()["previews"] == 1)
         // The render worker runs below the preview lane (nice 5 and 0), every thread of each.
         let nices = daemon.workerPIDs().map { pid in
             let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""

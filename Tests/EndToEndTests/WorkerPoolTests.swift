@@ -87,7 +87,8 @@ struct WorkerPoolTests {
         let next = try Fixtures.write(daemon.directory + "/next.jpg", width: 300, height: 200)
         let connection = try RawSocket.greeted(path: daemon.socketPath)
         try connection.send(.render(RenderRequest(path: hanger, spec: RenditionSpec(width: 64, height: 64))), id: 1)
-        usleep(300_000)  // let it start
+        // Running, not still opening (a cancel then counts as queued).
+        try #require(eventually(.seconds(10)) { (try? daemon.connect().stats()["jobs_running"]) == 1 })
         try connection.send(.cancel, id: 1)
         #expect(try connection.read() == (1, .cancelled))
         let started = ContinuousClock.now

@@ -25,6 +25,28 @@ struct RenditionStoreTests {
         store.close()
     }
 
+    /// The writer drops a put from its pending ones after committing it: a reader whose
+    /// snapshot began before the commit and who read the pending ones after it found the value
+    /// in neither, and the daemon rendered a stored rendition again (a flaky "PREFETCH of a
+    /// level's tiles is one decode" test). Here the commit falls exactly in that window.
+    @Test("a value committed between a reader's snapshot and its look at the pending puts is still found")
+    func commitBetweenSnapshotAndPending() throws {
+        let dir = try StoreDirectory()
+        let store = try RenditionStore(configuration(dir))
+        let reader = store.makeReader()
+        let bytes = [UInt8](repeating: 7, count: 3000)
+        store.put(key(1), path: "/p/1.jpg", metadata: meta, bytes: bytes)
+        reader.afterSnapshotMiss = { store.flush() }
+        #expect(reader.contains(key(1)))
+        store.put(key(2), path: "/p/2.jpg", metadata: meta, bytes: bytes)
+        #expect(reader.withRendition(key(2)) { _, b in Array(b) } == bytes)
+        // A key never put is still a miss (the second snapshot does not invent it).
+        #expect(!reader.contains(key(3)))
+        #expect(reader.withRendition(key(3)) { _, _ in true } == nil)
+        reader.afterSnapshotMiss = nil
+        store.close()
+    }
+
     @Test("overwrite and remove keep the byte count right")
     func overwriteRemove() throws {
         // Given a store with a rendition overwritten once and another one
