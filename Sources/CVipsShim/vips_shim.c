@@ -319,6 +319,85 @@ int vs_thumbnail_image(VipsImage *in, int width, int height, int crop, int size,
                                 "size", (VipsSize)size, "export_profile", to_srgb ? "srgb" : NULL, NULL);
 }
 
+// libvips' thumbnail of an image with alpha premultiplies the whole decoded image in float
+// before it shrinks: for a 5120x2880 RGBA PNG that costs as much as the decode (0.37 s of CPU
+// against 0.20 s for the same picture flattened). This box shrink does the same weighting
+// with integer sums, reading the image once in strips, top to bottom (sequential access).
+int vs_alpha_shrink_fd(int fd, int k, vs_cancel *cancel, VipsImage **out) {
+    *out = NULL;
+    VipsSource *source = source_for_fd(fd, cancel);
+    if (!source) return -1;
+    VipsImage *in = vips_image_new_from_source(source, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+    g_object_unref(source);
+    if (!in) return -1;
+    int width = vips_image_get_width(in), height = vips_image_get_height(in);
+    if (k < 2 || vips_image_get_bands(in) != 4 || vips_image_get_format(in) != VIPS_FORMAT_UCHAR ||
+        vips_image_get_coding(in) != VIPS_CODING_NONE || width % k || height % k) {
+        vips_error("viewerd", "not an 8-bit RGBA image whose sides are multiples of %d", k);
+        g_object_unref(in);
+        return -1;
+    }
+    int out_width = width / k, out_height = height / k;
+    // Strips of whole blocks, about 64 rows: a few MiB of region at most.
+    int strip = k * VIPS_MAX(1, 64 / k);
+    VipsRegion *region = vips_region_new(in);
+    guint64 *sums = g_new0(guint64, (size_t)out_width * 4);
+    VipsPel *pixels = g_malloc((size_t)out_width * out_height * 4);
+    int result = 0;
+    for (int top = 0; top < height && result == 0; top += strip) {
+        VipsRect rect = {0, top, width, VIPS_MIN(strip, height - top)};
+        if ((cancel && vs_cancel_requested(cancel)) || vips_region_prepare(region, &rect)) {
+            if (cancel && vs_cancel_requested(cancel)) vips_error("viewerd", "cancelled");
+            result = -1;
+            break;
+        }
+        for (int y = 0; y < rect.height; y++) {
+            const VipsPel *p = VIPS_REGION_ADDR(region, 0, top + y);
+            for (int x = 0; x < out_width; x++) {
+                guint64 *sum = sums + (size_t)x * 4;
+                for (int i = 0; i < k; i++, p += 4) {
+                    guint64 alpha = p[3];
+                    sum[0] += p[0] * alpha;
+                    sum[1] += p[1] * alpha;
+                    sum[2] += p[2] * alpha;
+                    sum[3] += alpha;
+                }
+            }
+            if ((top + y + 1) % k) continue;
+            // A block row is complete: its means, the colours divided by the alpha sum.
+            VipsPel *q = pixels + (size_t)((top + y) / k) * out_width * 4;
+            guint64 area = (guint64)k * k;
+            for (int x = 0; x < out_width; x++, q += 4) {
+                guint64 *sum = sums + (size_t)x * 4;
+                guint64 alpha = sum[3];
+                for (int band = 0; band < 3; band++) q[band] = alpha ? (VipsPel)((sum[band] + alpha / 2) / alpha) : 0;
+                q[3] = (VipsPel)((alpha + area / 2) / area);
+                memset(sum, 0, 4 * sizeof(guint64));
+            }
+        }
+    }
+    g_object_unref(region);
+    g_free(sums);
+    if (result == 0) {
+        VipsImage *shrunk = vips_image_new_from_memory_copy(pixels, (size_t)out_width * out_height * 4, out_width,
+                                                            out_height, 4, VIPS_FORMAT_UCHAR);
+        if (!shrunk) {
+            result = -1;
+        } else {
+            shrunk->Type = vips_image_get_interpretation(in);
+            vips_image_set_int(shrunk, VIPS_META_ORIENTATION, vips_image_get_orientation(in));
+            const void *icc = NULL;
+            size_t icc_length = 0;
+            if (vips_image_get_typeof(in, VIPS_META_ICC_NAME) && !vips_image_get_blob(in, VIPS_META_ICC_NAME, &icc, &icc_length))
+                vips_image_set_blob_copy(shrunk, VIPS_META_ICC_NAME, icc, icc_length);
+            *out = shrunk;
+        }
+    }
+    g_free(pixels);
+    g_object_unref(in);
+    return result;
+}
+
 int vs_plan_fd(int fd, int width, int height, int crop, int size, int page, int orientation, int *out_width,
                int *out_height) {
     VipsSource *source = source_for_fd(fd, NULL);

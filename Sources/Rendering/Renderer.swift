@@ -265,6 +265,9 @@ public struct Renderer: Sendable {
         if let image = try Self.dcThumbnail(source, header: header, box: box, toSRGB: toSRGB, cancellation: cancellation) {
             return image
         }
+        if let image = try Self.alphaShrunkThumbnail(source, header: header, box: box, toSRGB: toSRGB, cancellation: cancellation) {
+            return image
+        }
         let status = vs_thumbnail_fd(source.descriptor, box.width, box.height, box.crop, box.size,
                                      Int32(spec.page), toSRGB, cancellation?.handle, &out)
         guard status == 0, let out else { throw .corrupt(path: source.path, detail: takeVipsError()) }
@@ -292,6 +295,57 @@ public struct Renderer: Sendable {
             throw .corrupt(path: source.path, detail: takeVipsError())
         }
         return VipsImageRef(out)
+    }
+
+    /// An 8-bit RGBA PNG, box-shrunk first by `alphaShrink` with alpha-weighted integer sums
+    /// (`vs_alpha_shrink_fd`), then made a thumbnail with the same box: libvips' own thumbnail
+    /// premultiplies the whole decoded image in float first, as costly as the decode (docs/
+    /// DECISIONS.md, "An image with alpha is shrunk before it is premultiplied"). nil when
+    /// the path does not apply: the caller decodes it as usual.
+    private static func alphaShrunkThumbnail(_ source: SourceFile, header: SourceHeader,
+                                             box: (width: Int32, height: Int32, crop: Int32, size: Int32), toSRGB: Int32,
+                                             cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef? {
+        guard let k = alphaShrink(header, box: box) else { return nil }
+        var shrunk: OpaquePointer?
+        let status = withExtendedLifetime(cancellation) {
+            vs_alpha_shrink_fd(source.descriptor, Int32(k), cancellation?.handle, &shrunk)
+        }
+        guard status == 0, let shrunk else { throw .corrupt(path: source.path, detail: takeVipsError()) }
+        let image = VipsImageRef(shrunk)
+        var out: OpaquePointer?
+        guard vs_thumbnail_image(image.pointer, box.width, box.height, box.crop, box.size, toSRGB, &out) == 0, let out else {
+            throw .corrupt(path: source.path, detail: takeVipsError())
+        }
+        return VipsImageRef(out)
+    }
+
+    /// The factor an 8-bit RGBA PNG is box-shrunk by before its thumbnail, or nil: at most
+    /// half the shrink the box needs (what libvips' resize box-shrinks by itself before its
+    /// final reduce), dividing both sides exactly, and only when libvips plans the same
+    /// output size for the shrunk image as for the original (so the rendition is exactly the
+    /// size `plannedSize` promised).
+    public static func alphaShrink(_ header: SourceHeader, box: (width: Int32, height: Int32, crop: Int32, size: Int32)) -> Int? {
+        guard header.loader.hasPrefix("pngload"), header.bands == 4, header.bitsPerSample == 8, header.pages == 1,
+              box.size == 2 /* VIPS_SIZE_DOWN */ else { return nil }
+        let image = upright(header)
+        let horizontal = Double(image.width) / Double(box.width), vertical = Double(image.height) / Double(box.height)
+        let shrink = box.crop != 0 ? min(horizontal, vertical) : max(horizontal, vertical)
+        guard shrink >= 4 else { return nil }
+        let (w, h) = (header.width, header.height)
+        guard let k = stride(from: Int(shrink / 2), through: 2, by: -1).first(where: { w % $0 == 0 && h % $0 == 0 }) else {
+            return nil
+        }
+        var plannedWidth: Int32 = 0, plannedHeight: Int32 = 0, shrunkWidth: Int32 = 0, shrunkHeight: Int32 = 0
+        let orientation = Int32(header.orientation)
+        guard vs_plan_size(Int32(w), Int32(h), box.width, box.height, box.crop, box.size, orientation,
+                           &plannedWidth, &plannedHeight) == 0,
+              vs_plan_size(Int32(w / k), Int32(h / k), box.width, box.height, box.crop, box.size, orientation,
+                           &shrunkWidth, &shrunkHeight) == 0,
+              (plannedWidth, plannedHeight) == (shrunkWidth, shrunkHeight) else {
+            _ = takeVipsError()
+            return nil
+        }
+        return k
     }
 
     /// The factor libvips' thumbnail shrinks a JPEG by on load for `box` (8.14's
@@ -371,7 +425,7 @@ public struct Renderer: Sendable {
 
     /// Maps a spec onto vips_thumbnail's arguments. An unconstrained side becomes a side
     /// so large it never binds (what vipsthumbnail does for "256x" or "x256").
-    static func thumbnailBox(_ spec: RenditionSpec, vector: Bool) -> (width: Int32, height: Int32, crop: Int32, size: Int32) {
+    public static func thumbnailBox(_ spec: RenditionSpec, vector: Bool) -> (width: Int32, height: Int32, crop: Int32, size: Int32) {
         let unbounded: Int32 = 10_000_000
         let width = spec.width == 0 ? unbounded : Int32(spec.width)
         let height = spec.height == 0 ? unbounded : Int32(spec.height)

@@ -92,6 +92,14 @@ int vs_thumbnail_image(VipsImage *in, int width, int height, int crop, int size,
 /// renders the file the usual way.
 int vs_jpeg_dc_load_fd(int fd, int orientation, vs_cancel *cancel, VipsImage **out);
 
+/// The 8-bit RGBA image open on `fd` (a loader without shrink-on-load) shrunk by `k` on
+/// each side, in memory: each k x k block's mean with colours weighted by alpha (exact
+/// integer sums, the premultiplied box filter libvips' own shrink applies, without its
+/// full-size float premultiply). Tagged with the source's orientation and ICC profile, to
+/// be finished by vs_thumbnail_image. Both sides must be multiples of k. Returns 0, or -1
+/// with libvips' error set (also when the image is not 8-bit RGBA, or on cancel).
+int vs_alpha_shrink_fd(int fd, int k, vs_cancel *cancel, VipsImage **out);
+
 /// The size vs_thumbnail_fd makes for the same arguments, with no pixel decoded, for a source
 /// of EXIF `orientation` (1-8).
 int vs_plan_fd(int fd, int width, int height, int crop, int size, int page, int orientation, int *out_width,
