@@ -319,6 +319,12 @@ int vs_thumbnail_image(VipsImage *in, int width, int height, int crop, int size,
                                 "size", (VipsSize)size, "export_profile", to_srgb ? "srgb" : NULL, NULL);
 }
 
+// Frees a shrink's pixels when its image closes.
+static void free_pixels(VipsImage *image, void *pixels) {
+    (void)image;
+    g_free(pixels);
+}
+
 // libvips' thumbnail of an image with alpha premultiplies the whole decoded image in float
 // before it shrinks: for a 5120x2880 RGBA PNG that costs as much as the decode (0.37 s of CPU
 // against 0.20 s for the same picture flattened). This box shrink does the same weighting
@@ -338,20 +344,24 @@ int vs_alpha_shrink_fd(int fd, int k, vs_cancel *cancel, VipsImage **out) {
         return -1;
     }
     int out_width = width / k, out_height = height / k;
+    size_t out_bytes = (size_t)out_width * out_height * 4;
     // Strips of whole blocks, about 64 rows: a few MiB of region at most.
     int strip = k * VIPS_MAX(1, 64 / k);
-    VipsRegion *region = vips_region_new(in);
-    guint64 *sums = g_new0(guint64, (size_t)out_width * 4);
-    VipsPel *pixels = g_malloc((size_t)out_width * out_height * 4);
-    int result = 0;
+    guint64 *sums = g_try_malloc0((size_t)out_width * 4 * sizeof(guint64));
+    // Filled in place and handed to the image, freed when it closes (no copy).
+    VipsPel *pixels = g_try_malloc(out_bytes);
+    VipsRegion *region = sums && pixels ? vips_region_new(in) : NULL;
+    int result = region ? 0 : -1;
+    if (!region) vips_error("viewerd", "out of memory for a %dx%d shrink", out_width, out_height);
     for (int top = 0; top < height && result == 0; top += strip) {
         VipsRect rect = {0, top, width, VIPS_MIN(strip, height - top)};
-        if ((cancel && vs_cancel_requested(cancel)) || vips_region_prepare(region, &rect)) {
-            if (cancel && vs_cancel_requested(cancel)) vips_error("viewerd", "cancelled");
+        if (cancel && vs_cancel_requested(cancel)) {
+            vips_error("viewerd", "cancelled");
             result = -1;
-            break;
+        } else if (vips_region_prepare(region, &rect)) {
+            result = -1;  // the source's reads say why (a cancel among them)
         }
-        for (int y = 0; y < rect.height; y++) {
+        for (int y = 0; y < rect.height && result == 0; y++) {
             const VipsPel *p = VIPS_REGION_ADDR(region, 0, top + y);
             for (int x = 0; x < out_width; x++) {
                 guint64 *sum = sums + (size_t)x * 4;
@@ -376,26 +386,29 @@ int vs_alpha_shrink_fd(int fd, int k, vs_cancel *cancel, VipsImage **out) {
             }
         }
     }
-    g_object_unref(region);
+    if (region) g_object_unref(region);
     g_free(sums);
-    if (result == 0) {
-        VipsImage *shrunk = vips_image_new_from_memory_copy(pixels, (size_t)out_width * out_height * 4, out_width,
-                                                            out_height, 4, VIPS_FORMAT_UCHAR);
-        if (!shrunk) {
-            result = -1;
-        } else {
-            shrunk->Type = vips_image_get_interpretation(in);
-            vips_image_set_int(shrunk, VIPS_META_ORIENTATION, vips_image_get_orientation(in));
-            const void *icc = NULL;
-            size_t icc_length = 0;
-            if (vips_image_get_typeof(in, VIPS_META_ICC_NAME) && !vips_image_get_blob(in, VIPS_META_ICC_NAME, &icc, &icc_length))
-                vips_image_set_blob_copy(shrunk, VIPS_META_ICC_NAME, icc, icc_length);
-            *out = shrunk;
-        }
+    VipsImage *shrunk = result == 0 ? vips_image_new_from_memory(pixels, out_bytes, out_width, out_height, 4,
+                                                                 VIPS_FORMAT_UCHAR) : NULL;
+    if (!shrunk) {
+        g_free(pixels);
+        g_object_unref(in);
+        return -1;
     }
-    g_free(pixels);
+    g_signal_connect(shrunk, "postclose", G_CALLBACK(free_pixels), pixels);
+    // What the thumbnail and the saver read of the source: its colour space, orientation,
+    // profile and resolution (libvips' own shrink keeps the resolution as it is).
+    shrunk->Type = vips_image_get_interpretation(in);
+    shrunk->Xres = in->Xres;
+    shrunk->Yres = in->Yres;
+    vips_image_set_int(shrunk, VIPS_META_ORIENTATION, vips_image_get_orientation(in));
+    const void *icc = NULL;
+    size_t icc_length = 0;
+    if (vips_image_get_typeof(in, VIPS_META_ICC_NAME) && !vips_image_get_blob(in, VIPS_META_ICC_NAME, &icc, &icc_length))
+        vips_image_set_blob_copy(shrunk, VIPS_META_ICC_NAME, icc, icc_length);
     g_object_unref(in);
-    return result;
+    *out = shrunk;
+    return 0;
 }
 
 int vs_plan_fd(int fd, int width, int height, int crop, int size, int page, int orientation, int *out_width,

@@ -244,7 +244,8 @@ public struct Renderer: Sendable {
                           cancellation: cancellation)
     }
 
-    /// The admitted source's thumbnail pipeline for a normalized spec: built, not yet computed.
+    /// The admitted source's thumbnail pipeline for a normalized spec: built, not yet computed
+    /// (but for the partial decodes of `dcThumbnail` and `alphaShrunkThumbnail`, done here).
     /// `cancellation` also reaches its reads of the source (a decode the kill flag cannot stop).
     func thumbnailUngated(_ source: SourceFile, spec: RenditionSpec,
                                   cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
@@ -301,7 +302,8 @@ public struct Renderer: Sendable {
     /// (`vs_alpha_shrink_fd`), then made a thumbnail with the same box: libvips' own thumbnail
     /// premultiplies the whole decoded image in float first, as costly as the decode (docs/
     /// DECISIONS.md, "An image with alpha is shrunk before it is premultiplied"). nil when
-    /// the path does not apply: the caller decodes it as usual.
+    /// the path does not apply, or fails (the file is not what its header said, memory is
+    /// short, a cancel): the caller then decodes it as usual, and libvips says what is wrong.
     private static func alphaShrunkThumbnail(_ source: SourceFile, header: SourceHeader,
                                              box: (width: Int32, height: Int32, crop: Int32, size: Int32), toSRGB: Int32,
                                              cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef? {
@@ -310,7 +312,10 @@ public struct Renderer: Sendable {
         let status = withExtendedLifetime(cancellation) {
             vs_alpha_shrink_fd(source.descriptor, Int32(k), cancellation?.handle, &shrunk)
         }
-        guard status == 0, let shrunk else { throw .corrupt(path: source.path, detail: takeVipsError()) }
+        guard status == 0, let shrunk else {
+            _ = takeVipsError()
+            return nil
+        }
         let image = VipsImageRef(shrunk)
         var out: OpaquePointer?
         guard vs_thumbnail_image(image.pointer, box.width, box.height, box.crop, box.size, toSRGB, &out) == 0, let out else {
@@ -321,9 +326,10 @@ public struct Renderer: Sendable {
 
     /// The factor an 8-bit RGBA PNG is box-shrunk by before its thumbnail, or nil: at most
     /// half the shrink the box needs (what libvips' resize box-shrinks by itself before its
-    /// final reduce), dividing both sides exactly, and only when libvips plans the same
-    /// output size for the shrunk image as for the original (so the rendition is exactly the
-    /// size `plannedSize` promised).
+    /// final reduce) and at least a quarter of it (the shrunk image stays within 16 times
+    /// the output's pixels), dividing both sides exactly, and, for `fit`, only when libvips
+    /// plans the same output size for the shrunk image as for the original (so the rendition
+    /// is exactly the size `plannedSize` promised; a `fill` shrunk 4 times or more is the box).
     public static func alphaShrink(_ header: SourceHeader, box: (width: Int32, height: Int32, crop: Int32, size: Int32)) -> Int? {
         guard header.loader.hasPrefix("pngload"), header.bands == 4, header.bitsPerSample == 8, header.pages == 1,
               box.size == 2 /* VIPS_SIZE_DOWN */ else { return nil }
@@ -332,20 +338,22 @@ public struct Renderer: Sendable {
         let shrink = box.crop != 0 ? min(horizontal, vertical) : max(horizontal, vertical)
         guard shrink >= 4 else { return nil }
         let (w, h) = (header.width, header.height)
-        guard let k = stride(from: Int(shrink / 2), through: 2, by: -1).first(where: { w % $0 == 0 && h % $0 == 0 }) else {
+        let largest = Int(shrink / 2), smallest = max(2, Int((shrink / 4).rounded(.up)))
+        guard largest >= smallest,
+              let k = stride(from: largest, through: smallest, by: -1).first(where: { w % $0 == 0 && h % $0 == 0 }) else {
             return nil
         }
+        guard box.crop == 0 else { return k }
         var plannedWidth: Int32 = 0, plannedHeight: Int32 = 0, shrunkWidth: Int32 = 0, shrunkHeight: Int32 = 0
         let orientation = Int32(header.orientation)
         guard vs_plan_size(Int32(w), Int32(h), box.width, box.height, box.crop, box.size, orientation,
                            &plannedWidth, &plannedHeight) == 0,
               vs_plan_size(Int32(w / k), Int32(h / k), box.width, box.height, box.crop, box.size, orientation,
-                           &shrunkWidth, &shrunkHeight) == 0,
-              (plannedWidth, plannedHeight) == (shrunkWidth, shrunkHeight) else {
+                           &shrunkWidth, &shrunkHeight) == 0 else {
             _ = takeVipsError()
             return nil
         }
-        return k
+        return (plannedWidth, plannedHeight) == (shrunkWidth, shrunkHeight) ? k : nil
     }
 
     /// The factor libvips' thumbnail shrinks a JPEG by on load for `box` (8.14's

@@ -63,6 +63,28 @@ struct AlphaShrinkTests {
         #expect(try renderer.plannedSize(SourceFile(path: source), spec: spec) == (ours.width, ours.height))
         let psnr = ImageFixtures.psnr(Self.premultiplied(ours), Self.premultiplied(theirs))
         #expect(psnr >= 40, "\(width)x\(height) into \(box): \(psnr) dB")
+        // libvips' own path gives vipsthumbnail's pixels exactly: these are not, so the render
+        // took the shrink.
+        #expect(psnr < .infinity, "\(width)x\(height) into \(box) was rendered by libvips' path")
+    }
+
+    /// Review: the shrunk image had libvips' default resolution (1 pixel per mm), so every
+    /// thumbnail of an RGBA PNG said 25.4 dpi; libvips' own path keeps the source's.
+    @Test("the source's resolution is kept, as libvips' thumbnail keeps it")
+    func resolutionKept() throws {
+        let scratch = try Scratch()
+        let plain = try rgba(scratch, width: 2048, height: 1536)
+        let source = scratch.path + "/dpi.png"
+        try scratch.tool("vips", ["copy", plain, source, "--xres", "3.543", "--yres", "3.543"])  // 90 dpi
+        let spec = RenditionSpec(width: 256, height: 256, format: .png)
+        let rendition = try renderer.render(SourceFile(path: source), spec: spec)
+        let written = scratch.path + "/out.png"
+        try Data(rendition.bytes).write(to: URL(fileURLWithPath: written))
+        let reference = scratch.path + "/reference.png"
+        try scratch.tool("vipsthumbnail", [source, "-s", "256x256", "-o", reference])
+        let ours = try scratch.tool("vipsheader", ["-f", "xres", written]).trimmingCharacters(in: .whitespacesAndNewlines)
+        let theirs = try scratch.tool("vipsheader", ["-f", "xres", reference]).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(ours == theirs && Double(ours) == 3.543, "xres \(ours) against vipsthumbnail's \(theirs)")
     }
 
     @Test("not taken where libvips' own path is needed: sides no factor divides, a small shrink, RGB, 16 bits, enlarging")
@@ -75,6 +97,11 @@ struct AlphaShrinkTests {
         let box = Renderer.thumbnailBox(RenditionSpec(width: 256, height: 256), vector: false)
         #expect(Renderer.alphaShrink(header(4096, 3072), box: box) == 8)
         #expect(Renderer.alphaShrink(header(4001, 3001), box: box) == nil)  // no common factor
+        // Only 2 divides both, and the box needs 62: the shrunk image would be huge.
+        #expect(Renderer.alphaShrink(header(16002, 16000), box: box) == nil)
+        // Fill: the shorter side's shrink (12): at most 6, and 4 divides.
+        let fill = Renderer.thumbnailBox(RenditionSpec(width: 256, height: 256, fit: .fill), vector: false)
+        #expect(Renderer.alphaShrink(header(4096, 3072), box: fill) == 4)
         #expect(Renderer.alphaShrink(header(800, 600), box: box) == nil)    // shrink 3.1: libvips' own box is 1
         #expect(Renderer.alphaShrink(header(4096, 3072, bands: 3), box: box) == nil)
         #expect(Renderer.alphaShrink(header(4096, 3072, bits: 16), box: box) == nil)

@@ -51,17 +51,23 @@ extension Scratch {
         return file
     }
 
-    /// Runs a libvips command-line tool (from libvips-tools, installed by `make test-deps`).
-    func tool(_ name: String, _ arguments: [String]) throws {
+    /// Runs a libvips command-line tool (from libvips-tools, installed by `make test-deps`);
+    /// returns what it printed.
+    @discardableResult
+    func tool(_ name: String, _ arguments: [String]) throws -> String {
         let process = Process()
+        let output = Pipe()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/" + name)
         process.arguments = arguments
         process.standardError = FileHandle.nullDevice
+        process.standardOutput = output
         try process.run()
+        let printed = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             throw RenderError.invalidSpec("\(name) \(arguments.joined(separator: " ")) failed")
         }
+        return String(decoding: printed, as: UTF8.self)
     }
 }
 
