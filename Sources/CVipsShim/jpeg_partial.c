@@ -232,6 +232,15 @@ int vs_jpeg_dc_load_fd(int fd, int orientation, vs_cancel *cancel, VipsImage **o
     g_object_unref(memory);
     vips_image_set_int(*out, VIPS_META_ORIENTATION, orientation);
     if (s->icc) vips_image_set_blob_copy(*out, VIPS_META_ICC_NAME, s->icc, s->icc_length);
+    // The resolution libvips' loader would have given it (JFIF's density, or EXIF's), which
+    // the thumbnail keeps and the saver writes; libvips' default (1 pixel per mm) if unread.
+    double xres, yres;
+    if (vs_resolution_fd(fd, &xres, &yres) == 0) {
+        (*out)->Xres = xres;
+        (*out)->Yres = yres;
+    } else {
+        vips_error_clear();
+    }
     result = 0;
 done:
     dc_state_free(s);

@@ -277,6 +277,18 @@ int vs_header_fd(int fd, vs_header *out) {
     return 0;
 }
 
+int vs_resolution_fd(int fd, double *xres, double *yres) {
+    VipsSource *source = source_for_fd(fd, NULL);
+    if (!source) return -1;
+    VipsImage *image = vips_image_new_from_source(source, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+    g_object_unref(source);
+    if (!image) return -1;
+    *xres = image->Xres;
+    *yres = image->Yres;
+    g_object_unref(image);
+    return 0;
+}
+
 // The crop anchors of vips_shim.h, as libvips names them.
 static VipsInteresting interesting_of(int crop) {
     static const VipsInteresting crops[] = {

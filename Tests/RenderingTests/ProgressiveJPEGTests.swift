@@ -71,6 +71,22 @@ struct ProgressiveJPEGTests {
         try expectSame(scratch, source, box: (UInt32(box), UInt32(box)), fill: fill)
     }
 
+    /// Review: the DC decode's image had libvips' default resolution (1 pixel per mm), so its
+    /// thumbnails said 25.4 dpi where libvips' own path keeps the file's density.
+    @Test("the file's resolution is kept, as libvips' thumbnail keeps it")
+    func resolutionKept() throws {
+        let scratch = try Scratch()
+        let plain = try textured(scratch, "plain.jpg", width: 2048, height: 1365, options: "interlace")
+        let source = scratch.path + "/dpi.jpg"
+        try scratch.tool("vips", ["copy", plain, source + "[interlace,Q=90]", "--xres", "11.811", "--yres", "11.811"])  // 300 dpi
+        #expect(try renderer.header(of: SourceFile(path: source)).interlaced)
+        let rendition = try renderer.render(SourceFile(path: source), spec: RenditionSpec(width: 128, height: 128, format: .png))
+        // (Ours is read back from the PNG's pHYs, whole pixels per metre; vipsthumbnail's from
+        // the EXIF it keeps: 300 dpi exactly.)
+        let (ours, theirs) = try scratch.resolutions(of: rendition, source: source, box: "128x128")
+        #expect(abs(ours - theirs) < 0.001 && ours > 11, "xres \(ours) against vipsthumbnail's \(theirs)")
+    }
+
     @Test("a grey progressive JPEG and one with an ICC profile match too")
     func greyAndProfile() throws {
         let scratch = try Scratch()

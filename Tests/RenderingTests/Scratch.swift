@@ -51,6 +51,18 @@ extension Scratch {
         return file
     }
 
+    /// The horizontal resolution (pixels per mm) `rendition` records, and vipsthumbnail's of
+    /// `source` into the same `box` ("WxH"), as `vipsheader` reads them back.
+    func resolutions(of rendition: Rendition, source: String, box: String) throws -> (ours: Double, vipsthumbnail: Double) {
+        let written = path + "/resolution-ours.png", reference = path + "/resolution-reference.png"
+        try Data(rendition.bytes).write(to: URL(fileURLWithPath: written))
+        try tool("vipsthumbnail", [source, "-s", box, "-o", reference])
+        let read = { (file: String) throws -> Double in
+            Double(try self.tool("vipsheader", ["-f", "xres", file]).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        }
+        return (try read(written), try read(reference))
+    }
+
     /// Runs a libvips command-line tool (from libvips-tools, installed by `make test-deps`);
     /// returns what it printed.
     @discardableResult

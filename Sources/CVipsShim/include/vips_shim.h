@@ -60,6 +60,11 @@ typedef struct {
     char loader[48];    // libvips loader nickname, e.g. "jpegload_source"
 } vs_header;
 
+/// The resolution libvips' loader gives the file open on `fd` (pixels per mm, from its header:
+/// a JPEG's JFIF density or EXIF's), read without decoding pixels. Returns 0, or -1 with
+/// libvips' error set.
+int vs_resolution_fd(int fd, double *xres, double *yres);
+
 /// Whether an embedded ICC profile is an sRGB one (sRGB's primaries and tone curves, whatever
 /// its name): then its pixels need no conversion to be written as sRGB.
 int vs_icc_is_srgb(const uint8_t *icc, size_t length);
