@@ -143,7 +143,7 @@ static size_t keep_needed_scans(const uint8_t *data, size_t length, const int *c
     }
 }
 
-int vs_jpeg_dc_load_fd(int fd, int orientation, vs_cancel *cancel, VipsImage **out) {
+int vs_jpeg_dc_load_fd(int fd, int orientation, double xres, double yres, vs_cancel *cancel, VipsImage **out) {
     *out = NULL;
     dc_state *s = g_new0(dc_state, 1);
     size_t length = 0;
@@ -232,15 +232,9 @@ int vs_jpeg_dc_load_fd(int fd, int orientation, vs_cancel *cancel, VipsImage **o
     g_object_unref(memory);
     vips_image_set_int(*out, VIPS_META_ORIENTATION, orientation);
     if (s->icc) vips_image_set_blob_copy(*out, VIPS_META_ICC_NAME, s->icc, s->icc_length);
-    // The resolution libvips' loader would have given it (JFIF's density, or EXIF's), which
-    // the thumbnail keeps and the saver writes; libvips' default (1 pixel per mm) if unread.
-    double xres, yres;
-    if (vs_resolution_fd(fd, &xres, &yres) == 0) {
-        (*out)->Xres = xres;
-        (*out)->Yres = yres;
-    } else {
-        vips_error_clear();
-    }
+    // The resolution libvips' loader gives the file (its header's), which the thumbnail keeps.
+    (*out)->Xres = xres;
+    (*out)->Yres = yres;
     result = 0;
 done:
     dc_state_free(s);

@@ -270,21 +270,11 @@ int vs_header_fd(int fd, vs_header *out) {
     if (out->has_icc && !vips_image_get_blob(image, VIPS_META_ICC_NAME, &icc, &icc_length))
         out->icc_srgb = vs_icc_is_srgb(icc, icc_length);
     out->cmyk = vips_image_get_interpretation(image) == VIPS_INTERPRETATION_CMYK;
+    out->xres = image->Xres;
+    out->yres = image->Yres;
     // find_load_source gives the class name; report the nickname people know ("jpegload_source").
     const char *nickname = vips_nickname_find(g_type_from_name(loader));
     g_strlcpy(out->loader, nickname ? nickname : loader, sizeof(out->loader));
-    g_object_unref(image);
-    return 0;
-}
-
-int vs_resolution_fd(int fd, double *xres, double *yres) {
-    VipsSource *source = source_for_fd(fd, NULL);
-    if (!source) return -1;
-    VipsImage *image = vips_image_new_from_source(source, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
-    g_object_unref(source);
-    if (!image) return -1;
-    *xres = image->Xres;
-    *yres = image->Yres;
     g_object_unref(image);
     return 0;
 }

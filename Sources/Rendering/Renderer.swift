@@ -50,6 +50,9 @@ public struct SourceHeader: Sendable, Equatable {
     public var isCMYK: Bool
     /// libvips' loader, e.g. "jpegload_source".
     public var loader: String
+    /// The resolution the loader gives the file, pixels per mm (libvips' default, 1, when its
+    /// header has none; 0 when not read): what a thumbnail keeps.
+    public var xres = 0.0, yres = 0.0
     /// A JPEG's bands as its coefficients count them, chroma subsampling included (1.5 for
     /// 4:2:0 YCbCr, 3 for 4:4:4); nil when the header reader did not say (then `bands`).
     public var sampledBands: Double?
@@ -171,6 +174,7 @@ public struct Renderer: Sendable {
                                   orientation: Int(h.orientation), interlaced: h.interlaced != 0,
                                   hasICCProfile: h.has_icc != 0, isCMYK: h.cmyk != 0, loader: loader)
         header.iccIsSRGB = h.icc_srgb != 0
+        (header.xres, header.yres) = (h.xres, h.yres)
         return header
     }
 
@@ -245,7 +249,7 @@ public struct Renderer: Sendable {
     }
 
     /// The admitted source's thumbnail pipeline for a normalized spec: built, not yet computed
-    /// (but for the partial decodes of `dcThumbnail` and `alphaShrunkThumbnail`, done here).
+    /// (but for the partial decodes of `dcDecode` and `alphaShrunk`, done here).
     /// `cancellation` also reaches its reads of the source (a decode the kill flag cannot stop).
     func thumbnailUngated(_ source: SourceFile, spec: RenditionSpec,
                                   cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
@@ -263,11 +267,13 @@ public struct Renderer: Sendable {
         let box = Self.thumbnailBox(spec, vector: header.isVector)
         var out: OpaquePointer?
         let toSRGB: Int32 = header.convertsColour ? 1 : 0
-        if let image = try Self.dcThumbnail(source, header: header, box: box, toSRGB: toSRGB, cancellation: cancellation) {
-            return image
-        }
-        if let image = try Self.alphaShrunkThumbnail(source, header: header, box: box, toSRGB: toSRGB, cancellation: cancellation) {
-            return image
+        // A partial decode, when one applies, is finished with the same box (libvips' size).
+        if let preshrunk = Self.dcDecode(source, header: header, box: box, cancellation: cancellation)
+            ?? Self.alphaShrunk(source, header: header, box: box, cancellation: cancellation) {
+            guard vs_thumbnail_image(preshrunk.pointer, box.width, box.height, box.crop, box.size, toSRGB, &out) == 0, let out else {
+                throw .corrupt(path: source.path, detail: takeVipsError())
+            }
+            return VipsImageRef(out)
         }
         let status = vs_thumbnail_fd(source.descriptor, box.width, box.height, box.crop, box.size,
                                      Int32(spec.page), toSRGB, cancellation?.handle, &out)
@@ -280,33 +286,29 @@ public struct Renderer: Sendable {
     /// "Progressive JPEGs are decoded only as far as the thumbnail's scale needs"). The
     /// thumbnail is then made from it with the same box, so it has libvips' size. nil when
     /// the file is not one or the partial decode gives up: the caller decodes it as usual.
-    private static func dcThumbnail(_ source: SourceFile, header: SourceHeader,
-                                    box: (width: Int32, height: Int32, crop: Int32, size: Int32), toSRGB: Int32,
-                                    cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef? {
+    private static func dcDecode(_ source: SourceFile, header: SourceHeader,
+                                 box: (width: Int32, height: Int32, crop: Int32, size: Int32),
+                                 cancellation: RenderCancellation?) -> VipsImageRef? {
         guard header.loader.hasPrefix("jpegload"), header.interlaced, !header.isCMYK, header.pages == 1,
               libvipsJPEGShrink(header, box: box) == 8 else { return nil }
         var decoded: OpaquePointer?
         let status = withExtendedLifetime(cancellation) {
-            vs_jpeg_dc_load_fd(source.descriptor, Int32(header.orientation), cancellation?.handle, &decoded)
+            vs_jpeg_dc_load_fd(source.descriptor, Int32(header.orientation), header.xres, header.yres,
+                               cancellation?.handle, &decoded)
         }
         guard status == 0, let decoded else { return nil }
-        let image = VipsImageRef(decoded)
-        var out: OpaquePointer?
-        guard vs_thumbnail_image(image.pointer, box.width, box.height, box.crop, box.size, toSRGB, &out) == 0, let out else {
-            throw .corrupt(path: source.path, detail: takeVipsError())
-        }
-        return VipsImageRef(out)
+        return VipsImageRef(decoded)
     }
 
     /// An 8-bit RGBA PNG, box-shrunk first by `alphaShrink` with alpha-weighted integer sums
-    /// (`vs_alpha_shrink_fd`), then made a thumbnail with the same box: libvips' own thumbnail
+    /// (`vs_alpha_shrink_fd`), to be made a thumbnail with the same box: libvips' own thumbnail
     /// premultiplies the whole decoded image in float first, as costly as the decode (docs/
     /// DECISIONS.md, "An image with alpha is shrunk before it is premultiplied"). nil when
     /// the path does not apply, or fails (the file is not what its header said, memory is
     /// short, a cancel): the caller then decodes it as usual, and libvips says what is wrong.
-    private static func alphaShrunkThumbnail(_ source: SourceFile, header: SourceHeader,
-                                             box: (width: Int32, height: Int32, crop: Int32, size: Int32), toSRGB: Int32,
-                                             cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef? {
+    private static func alphaShrunk(_ source: SourceFile, header: SourceHeader,
+                                    box: (width: Int32, height: Int32, crop: Int32, size: Int32),
+                                    cancellation: RenderCancellation?) -> VipsImageRef? {
         guard let k = alphaShrink(header, box: box) else { return nil }
         var shrunk: OpaquePointer?
         let status = withExtendedLifetime(cancellation) {
@@ -316,12 +318,7 @@ public struct Renderer: Sendable {
             _ = takeVipsError()
             return nil
         }
-        let image = VipsImageRef(shrunk)
-        var out: OpaquePointer?
-        guard vs_thumbnail_image(image.pointer, box.width, box.height, box.crop, box.size, toSRGB, &out) == 0, let out else {
-            throw .corrupt(path: source.path, detail: takeVipsError())
-        }
-        return VipsImageRef(out)
+        return VipsImageRef(shrunk)
     }
 
     /// The factor an 8-bit RGBA PNG is box-shrunk by before its thumbnail, or nil: at most

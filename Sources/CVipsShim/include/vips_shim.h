@@ -58,12 +58,8 @@ typedef struct {
     int icc_srgb;       // ... and it is an sRGB one: no conversion needed to write sRGB
     int cmyk;           // CMYK pixels
     char loader[48];    // libvips loader nickname, e.g. "jpegload_source"
+    double xres, yres;  // pixels per mm, as the loader gives them (a JPEG's JFIF or EXIF density)
 } vs_header;
-
-/// The resolution libvips' loader gives the file open on `fd` (pixels per mm, from its header:
-/// a JPEG's JFIF density or EXIF's), read without decoding pixels. Returns 0, or -1 with
-/// libvips' error set.
-int vs_resolution_fd(int fd, double *xres, double *yres);
 
 /// Whether an embedded ICC profile is an sRGB one (sRGB's primaries and tone curves, whatever
 /// its name): then its pixels need no conversion to be written as sRGB.
@@ -91,11 +87,13 @@ int vs_thumbnail_image(VipsImage *in, int width, int height, int crop, int size,
 /// that scale reads: every component libjpeg inverse-transforms with its 1x1 IDCT needs only
 /// its DC scans, so its AC scans are skipped, not Huffman-decoded. The pixels are those of
 /// libjpeg's full decode at 1/8 (what libvips' jpegload makes with shrink=8). Tagged with
-/// `orientation` and the file's ICC profile. The descriptor is read with pread, not closed.
+/// `orientation`, the file's ICC profile and the resolution `xres` x `yres` (pixels per mm,
+/// vs_header's: what the thumbnail keeps and the saver writes). The descriptor is read with
+/// pread, not closed.
 /// Returns 0, or -2 when the file is not for this path (baseline, CMYK, nothing to skip) or
 /// on any error, warning or cancel, with nothing in libvips' error buffer: the caller then
 /// renders the file the usual way.
-int vs_jpeg_dc_load_fd(int fd, int orientation, vs_cancel *cancel, VipsImage **out);
+int vs_jpeg_dc_load_fd(int fd, int orientation, double xres, double yres, vs_cancel *cancel, VipsImage **out);
 
 /// The 8-bit RGBA image open on `fd` (a loader without shrink-on-load) shrunk by `k` on
 /// each side, in memory: each k x k block's mean with colours weighted by alpha (exact
