@@ -92,9 +92,10 @@ let package = Package(
         .testTarget(name: "RenditionStoreTests", dependencies: ["RenditionStore", "Locking", "ViewerTestSupport"]),
         .testTarget(name: "ViewerDaemonTests", dependencies: ["ViewerDaemon", "ViewerProtocol", "SystemCalls", "Locking", "Rendering", "RenditionStore", "ViewerTestSupport"]),
         .executableTarget(name: "store-crash-writer", dependencies: ["RenditionStore", "ViewerTestSupport"], path: "Tests/StoreCrashWriter"),
-        // make test: the worker of the sandbox tests, which tries a forbidden call inside a
-        // job (issue 15); a test daemon starts it with VIEWERD_TEST_WORKER_PROGRAM.
-        .executableTarget(name: "viewerd-sandbox-probe", dependencies: ["ViewerDaemon"], path: "Tests/SandboxProbe"),
+        // make test, make torture: viewerd with the tests' faults (workers that crash, hang or
+        // try a forbidden call on files so named; a small store map, a fast sweep), which the
+        // product has none of. Built by `swift build`, not by make build or make install.
+        .executableTarget(name: "viewerd-testing", dependencies: ["ViewerDaemon", "Rendering"], path: "Tests/DaemonTesting"),
         // bench/cost-model.sh: the daemon's cost estimate of a file, beside its measured peak.
         .executableTarget(name: "viewerd-cost-estimate", dependencies: ["ViewerDaemon", "Rendering", "ViewerProtocol"],
                           path: "Tests/CostEstimate"),

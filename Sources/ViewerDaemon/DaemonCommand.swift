@@ -10,8 +10,12 @@ import ViewerProtocol
 public enum DaemonCommand {
     /// Runs `viewerd` with these arguments (the program name left out); returns the exit
     /// status: 0 success, 1 start failure, 64 usage error, 78 configuration error.
+    ///
+    /// - Parameter hooks: faults a test executable puts in (`TestHooks`); the product's main
+    ///   passes none.
     public static func main(arguments: [String],
-                            environment: [String: String] = ProcessInfo.processInfo.environment) -> Int32 {
+                            environment: [String: String] = ProcessInfo.processInfo.environment,
+                            hooks: TestHooks = TestHooks()) -> Int32 {
         do throws(ConfigError) {
             let parsed = try DaemonArguments.parse(arguments)
             switch parsed.action {
@@ -29,18 +33,18 @@ public enum DaemonCommand {
                 print(settings.report, terminator: "")
                 return 0
             }
-            return serve(settings)
+            return serve(settings, hooks: hooks)
         } catch {
             Log.failure(error.description + (error.origin == nil ? " (viewerd --help lists the options)" : ""))
             return error.exitCode
         }
     }
 
-    private static func serve(_ settings: Settings) -> Int32 {
+    private static func serve(_ settings: Settings, hooks: TestHooks) -> Int32 {
         Log.setThreshold(settings.configuration.logLevel)
         let daemon: Daemon
         do throws(StartupError) {
-            daemon = try Daemon(configuration: settings.configuration)
+            daemon = try Daemon(configuration: settings.configuration, hooks: hooks)
         } catch {
             Log.failure(error.description)
             return 1
@@ -48,8 +52,24 @@ public enum DaemonCommand {
         if settings.configFileFound {
             Log.info("event=config file=\(Log.quote(settings.configFilePath))")
         }
+        if let weakened = sandboxWarning(settings) { Log.warning(weakened) }
         daemon.run()
         return 0
+    }
+}
+
+extension DaemonCommand {
+    /// The start's warning when the decoders run with less than their whole sandbox, naming
+    /// where the setting came from; nil when it is on.
+    static func sandboxWarning(_ settings: Settings) -> String? {
+        let detail = switch settings.configuration.sandbox {
+        case .on: nil as String?
+        case .noReadKill: "decoders that read a file outside their view are not killed (the read only fails)"
+        case .off: "decoders run without namespaces, Landlock or the system-call filter: a hostile file runs as this user"
+        }
+        guard let detail else { return nil }
+        return "event=sandbox-weakened sandbox=\(settings.configuration.sandbox.name) " +
+            "from=\(Log.quote(settings.source(of: .sandbox).description)) detail=\(Log.quote(detail))"
     }
 }
 

@@ -41,11 +41,21 @@ public final class DaemonProcess: @unchecked Sendable {
 
     /// A daemon in a fresh temporary directory (removed when this object goes), or in
     /// `directory` to reuse a store; started and answering when this returns.
-    public convenience init(directory: String? = nil, extraArguments: [String] = [], environment: [String: String] = [:]) throws {
-        self.init(name: "viewerd", directory: try directory ?? Self.makeTemporaryDirectory(), arguments: extraArguments,
-                      environment: environment, removesDirectory: true)
+    ///
+    /// - Parameter executable: the product `viewerd`, or `DaemonProcess.testing` for the
+    ///   tests' faults.
+    public convenience init(directory: String? = nil, executable: String = DaemonProcess.executable("viewerd"),
+                            extraArguments: [String] = [], environment: [String: String] = [:]) throws {
+        self.init(name: "viewerd", executable: executable, directory: try directory ?? Self.makeTemporaryDirectory(),
+                  arguments: extraArguments, environment: environment, removesDirectory: true)
         try start()
     }
+
+    /// `viewerd-testing` (Tests/DaemonTesting): viewerd with the tests' faults, where the
+    /// product has none. Its workers crash on a file named `viewerd-test-crash*`, hang on
+    /// `viewerd-test-hang*` and try a forbidden act on `probe-*`; `VIEWERD_TEST_STORE_MAP` and
+    /// `VIEWERD_TEST_SWEEP_INTERVAL_MS` in `environment` set its store's map and sweep.
+    public static var testing: String { executable("viewerd-testing") }
 
     /// A daemon named `name` (its socket `<directory>/<name>.sock`, log `<name>.log`, store
     /// `<name>-cache` unless `cacheDirectory`), not started yet: call `start()` or `launch()`.

@@ -111,7 +111,8 @@ struct StatusCommand: Subcommand {
                 uptime_seconds: value("uptime_seconds"), workers: value("workers"), workers_alive: value("workers_alive"),
                 workers_busy: value("jobs_running"), workers_failing: value("workers_failing") != 0,
                 memory_in_use_bytes: value("memory_in_use_bytes"), memory_budget_bytes: value("memory_budget_bytes"),
-                store_bytes: value("store_bytes"), store_budget_bytes: value("store_budget_bytes"), sandbox: sandbox,
+                store_bytes: value("store_bytes"), store_budget_bytes: value("store_budget_bytes"),
+                sandbox_setting: SandboxLine.setting(value), sandbox: sandbox,
                 queued: queued, failures: Dictionary(failures, uniquingKeysWith: +)))
             return ExitCode.success
         }
@@ -152,6 +153,8 @@ struct StatusReport: Encodable {
     let uptime_seconds, workers, workers_alive, workers_busy: UInt64
     let workers_failing: Bool
     let memory_in_use_bytes, memory_budget_bytes, store_bytes, store_budget_bytes: UInt64
+    /// The daemon's `sandbox` setting: on, no-read-kill, off (or the number a later version sent).
+    let sandbox_setting: String
     let sandbox: Sandbox?
     let queued: [String: UInt64]
     let failures: [String: UInt64]
@@ -169,6 +172,7 @@ struct StatusReport: Encodable {
                               ("store_bytes", store_bytes), ("store_budget_bytes", store_budget_bytes)] {
             try container.encode(value, forKey: Key(name))
         }
+        try container.encode(sandbox_setting, forKey: Key("sandbox_setting"))
         if let sandbox { try container.encode(sandbox, forKey: Key("sandbox")) } else { try container.encodeNil(forKey: Key("sandbox")) }
         try container.encode(queued, forKey: Key("queued"))
         try container.encode(failures, forKey: Key("failures"))
@@ -196,9 +200,21 @@ enum SandboxLine {
     static let names = ["seccomp", "landlock", "read_kill", "namespaces", "no_new_privs", "limits"]
 
     static func text(_ value: (String) -> UInt64) -> String {
-        guard value("sandbox_reported") != 0 else { return "not known yet (no decoder process started)" }
+        // What the configuration asked for comes first: a sandbox switched off is no kernel's fault.
+        let configured = switch SandboxSetting(statsValue: value("sandbox_setting")) {
+        case .on: ""
+        case .noReadKill: "reads outside the view NOT killed (sandbox = no-read-kill in the daemon's configuration); "
+        case .off: "OFF (sandbox = off in the daemon's configuration): decoders run unconfined; "
+        case nil: "setting \(value("sandbox_setting")) (unknown to this viewerctl); "
+        }
+        guard value("sandbox_reported") != 0 else { return configured + "not known yet (no decoder process started)" }
         let parts = names.map { "\($0) \(value("sandbox_\($0)") != 0 ? "yes" : "NO")" }
         let kills = value("sandbox_kills")
-        return parts.joined(separator: ", ") + (kills > 0 ? "; \(kills) decoder(s) stopped for a forbidden call" : "")
+        return configured + parts.joined(separator: ", ") + (kills > 0 ? "; \(kills) decoder(s) stopped for a forbidden call" : "")
+    }
+
+    /// `status --json`'s `sandbox_setting`: the setting's name.
+    static func setting(_ value: (String) -> UInt64) -> String {
+        SandboxSetting(statsValue: value("sandbox_setting"))?.name ?? String(value("sandbox_setting"))
     }
 }

@@ -14,6 +14,7 @@ struct Settings: Sendable {
     var seed: UInt64 = 9
     var phases: Set<String> = Set(Settings.allPhases)
     var viewerd: String?
+    var viewerdTesting: String?
     var script: String?
     var rssLimitMiB = 384
     var verbose = false
@@ -22,13 +23,16 @@ struct Settings: Sendable {
 
     static let usage = """
         usage: viewerd-torture [--short] [--phases files,clients,load,faults,multi-user] [--work DIR] [--keep]
-                               [--seed N] [--viewerd PATH] [--script PATH] [--rss-limit MIB] [--verbose]
+                               [--seed N] [--viewerd PATH] [--viewerd-testing PATH] [--script PATH]
+                               [--rss-limit MIB] [--verbose]
 
         Starts the real viewerd (the one built next to this program) and attacks it: hostile
         files, hostile clients, load, faults (kill -9 of the daemon and of its workers, a
         tiny store budget, an unusable store directory), and multi-user (another user's
         client, through setpriv when run as root; skipped with the reason otherwise). Prints a summary; exits 1 on any
-        violation, 64 on a usage error.
+        violation, 64 on a usage error. Where it needs a worker that crashes or hangs, or a
+        store map that cannot grow, it starts viewerd-testing instead (the same daemon with
+        the tests' faults; by default the one beside viewerd).
 
         """
 
@@ -46,6 +50,7 @@ struct Settings: Sendable {
             case "--verbose", "-v": s.verbose = true
             case "--work": s.workDirectory = try value(argument)
             case "--viewerd": s.viewerd = try value(argument)
+            case "--viewerd-testing": s.viewerdTesting = try value(argument)
             case "--script": s.script = try value(argument)
             case "--seed":
                 guard let n = UInt64(try value(argument)) else { throw TortureFailure("--seed needs a number") }
@@ -97,6 +102,8 @@ final class Context: @unchecked Sendable {
     let report: Report
     let work: String
     let viewerd: String
+    /// viewerd with the tests' faults (Tests/DaemonTesting), for the cases that need them.
+    let viewerdTesting: String
     let isRoot = geteuid() == 0
     /// Good images the bystander and the load use: path and size.
     private(set) var goodImages: [(path: String, width: Int, height: Int)] = []
@@ -125,6 +132,11 @@ final class Context: @unchecked Sendable {
         viewerd = settings.viewerd ?? URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent("viewerd").path
         guard FileManager.default.isExecutableFile(atPath: viewerd) else {
             throw TortureFailure("no viewerd at \(viewerd) (build it, or pass --viewerd)")
+        }
+        viewerdTesting = settings.viewerdTesting
+            ?? URL(fileURLWithPath: viewerd).deletingLastPathComponent().appendingPathComponent("viewerd-testing").path
+        guard FileManager.default.isExecutableFile(atPath: viewerdTesting) else {
+            throw TortureFailure("no viewerd-testing at \(viewerdTesting) (swift build builds it; or pass --viewerd-testing)")
         }
     }
 
@@ -210,12 +222,12 @@ final class Context: @unchecked Sendable {
     /// The main daemon of the files, clients and load phases. All their clients are one user
     /// (us), with hundreds of connections open at once (idle ones, churn, a client that never
     /// reads, the load): the per-user connection cap is raised out of their way (it has its own
-    /// end-to-end test, and the multi-user phase runs with the default).
+    /// end-to-end test, and the multi-user phase runs with the default). viewerd-testing: the
+    /// hostile files include a worker that aborts and one that hangs.
     func makeMainDaemon() -> DaemonProcess {
-        DaemonProcess(name: "main", executable: viewerd, directory: work,
+        DaemonProcess(name: "main", executable: viewerdTesting, directory: work,
                         arguments: ["--workers", "2", "--job-timeout", String(scale.jobTimeout), "--cache-budget", "256M",
-                                    "--max-connections-per-user", "100000"],
-                        environment: ["VIEWERD_TEST_FAULTS": "1"])
+                                    "--max-connections-per-user", "100000"])
     }
 
     /// Checks that the daemon still runs; if it died, records it and starts it again.

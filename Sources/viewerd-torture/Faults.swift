@@ -177,9 +177,9 @@ struct Faults {
     private func workerKills() {
         let dir = context.work + "/workers"
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        // Workers that hang on these (VIEWERD_TEST_FAULTS): certainly mid-job when killed.
-        let daemon = DaemonProcess(name: "workers", executable: context.viewerd, directory: dir,
-                                     arguments: ["--workers", "2", "--job-timeout", "60"], environment: ["VIEWERD_TEST_FAULTS": "1"])
+        // Workers that hang on these (viewerd-testing): certainly mid-job when killed.
+        let daemon = DaemonProcess(name: "workers", executable: context.viewerdTesting, directory: dir,
+                                     arguments: ["--workers", "2", "--job-timeout", "60"])
         do { try daemon.start() } catch {
             report.violation("worker kills: the daemon does not start: \(error)")
             return
@@ -263,27 +263,28 @@ struct Faults {
     /// by budget), and a memory map too small for the budget (LMDB reports MDB_MAP_FULL; the
     /// writer evicts and retries). Every request is still answered with a good rendition.
     private func tinyBudget() {
-        squeezedStore(name: "tiny", what: "tiny budget (1 MiB)", arguments: ["--cache-budget", "1M"], environment: [:]) { stats in
+        squeezedStore(name: "tiny", what: "tiny budget (1 MiB)", executable: context.viewerd, arguments: ["--cache-budget", "1M"],
+                      environment: [:]) { stats in
             if (stats["store_bytes"] ?? .max) > 1 << 20 { return "the store holds more than its budget" }
             return (stats["store_evictions"] ?? 0) == 0 ? "nothing was evicted" : nil
         }
     }
 
     private func fullMap() {
-        // Test-only (VIEWERD_TEST_FAULTS): a 4 MiB map that may not grow, under a 256 MiB budget.
-        squeezedStore(name: "map", what: "full map (4 MiB map, 256 MiB budget)", arguments: ["--cache-budget", "256M"],
-                      environment: ["VIEWERD_TEST_FAULTS": "1", "VIEWERD_TEST_STORE_MAP": String(4 << 20)]) { stats in
+        // Test-only (viewerd-testing): a 4 MiB map that may not grow, under a 256 MiB budget.
+        squeezedStore(name: "map", what: "full map (4 MiB map, 256 MiB budget)", executable: context.viewerdTesting,
+                      arguments: ["--cache-budget", "256M"], environment: ["VIEWERD_TEST_STORE_MAP": String(4 << 20)]) { stats in
             if (stats["store_map_full_events"] ?? 0) == 0 { return "LMDB never reported the map full" }
             if (stats["store_evictions"] ?? 0) == 0 { return "nothing was evicted" }
             return (stats["store_entries"] ?? 0) == 0 ? "the store holds nothing" : nil
         }
     }
 
-    private func squeezedStore(name: String, what: String, arguments: [String], environment: [String: String],
+    private func squeezedStore(name: String, what: String, executable: String, arguments: [String], environment: [String: String],
                                settled: ([String: UInt64]) -> String?) {
         let dir = context.work + "/" + name
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let daemon = DaemonProcess(name: name, executable: context.viewerd, directory: dir,
+        let daemon = DaemonProcess(name: name, executable: executable, directory: dir,
                                      arguments: ["--workers", "2"] + arguments, environment: environment)
         do { try daemon.start() } catch {
             report.violation("\(what): the daemon does not start: \(error)")

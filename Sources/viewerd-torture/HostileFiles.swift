@@ -94,9 +94,9 @@ struct HostileFiles {
                               requiresVideo: columns.count > 4 && columns[4] == "video"))
         }
         cases.append(Case(path: context.work + "/faults/viewerd-test-crash.jpg", expected: ["decoder-crashed"],
-                          note: "a worker that aborts (VIEWERD_TEST_FAULTS)"))
+                          note: "a worker that aborts (viewerd-testing)"))
         cases.append(Case(path: context.work + "/faults/viewerd-test-hang.png", expected: ["timeout"],
-                          note: "a worker that hangs (VIEWERD_TEST_FAULTS)"))
+                          note: "a worker that hangs (viewerd-testing)"))
         return cases
     }
 

@@ -20,8 +20,7 @@ struct InFlightDefectTests {
     @Test("one client's queue overflow leaves another client's shared request alone, and every busy is sent (review #6)")
     func overflowKeepsOtherClientsWork() throws {
         // One worker, held by a hanging job, so everything else stays queued.
-        let daemon = try DaemonProcess(extraArguments: ["--workers", "1", "--job-timeout", "3"],
-                                       environment: ["VIEWERD_TEST_FAULTS": "1"])
+        let daemon = try DaemonProcess(executable: DaemonProcess.testing, extraArguments: ["--workers", "1", "--job-timeout", "3"])
         defer { daemon.stop() }
         let hang = try Fixtures.write(daemon.directory + "/viewerd-test-hang.jpg", width: 300, height: 200)
         let photo = try Fixtures.write(daemon.directory + "/photo.jpg", width: 640, height: 480)
@@ -55,8 +54,7 @@ struct InFlightDefectTests {
 
     @Test("a CANCEL or SET_PRIORITY with a descriptor or a bad body is answered ERROR on its id, which ends the RENDER (review #11)")
     func badControlFrames() throws {
-        let daemon = try DaemonProcess(extraArguments: ["--workers", "1", "--job-timeout", "30"],
-                                       environment: ["VIEWERD_TEST_FAULTS": "1"])
+        let daemon = try DaemonProcess(executable: DaemonProcess.testing, extraArguments: ["--workers", "1", "--job-timeout", "30"])
         defer { daemon.stop() }
         let hang = try Fixtures.write(daemon.directory + "/viewerd-test-hang.jpg", width: 300, height: 200)
         let socket = try RawSocket.greeted(path: daemon.socketPath)
@@ -122,8 +120,7 @@ struct InFlightDefectTests {
 
     @Test("a client that goes away leaves its jobs: nothing stays in flight")
     func closedClientLeaves() throws {
-        let daemon = try DaemonProcess(extraArguments: ["--workers", "1", "--job-timeout", "30"],
-                                       environment: ["VIEWERD_TEST_FAULTS": "1"])
+        let daemon = try DaemonProcess(executable: DaemonProcess.testing, extraArguments: ["--workers", "1", "--job-timeout", "30"])
         defer { daemon.stop() }
         let hang = try Fixtures.write(daemon.directory + "/viewerd-test-hang.jpg", width: 300, height: 200)
         let photo = try Fixtures.write(daemon.directory + "/photo.jpg", width: 300, height: 200)

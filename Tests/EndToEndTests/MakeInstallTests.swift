@@ -29,6 +29,18 @@ struct MakeInstallTests {
         }
     }
 
+    @Test("make build builds, and make install installs, only the products: never viewerd-testing (issue 29)")
+    func testBinaryNotShipped() throws {
+        // make -n build would run deps' apt check first: its swift lines are what matter
+        let build = try make(["-n", "build", "SWIFT=swift"])
+        let swiftLines = build.stdout.split(separator: "\n").filter { $0.hasPrefix("swift build") }
+        #expect(!swiftLines.isEmpty, "\(build.stdout)\n\(build.stderr)")
+        for line in swiftLines { #expect(line.contains("--product "), "make build builds every target: \(line)") }
+        #expect(!build.stdout.contains("viewerd-testing"))
+        let install = try make(["-n", "install", "DESTDIR=/nonexistent-stage"])
+        #expect(!install.stdout.contains("viewerd-testing"), "\(install.stdout)")
+    }
+
     @Test("make install without built binaries says to run make first")
     func missingBinaries() throws {
         let stage = try DaemonProcess.makeTemporaryDirectory(prefix: "viewerd-install")

@@ -14,8 +14,8 @@ import Glibc
 struct RenamedSourceTests {
     /// A daemon whose store sweep runs every 100 ms (test-only), so a test sees it pass.
     static func daemon() throws -> DaemonProcess {
-        try DaemonProcess(extraArguments: ["--workers", "1"],
-                          environment: ["VIEWERD_TEST_FAULTS": "1", "VIEWERD_TEST_SWEEP_INTERVAL_MS": "100"])
+        try DaemonProcess(executable: DaemonProcess.testing, extraArguments: ["--workers", "1"],
+                          environment: ["VIEWERD_TEST_SWEEP_INTERVAL_MS": "100"])
     }
 
     static let spec = RenditionSpec(width: 32, height: 32, format: .raw)

@@ -229,8 +229,7 @@ struct RequestLifecycleTests {
     /// `previewOnlyWithBase`).
     @Test("a PREVIEW comes while every render worker is busy; the RESULT after", arguments: [false, true])
     func previewWhileBusy(fromStore: Bool) throws {
-        let daemon = try DaemonProcess(extraArguments: ["--workers", "1", "--job-timeout", "4"],
-                                       environment: ["VIEWERD_TEST_FAULTS": "1"])
+        let daemon = try DaemonProcess(executable: DaemonProcess.testing, extraArguments: ["--workers", "1", "--job-timeout", "4"])
         defer { daemon.stop() }
         let hang = try Fixtures.write(daemon.directory + "/viewerd-test-hang.jpg", width: 300, height: 200)
         let connection = try RawSocket.greeted(path: daemon.socketPath)

@@ -8,9 +8,9 @@ import ViewerTestSupport
 import Glibc
 #endif
 
-/// Issue 15: decode workers in a sandbox. A test daemon runs the probe worker
-/// (Tests/SandboxProbe), which tries one forbidden act inside the job of a file so named;
-/// the product's worker has no such act.
+/// Issue 15: decode workers in a sandbox. The probe daemon is `viewerd-testing`
+/// (Tests/DaemonTesting), whose worker tries one forbidden act inside the job of a file so
+/// named; the product's worker has no such act.
 @Suite("Sandbox", .serialized)
 struct SandboxTests {
     /// Under ThreadSanitizer and AddressSanitizer the workers run without the filter and
@@ -18,9 +18,7 @@ struct SandboxTests {
     static let sanitized = dlsym(nil, "__tsan_init") != nil || dlsym(nil, "__asan_init") != nil
 
     static func probeDaemon(workers: Int = 2) throws -> DaemonProcess {
-        try DaemonProcess(extraArguments: ["--workers", String(workers)],
-                          environment: ["VIEWERD_TEST_FAULTS": "1",
-                                        "VIEWERD_TEST_WORKER_PROGRAM": DaemonProcess.executable("viewerd-sandbox-probe")])
+        try DaemonProcess(executable: DaemonProcess.testing, extraArguments: ["--workers", String(workers)])
     }
 
     @Test("each forbidden act kills the worker: decoder-crashed naming the sandbox, not retried; other renders carry on",
@@ -135,8 +133,7 @@ struct SandboxTests {
             <text x="4" y="40" font-family="sans-serif" font-size="36" fill="black">Hamburg</text></svg>
             """
         func darkPixels(sandbox: Bool) throws -> (Int, UInt64) {
-            let daemon = try DaemonProcess(extraArguments: ["--workers", "1"],
-                                           environment: sandbox ? [:] : ["VIEWERD_TEST_FAULTS": "1", "VIEWERD_TEST_SANDBOX": "off"])
+            let daemon = try DaemonProcess(extraArguments: ["--workers", "1", "--sandbox", sandbox ? "on" : "off"])
             defer { daemon.stop() }
             let path = daemon.directory + "/text.svg"
             try Data(svg.utf8).write(to: URL(fileURLWithPath: path))

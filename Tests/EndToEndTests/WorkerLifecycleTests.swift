@@ -45,7 +45,7 @@ struct WorkerLifecycleTests {
     @Test("a worker stuck in a decode ends when its daemon is killed")
     func workerDiesWithDaemon() throws {
         // Given a worker stuck in a render
-        let daemon = try DaemonProcess(extraArguments: ["--workers", "1"], environment: ["VIEWERD_TEST_FAULTS": "1"])
+        let daemon = try DaemonProcess(executable: DaemonProcess.testing, extraArguments: ["--workers", "1"])
         let hanger = try Fixtures.write(daemon.directory + "/viewerd-test-hang.jpg", width: 300, height: 200)
         let client = try RawSocket.greeted(path: daemon.socketPath)
         try client.send(.render(RenderRequest(path: hanger, spec: RenditionSpec(width: 64, height: 64))), id: 1)
@@ -65,7 +65,7 @@ struct WorkerLifecycleTests {
     @Test("SIGTERM with a hung render exits soon after the 10 s deadline")
     func shutdownWithHungRender() throws {
         // Given a render stuck in its worker (the job timeout, 30 s, is far away)
-        let daemon = try DaemonProcess(extraArguments: ["--workers", "1"], environment: ["VIEWERD_TEST_FAULTS": "1"])
+        let daemon = try DaemonProcess(executable: DaemonProcess.testing, extraArguments: ["--workers", "1"])
         let hanger = try Fixtures.write(daemon.directory + "/viewerd-test-hang.jpg", width: 300, height: 200)
         let client = try RawSocket.greeted(path: daemon.socketPath)
         try client.send(.render(RenderRequest(path: hanger, spec: RenditionSpec(width: 64, height: 64))), id: 1)

@@ -11,7 +11,7 @@ import Glibc
 struct WorkerPoolTests {
     @Test("a render that crashes its worker answers decoder-crashed; the pool recovers and others are served meanwhile")
     func crash() throws {
-        let daemon = try DaemonProcess(extraArguments: ["--workers", "2"], environment: ["VIEWERD_TEST_FAULTS": "1"])
+        let daemon = try DaemonProcess(executable: DaemonProcess.testing, extraArguments: ["--workers", "2"])
         let crasher = try Fixtures.write(daemon.directory + "/viewerd-test-crash.jpg", width: 300, height: 200)
         let good = try (0..<6).map { try Fixtures.write(daemon.directory + "/g\($0).jpg", width: 500, height: 300, seed: $0) }
         let victim = try RawSocket.greeted(path: daemon.socketPath)
@@ -34,8 +34,7 @@ struct WorkerPoolTests {
 
     @Test("a render that hangs is killed at the job timeout and answers timeout; other requests complete meanwhile")
     func hang() throws {
-        let daemon = try DaemonProcess(extraArguments: ["--workers", "2", "--job-timeout", "1.5"],
-                                       environment: ["VIEWERD_TEST_FAULTS": "1"])
+        let daemon = try DaemonProcess(executable: DaemonProcess.testing, extraArguments: ["--workers", "2", "--job-timeout", "1.5"])
         let hanger = try Fixtures.write(daemon.directory + "/viewerd-test-hang.png", width: 300, height: 200)
         let good = try (0..<6).map { try Fixtures.write(daemon.directory + "/g\($0).png", width: 400, height: 300, seed: $0) }
         let victim = try RawSocket.greeted(path: daemon.socketPath)
@@ -82,7 +81,7 @@ struct WorkerPoolTests {
 
     @Test("cancelling a running render frees its worker promptly")
     func cancelRunning() throws {
-        let daemon = try DaemonProcess(extraArguments: ["--workers", "1"], environment: ["VIEWERD_TEST_FAULTS": "1"])
+        let daemon = try DaemonProcess(executable: DaemonProcess.testing, extraArguments: ["--workers", "1"])
         let hanger = try Fixtures.write(daemon.directory + "/viewerd-test-hang.jpg", width: 300, height: 200)
         let next = try Fixtures.write(daemon.directory + "/next.jpg", width: 300, height: 200)
         let connection = try RawSocket.greeted(path: daemon.socketPath)

@@ -63,12 +63,14 @@ struct SettingsTests {
         #expect(try settings(file: "shared-roots = /srv/a", environment: ["VIEWERD_SHARED_ROOTS": ""]).configuration.sharedRoots == [])
     }
 
-    @Test("every setting has a variable and a flag named after its key")
+    @Test("every setting but sandbox has a variable and a flag named after its key")
     func names() {
         #expect(SettingKey.cacheBudget.environmentName == "VIEWERD_CACHE_BUDGET")
         #expect(SettingKey.workerMemoryLimit.environmentName == "VIEWERD_WORKER_MEMORY_LIMIT")
         #expect(SettingKey.idleExit.flag == "--idle-exit")
-        #expect(SettingKey.allCases.count == 15)
+        #expect(SettingKey.allCases.count == 16)
+        #expect(SettingKey.sandbox.environmentName == nil)
+        #expect(SettingKey.sandbox.flag == "--sandbox")
         #expect(SettingKey.maxConnectionsPerUser.environmentName == "VIEWERD_MAX_CONNECTIONS_PER_USER")
         #expect(SettingKey.logLevel.environmentName == "VIEWERD_LOG_LEVEL")
     }
@@ -79,7 +81,8 @@ struct SettingsTests {
         (SettingKey.socket, "/run/v/v.sock"), (.cacheDir, "/var/cache/viewerd"), (.cacheBudget, "256K"),
         (.memoryBudget, "1536M"), (.workers, "7"), (.jobTimeout, "2.5"), (.maxPixels, "1000000"),
         (.workerMemoryLimit, "0"), (.sharedRoots, "/a:/b c"), (.socketGroup, "root"), (.idleExit, "600"),
-        (.logLevel, "debug"), (.maxConnectionsPerUser, "16"), (.maxSourcesPerUser, "4096"),
+        (.logLevel, "debug"), (.maxConnectionsPerUser, "16"), (.maxSourcesPerUser, "4096"), (.sandbox, "no-read-kill"),
+        (.sandbox, "off"), (.sandbox, "on"),
     ])
     func roundTrip(key: SettingKey, text: String) throws {
         let result = try settings(file: "\(key.rawValue) = \(text)")
@@ -141,6 +144,33 @@ struct SettingsTests {
         #expect(flag?.description == "--render-threads: expected a whole number from 1 to 256, not \"0\"")
         #expect(flag?.exitCode == 64)
         #expect(failure(flags: ["--shared-root", "pictures"])?.exitCode == 64)
+    }
+
+    @Test("sandbox: on by default, set by the file or a flag; any other value names what it takes")
+    func sandbox() throws {
+        #expect(try settings().configuration.sandbox == .on)
+        #expect(try settings(file: "sandbox = off").configuration.sandbox == .off)
+        #expect(try settings(file: "sandbox = off", flags: ["--sandbox", "no-read-kill"]).configuration.sandbox == .noReadKill)
+        #expect(failure(file: "sandbox = no")?.description == "/c.conf:1: sandbox: expected on, no-read-kill or off, not \"no\"")
+        #expect(failure(flags: ["--sandbox=Off"])?.description == "--sandbox: expected on, no-read-kill or off, not \"Off\"")
+    }
+
+    @Test("VIEWERD_SANDBOX is refused, whatever its value: exit 78 naming where the sandbox is set")
+    func sandboxVariable() {
+        for value in ["off", "on", ""] {
+            let refused = failure(environment: ["VIEWERD_SANDBOX": value])
+            #expect(refused?.description == "VIEWERD_SANDBOX: the sandbox is set only by --sandbox or the config file's \"sandbox\" key, not by the environment")
+            #expect(refused?.exitCode == 78)
+        }
+    }
+
+    @Test("a weakened sandbox makes a warning naming where it was set; on makes none")
+    func sandboxWarning() throws {
+        #expect(DaemonCommand.sandboxWarning(try settings()) == nil)
+        let off = try #require(DaemonCommand.sandboxWarning(try settings(file: "sandbox = off")))
+        #expect(off.hasPrefix("event=sandbox-weakened sandbox=off from=/c.conf:1 detail="), "\(off)")
+        let flag = try #require(DaemonCommand.sandboxWarning(try settings(flags: ["--sandbox", "no-read-kill"])))
+        #expect(flag.hasPrefix("event=sandbox-weakened sandbox=no-read-kill from=--sandbox "), "\(flag)")
     }
 
     @Test("VIEWERD_* variables that are not settings are left alone")

@@ -51,6 +51,9 @@ public struct Configuration: Sendable {
     /// PREFETCH entry gets `busy`. With `maxConnectionsPerUser` it bounds the descriptors one
     /// user can make the daemon hold (docs/DECISIONS.md, "Trust boundaries").
     public var maxSourcesPerUser = 1024
+    /// How much of the decoders' sandbox the workers run under; anything but `.on` is logged
+    /// as a warning at start and reported in STATS (`SandboxSetting`).
+    public var sandbox = SandboxSetting.on
 
     public init(socketPath: String, cacheDirectory: String) {
         self.socketPath = socketPath

@@ -85,7 +85,8 @@ public struct DaemonArguments: Sendable {
         Serves thumbnails and other renditions of image files to viewers over a Unix socket.
 
         Each setting comes from its flag, else its VIEWERD_* environment variable (--cache-budget
-        is VIEWERD_CACHE_BUDGET), else the config file (cache-budget = 2G), else its default.
+        is VIEWERD_CACHE_BUDGET), else the config file (cache-budget = 2G), else its default;
+        --sandbox has no variable (VIEWERD_SANDBOX stops the start).
 
         settings:
           --socket PATH             listening socket (default: $RUNTIME_DIRECTORY/viewerd.sock under
@@ -112,6 +113,10 @@ public struct DaemonArguments: Sendable {
                                     included) may have open; past it, busy (default: 256)
           --max-sources-per-user N  source files one user's pending renders may hold open (passed
                                     descriptors included); at it, its requests wait (default: 1024)
+          --sandbox MODE            the decoders' sandbox: on; no-read-kill (a read outside the decoder's
+                                    view fails instead of killing it); off (no namespaces, Landlock or
+                                    system-call filter: a hostile file runs as viewerd's user). Anything
+                                    but on is logged as a warning and shown by viewerctl status (default: on)
 
         options:
           --config PATH             config file (default: /etc/viewerd/viewerd.conf as root, else

@@ -4,7 +4,8 @@ import ViewerProtocol
 /// One setting of the daemon: its config-file key, its `VIEWERD_*` variable and its flag.
 ///
 /// `cache-budget` is `VIEWERD_CACHE_BUDGET` in the environment and `--cache-budget` on the
-/// command line. `systemd/viewerd.conf` documents each with its default.
+/// command line. `systemd/viewerd.conf` documents each with its default. `sandbox` has no
+/// variable: see `environmentName`.
 public enum SettingKey: String, CaseIterable, Sendable {
     case socket
     case cacheDir = "cache-dir"
@@ -21,11 +22,24 @@ public enum SettingKey: String, CaseIterable, Sendable {
     case clientWriteTimeout = "client-write-timeout"
     case maxConnectionsPerUser = "max-connections-per-user"
     case maxSourcesPerUser = "max-sources-per-user"
+    case sandbox
 
     /// `VIEWERD_` and the key in capitals, `-` as `_`. `VIEWERD_SOCKET` is also where
     /// viewerctl looks for the daemon, so a shell that sets it points both at one socket.
-    public var environmentName: String {
-        "VIEWERD_" + rawValue.uppercased().replacingOccurrences(of: "-", with: "_")
+    ///
+    /// nil for `sandbox`: an environment is inherited unseen (a session's, a launcher's), and
+    /// a switch that weakens the decoders' sandbox must be written where an administrator
+    /// reads it, a flag or the config file. `refusedVariable` is its name, refused if set.
+    public var environmentName: String? {
+        self == .sandbox ? nil : Self.variableName(rawValue)
+    }
+
+    /// `VIEWERD_SANDBOX`: set, it stops the start (exit 78) rather than being ignored, so a
+    /// user who expected it to act learns that it does not.
+    static let refusedVariable = variableName(SettingKey.sandbox.rawValue)
+
+    private static func variableName(_ key: String) -> String {
+        "VIEWERD_" + key.uppercased().replacingOccurrences(of: "-", with: "_")
     }
 
     /// `--` and the key.
@@ -89,6 +103,9 @@ public enum SettingKey: String, CaseIterable, Sendable {
             configuration.maxConnectionsPerUser = try Self.count(text)
         case .maxSourcesPerUser:
             configuration.maxSourcesPerUser = try Self.count(text)
+        case .sandbox:
+            guard let setting = SandboxSetting(name: text) else { throw Invalid("expected on, no-read-kill or off") }
+            configuration.sandbox = setting
         }
     }
 
@@ -110,6 +127,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
         case .clientWriteTimeout: Self.formatSeconds(configuration.clientWriteTimeout)
         case .maxConnectionsPerUser: String(configuration.maxConnectionsPerUser)
         case .maxSourcesPerUser: String(configuration.maxSourcesPerUser)
+        case .sandbox: configuration.sandbox.name
         }
     }
 

@@ -63,10 +63,17 @@ public struct Settings: Sendable {
 
     /// Applies the `VIEWERD_*` variable of each setting that has one set. Other variables
     /// are left alone (`VIEWERD_BUILD_DIR` and the like belong to tests and tools).
+    ///
+    /// - Throws: `ConfigError` for a bad value, and for `VIEWERD_SANDBOX`, which is not read
+    ///   (`SettingKey.environmentName`).
     public mutating func applyEnvironment(_ environment: [String: String]) throws(ConfigError) {
+        if environment[SettingKey.refusedVariable] != nil {
+            throw ConfigError(.environment(SettingKey.refusedVariable),
+                              "the sandbox is set only by --sandbox or the config file's \"sandbox\" key, not by the environment")
+        }
         for key in SettingKey.allCases {
-            guard let value = environment[key.environmentName] else { continue }
-            try set(key, value, from: .environment(key.environmentName))
+            guard let name = key.environmentName, let value = environment[name] else { continue }
+            try set(key, value, from: .environment(name))
         }
     }
 

@@ -63,8 +63,9 @@ public final class Daemon {
     /// Readiness, status, watchdog and the idle clock, for systemd.
     var service: ServiceManagerLink
 
-    public init(configuration: Configuration) throws(StartupError) {
-        let resources = try DaemonResources.open(configuration)
+    /// - Parameter hooks: a test executable's faults (`TestHooks`); none in the product.
+    public init(configuration: Configuration, hooks: TestHooks = TestHooks()) throws(StartupError) {
+        let resources = try DaemonResources.open(configuration, hooks: hooks)
         (signalFD, socketActivated) = (resources.signalFD, resources.socketActivated)
         service = ServiceManagerLink(notifier: resources.notifier, idleExit: resources.configuration.idleExit)
         (self.configuration, listener, store) = (resources.configuration, resources.listener, resources.store)
@@ -96,14 +97,7 @@ public final class Daemon {
             store.close()
             throw StartupError("cannot start the decode pool: \(error)")
         }
-        // Test-only: a sweep every few milliseconds, so an end-to-end test sees it pass.
-        let environment = ProcessInfo.processInfo.environment
-        if environment["VIEWERD_TEST_FAULTS"] == "1",
-           let millis = environment["VIEWERD_TEST_SWEEP_INTERVAL_MS"].flatMap({ Int($0) }), millis > 0 {
-            maintenance = StoreMaintenance(store: store, interval: .milliseconds(millis))
-        } else {
-            maintenance = StoreMaintenance(store: store)
-        }
+        maintenance = hooks.sweepInterval.map { StoreMaintenance(store: store, interval: $0) } ?? StoreMaintenance(store: store)
         // A closed connection leaves every job it waited for (the daemon lives as long as
         // the process: unowned is safe).
         connections.onClose = { [unowned self] connection in
@@ -118,7 +112,7 @@ public final class Daemon {
     public func run() {
         Log.info("event=listening socket=\(Log.quote(configuration.socketPath)) " +
                  "cache=\(Log.quote(configuration.cacheDirectory)) workers=\(configuration.workerCount) " +
-                 "activated=\(socketActivated ? "yes" : "no") pid=\(getpid())")
+                 "activated=\(socketActivated ? "yes" : "no") sandbox=\(configuration.sandbox.name) pid=\(getpid())")
         service.ready(status: statusLine())
         while true {
             let timeout = connections.pollTimeout(shuttingDown ? 50 : service.timeoutMillis())

@@ -25,7 +25,8 @@ struct DaemonResources {
     /// Handles of the shared roots that could be opened (a missing one is logged and not served).
     let sharedRoots: [SharedRoot]
 
-    static func open(_ configuration: Configuration) throws(StartupError) -> DaemonResources {
+    /// - Parameter hooks: a test executable's faults (the store's map size); none in the product.
+    static func open(_ configuration: Configuration, hooks: TestHooks) throws(StartupError) -> DaemonResources {
         // Before any thread starts, so every thread inherits the blocked mask.
         let signalFD = vd_signalfd_for_termination()
         guard signalFD >= 0 else { throw StartupError("signalfd: \(SystemError("signalfd"))") }
@@ -93,10 +94,7 @@ struct DaemonResources {
         }
         var storeConfiguration = StoreConfiguration(directory: configuration.cacheDirectory,
                                                     budgetBytes: configuration.cacheBudgetBytes)
-        // Test-only (make torture): a memory map too small for the budget, which may not grow,
-        // so that LMDB reports MDB_MAP_FULL and the writer must evict to go on.
-        let environment = ProcessInfo.processInfo.environment
-        if environment["VIEWERD_TEST_FAULTS"] == "1", let bytes = environment["VIEWERD_TEST_STORE_MAP"].flatMap({ Int($0) }) {
+        if let bytes = hooks.storeMapSize {
             storeConfiguration.mapSize = bytes
             storeConfiguration.maximumMapSize = bytes
         }

@@ -27,6 +27,8 @@ struct StatsReport {
         // What the last worker started put on itself (WorkerProtections); all 0 with
         // sandbox_reported 0 until a worker has started.
         let sandboxCounters: [(String, UInt64)] = [
+            // What the configuration asks for (SandboxSetting), known before any worker.
+            ("sandbox_setting", pool.settings.sandbox.statsValue),
             ("sandbox_reported", poolCounters.protections == nil ? 0 : 1),
             ("sandbox_seccomp", has(.seccomp)),
             ("sandbox_landlock", has(.filesystem)),

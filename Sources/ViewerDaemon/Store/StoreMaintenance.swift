@@ -13,8 +13,7 @@ final class StoreMaintenance: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let stopped = Atomic<Bool>(false)
 
-    /// - Parameter interval: 30 s; a test may set it through `VIEWERD_TEST_SWEEP_INTERVAL_MS`
-    ///   (with `VIEWERD_TEST_FAULTS=1`, see `Daemon`).
+    /// - Parameter interval: 30 s; a test executable may shorten it (`TestHooks.sweepInterval`).
     init(store: RenditionStore, interval: Duration = .seconds(30), batch: Int = 500) {
         self.store = store
         self.interval = interval

@@ -9,12 +9,11 @@ import Glibc
 /// writes them after `init`.
 final class WorkerEnvironment: @unchecked Sendable {
     /// Variables passed on as they are: locale (text in SVG and PDF), where fontconfig finds
-    /// a user's fonts and caches, the sanitizers' options (make sanitize), and the test-only
-    /// switches the worker honours under VIEWERD_TEST_FAULTS.
+    /// a user's fonts and caches, and the sanitizers' options (make sanitize). Nothing of the
+    /// daemon's own: what a worker is told comes on its command line (`WorkerSlot`).
     static let kept: Set<String> = [
         "LANG", "LC_ALL", "LC_CTYPE", "HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_DATA_DIRS",
         "FONTCONFIG_FILE", "FONTCONFIG_PATH", "TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS",
-        "VIEWERD_TEST_FAULTS", "VIEWERD_TEST_SANDBOX",
     ]
     /// Set whatever the daemon's environment says: no crash backtracer in a worker (Swift's
     /// spawns a helper process on a crash, which the sandbox forbids: a codec's SIGSEGV would

@@ -27,6 +27,8 @@ final class WorkerPoolSettings: Sendable {
     let cancelGrace: Duration = .milliseconds(300)
     let workerMemoryLimit: UInt64
     let maxSourcePixels: UInt64
+    /// What the workers are told to put on themselves (`--sandbox`).
+    let sandbox: SandboxSetting
     /// RLIMIT_CPU of a worker, a second guard behind the job timeout (a daemon stopped in a
     /// debugger, a clock that does not advance): 8 job timeouts of CPU time, retired at half
     /// (WorkerSlot.retireIfSpent), so a job has at least 4 timeouts' worth even if several
@@ -37,8 +39,9 @@ final class WorkerPoolSettings: Sendable {
     private let counters = Locked(Counters())
 
     init(executable: String, jobTimeout: Duration, workerMemoryLimit: UInt64, maxSourcePixels: UInt64,
-         environment: [String: String] = ProcessInfo.processInfo.environment) {
+         sandbox: SandboxSetting = .on, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.executable = executable
+        self.sandbox = sandbox
         self.maxSourcePixels = maxSourcePixels
         self.jobTimeout = jobTimeout
         self.workerMemoryLimit = workerMemoryLimit
@@ -93,16 +96,12 @@ final class WorkerPool: Sendable {
     let settings: WorkerPoolSettings
 
     init(configuration: Configuration, store: RenditionStore, onEvent: @escaping @Sendable (LoopEvent) -> Void) throws(SystemError) {
-        var executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        // Test-only: the sandbox tests' worker (Tests/SandboxProbe), which tries forbidden
-        // calls inside a job; the product's job path has no such act.
-        let environment = ProcessInfo.processInfo.environment
-        if environment["VIEWERD_TEST_FAULTS"] == "1", let program = environment["VIEWERD_TEST_WORKER_PROGRAM"] {
-            executable = program
-        }
+        // The worker is this executable: the product's `viewerd --worker`, a test executable's
+        // own worker with its faults (`WorkerProcess.JobHook`).
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         settings = WorkerPoolSettings(executable: executable, jobTimeout: configuration.jobTimeout,
                                       workerMemoryLimit: configuration.workerMemoryLimit,
-                                      maxSourcePixels: configuration.limits.maxSourcePixels)
+                                      maxSourcePixels: configuration.limits.maxSourcePixels, sandbox: configuration.sandbox)
         self.store = store
         self.onEvent = onEvent
         scheduler = Scheduler(memoryBudget: configuration.memoryBudget, perClientLimit: configuration.maxOutstandingPerClient)

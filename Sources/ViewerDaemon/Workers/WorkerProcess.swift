@@ -17,9 +17,10 @@ import Glibc
 public enum WorkerProcess {
     static let channel: Int32 = 3
 
-    /// A test's act inside a job, after the source is open and before the render: the
-    /// sandbox tests' worker (Tests/SandboxProbe) passes one that tries a forbidden call; the
-    /// product's `viewerd --worker` passes none.
+    /// A test's act inside a job, after the source is open and before the render: the test
+    /// executable's worker (`viewerd-testing --worker`, Tests/DaemonTesting) passes one that
+    /// crashes, hangs or tries a forbidden call; the product's `viewerd --worker` passes none,
+    /// and has no other fault.
     public typealias JobHook = @Sendable (_ path: String) throws(RenderError) -> Void
 
     /// Serves jobs until the daemon closes the socket. Returns the exit status.
@@ -38,11 +39,11 @@ public enum WorkerProcess {
         // The sandbox (WorkerSandbox): namespaces while the process has one thread, limits,
         // then libvips warmed, then the filter, all before the first command is read.
         let environment = ProcessInfo.processInfo.environment
-        let faults = environment["VIEWERD_TEST_FAULTS"] == "1"
-        // Test-only: the sandbox's cost is measured against workers without it, and that of
-        // the daemon's check of opens against workers without that (BENCHMARKS.md).
-        let sandboxed = !(faults && environment["VIEWERD_TEST_SANDBOX"] == "off")
-        let superviseOpens = !(faults && environment["VIEWERD_TEST_SANDBOX"] == "no-read-kill")
+        // The daemon's `sandbox` setting; a value this worker does not know means the whole
+        // sandbox, never less.
+        let setting = value(of: "--sandbox", in: arguments).flatMap(SandboxSetting.init(name:)) ?? .on
+        let sandboxed = setting != .off
+        let superviseOpens = setting == .on
         var protections: WorkerProtections = []
         if sandboxed {
             protections = WorkerSandbox.isolate()
@@ -88,7 +89,7 @@ public enum WorkerProcess {
         reader.name = "viewerd-worker-reader"
         reader.start()
         while let (job, cancellation) = jobs.take() {
-            serve(job, cancellation: cancellation, renderer: renderer, levelBudget: levelBudget, faults: faults, hook: hook)
+            serve(job, cancellation: cancellation, renderer: renderer, levelBudget: levelBudget, hook: hook)
             // A big decode leaves glibc's heap large; hand the pages back between jobs so a
             // worker's resident size follows the job it runs, not the largest it ever ran. A
             // header read grows nothing worth the walk of the heap, which would delay the
@@ -181,7 +182,7 @@ public enum WorkerProcess {
     /// Renders one job and answers it. The job's descriptors are closed by then: the source
     /// by the `SourceFile` that takes it over, the base here.
     private static func serve(_ job: WorkerJob, cancellation: RenderCancellation, renderer: Renderer, levelBudget: Int,
-                              faults: Bool, hook: JobHook?) {
+                              hook: JobHook?) {
         defer { if job.base >= 0 { Glibc.close(job.base) } }
         if job.infoOnly {
             let info = Result { () throws(RenderError) in
@@ -199,7 +200,6 @@ public enum WorkerProcess {
             // The tiles go as they are cut; the job ends with a result of no pixels.
             outcome = Result { () throws(RenderError) in
                 let source = try SourceFile(descriptor: job.source, path: job.request.path)
-                if faults { injectFault(path: job.request.path) }
                 try hook?(job.request.path)
                 let grid = try renderer.renderLevel(source, spec: job.request.spec, memoryBudget: levelBudget,
                                                     cancellation: cancellation) { address, tile in
@@ -222,7 +222,6 @@ public enum WorkerProcess {
         } else {
             outcome = Result { () throws(RenderError) in
                 let source = try SourceFile(descriptor: job.source, path: job.request.path)
-                if faults { injectFault(path: job.request.path) }
                 try hook?(job.request.path)
                 if job.request.delivery == .opportunistic {
                     // A preview is optional: when it fails, the final render says why.
@@ -285,12 +284,6 @@ public enum WorkerProcess {
         }
         guard failure == 0 else { throw .unreadable(path: "<derivation base>", errno: failure) }
         return bytes
-    }
-
-    /// Test-only faults, honoured only with VIEWERD_TEST_FAULTS=1 in the daemon's environment.
-    private static func injectFault(path: String) {
-        if path.contains("viewerd-test-crash") { abort() }
-        if path.contains("viewerd-test-hang") { while true { sleep(3600) } }
     }
 
     /// Writes whole frames, one at a time: the main thread's answers and the reader thread's

@@ -339,7 +339,8 @@ final class WorkerSlot: @unchecked Sendable {
         // --parent: the worker asks to be killed when this thread ends, and checks that its
         // parent is still us when it does (we may have died first).
         let arguments = ["--memory-limit", String(pool.workerMemoryLimit), "--max-pixels", String(pool.maxSourcePixels),
-                         "--cpu-limit", String(pool.cpuLimitSeconds), "--nice", String(nice), "--parent", String(getpid())]
+                         "--cpu-limit", String(pool.cpuLimitSeconds), "--nice", String(nice), "--parent", String(getpid()),
+                         "--sandbox", pool.sandbox.name]
         let child = Posix.withCStrings(arguments) { args in vd_spawn_worker(pool.executable, pair[1], args, pool.environment.pointers) }
         let failure = errno
         Glibc.close(pair[1])

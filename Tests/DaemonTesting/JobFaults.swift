@@ -1,7 +1,5 @@
-// viewerd-sandbox-probe: the decode worker with one act added inside each job, for the
-// sandbox tests (issue 15, Tests/EndToEndTests/SandboxTests.swift). A test daemon starts it
-// instead of `viewerd --worker` (VIEWERD_TEST_FAULTS=1 and VIEWERD_TEST_WORKER_PROGRAM); the
-// file's name says which forbidden act to try once the sandbox is on. Not a product.
+// The faults of viewerd-testing's worker, chosen by the name of the file a job renders. They
+// exist in this executable only: the product's `viewerd --worker` runs no hook.
 import Foundation
 import Rendering
 import ViewerDaemon
@@ -9,16 +7,21 @@ import ViewerDaemon
 import Glibc
 #endif
 
-guard CommandLine.arguments.dropFirst().first == "--worker" else {
-    FileHandle.standardError.write(Data("viewerd-sandbox-probe: started by a test daemon only\n".utf8))
-    exit(64)
-}
-
 /// Ends the worker in a way the test can tell from a sandbox kill: the act was not stopped.
 @Sendable func escaped() -> Never { _exit(99) }
 
-exit(WorkerProcess.run(arguments: Array(CommandLine.arguments.dropFirst(2))) { path throws(RenderError) in
-    if path.contains("probe-read-passwd") {
+/// The act a job's file name asks for, after the source is open and before the render
+/// (`WorkerProcess.JobHook`):
+/// - `viewerd-test-crash`: the worker aborts (a codec's crash); `viewerd-test-hang`: it hangs
+///   (the job timeout, a kill mid-job);
+/// - `probe-*`: the sandbox tests' forbidden acts (issue 15, Tests/EndToEndTests/SandboxTests),
+///   each ending in `escaped()` if the sandbox let it through.
+@Sendable func jobFault(path: String) throws(RenderError) {
+    if path.contains("viewerd-test-crash") {
+        abort()
+    } else if path.contains("viewerd-test-hang") {
+        while true { sleep(3600) }
+    } else if path.contains("probe-read-passwd") {
         // With the daemon checking opens (read_kill), this kills; without, it fails (EACCES):
         // answered `unreadable`.
         let fd = open("/etc/passwd", O_RDONLY)
@@ -69,4 +72,4 @@ exit(WorkerProcess.run(arguments: Array(CommandLine.arguments.dropFirst(2))) { p
         _ = kill(getppid(), SIGTERM)
         escaped()
     }
-})
+}
