@@ -67,7 +67,8 @@ struct TestHooksTests {
         // Then its own worker rendered it
         #expect(rendition.width == 64)
         let worker = try #require(daemon.workerPIDs().first)
-        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(worker)/exe") == daemon.executable)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(worker)/exe")
+                == URL(fileURLWithPath: daemon.executable).resolvingSymlinksInPath().path)
     }
 
     @Test("--sandbox off and no-read-kill: a warning at start naming the flag, STATS sandbox_setting, viewerctl status says so",

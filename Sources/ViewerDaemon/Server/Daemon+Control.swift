@@ -215,7 +215,9 @@ extension Daemon {
 
     /// The live figures `systemctl status viewerd` shows.
     func statusLine() -> String {
-        "Serving: \(stats.requests) requests, \(stats.hits) hits, \(stats.renders) renders, " +
-        "\(pool.scheduler.stats.queued) queued, \(pool.runningCount) running, \(connections.count) clients"
+        // A weakened sandbox stays in sight in `systemctl status` too, not only in the log.
+        let sandbox = configuration.sandbox == .on ? "" : "; sandbox \(configuration.sandbox.name)"
+        return "Serving: \(stats.requests) requests, \(stats.hits) hits, \(stats.renders) renders, " +
+            "\(pool.scheduler.stats.queued) queued, \(pool.runningCount) running, \(connections.count) clients" + sandbox
     }
 }
