@@ -61,7 +61,7 @@ struct SandboxTests {
 
     /// Whether this kernel lets the daemon check the workers' read-only opens (seccomp user
     /// notification: `sandbox_read_kill`), asked of a daemon's first worker.
-    static func readKillActive(_ daemon: DaemonProcess, _ client: ViewerConnection) throws -> Bool {
+    static func opensChecked(_ daemon: DaemonProcess, _ client: ViewerConnection) throws -> Bool {
         let photo = try Fixtures.write(daemon.directory + "/first.jpg", width: 100, height: 80)
         _ = try client.render(RenderRequest(path: photo, spec: RenditionSpec(width: 32, height: 32)))
         return try client.stats()["sandbox_read_kill"] == 1
@@ -73,7 +73,7 @@ struct SandboxTests {
         // Given a worker that tries to open a file outside its view inside a job
         let daemon = try Self.probeDaemon(workers: 1)
         let client = try daemon.connect()
-        let checked = try Self.readKillActive(daemon, client)
+        let checked = try Self.opensChecked(daemon, client)
         let hostile = try (1...2).map { try Fixtures.write(daemon.directory + "/\(act)-\($0).jpg", width: 300, height: 200) }
         let spec = RenditionSpec(width: 64, height: 64)
 
@@ -160,7 +160,7 @@ struct SandboxTests {
         // Given a worker that opens a system font inside a job, as cairo does
         let daemon = try Self.probeDaemon(workers: 1)
         let client = try daemon.connect()
-        _ = try Self.readKillActive(daemon, client)
+        _ = try Self.opensChecked(daemon, client)
         let file = try Fixtures.write(daemon.directory + "/probe-read-font.jpg", width: 300, height: 200)
 
         // When it is rendered, twice over (two opens)

@@ -24,7 +24,7 @@ struct WorkerProtections: OptionSet, Sendable, Hashable {
     /// directories (`WorkerSandbox.readable`), and nothing may be written, created or removed.
     static let filesystem = WorkerProtections(rawValue: 16)
     /// RLIMIT_CPU and RLIMIT_CORE = 0 set, RLIMIT_AS too outside the sanitizers, and not
-    /// dumpable (dumpable again under `readKill`: the daemon reads the worker's memory).
+    /// dumpable (dumpable again under `checkedOpens`: the daemon reads the worker's memory).
     static let resourceLimits = WorkerProtections(rawValue: 8)
     /// The daemon checks each read-only open's path (it holds the filter's user-notification
     /// listener: `OpenSupervisor`), and refuses (EACCES), logs and counts one outside the
