@@ -17,9 +17,10 @@ APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev libjpeg62-turbo-dev pkg-c
 # ffmpegthumbnailer (the bench's baseline for poster frames); for the desktop's thumbnail
 # service (issue 21): dbus (dbus-daemon, dbus-run-session, dbus-monitor), libglib2.0-bin
 # (gdbus), python3-gi (GDBus from Python: the conformance tests' client) and tumbler (the
-# bench's baseline).
+# bench's baseline); fontconfig (fc-cache) and fonts-dejavu-core for the sandbox's font tests
+# (issue 29: a font directory newer than its cache, a font outside the workers' view).
 TEST_APT_PACKAGES := libvips-tools systemd e2fsprogs libheif-examples ffmpeg ffmpegthumbnailer \
-	dbus libglib2.0-bin python3-gi gir1.2-glib-2.0 tumbler
+	dbus libglib2.0-bin python3-gi gir1.2-glib-2.0 tumbler fontconfig fonts-dejavu-core
 ARGS ?=
 
 .PHONY: all deps test-deps build debug run test clean install uninstall

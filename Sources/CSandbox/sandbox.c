@@ -24,21 +24,23 @@ vd_filter *vd_filter_new(void) { return (vd_filter *)seccomp_init(SCMP_ACT_KILL_
 
 void vd_filter_free(vd_filter *filter) { seccomp_release((scmp_filter_ctx)filter); }
 
-int vd_filter_add(vd_filter *filter, const char *name, int errno_value, int op, unsigned arg,
-                  uint64_t mask, uint64_t value) {
+int vd_filter_add(vd_filter *filter, const char *name, int errno_value, const vd_condition *conditions, int count) {
     int syscall = seccomp_syscall_resolve_name(name);
     if (syscall == __NR_SCMP_ERROR) return 1;
+    if (count < 0 || count > 6) return -EINVAL;
     uint32_t action = errno_value > 0 ? SCMP_ACT_ERRNO((uint32_t)errno_value)
                       : errno_value < 0 ? SCMP_ACT_NOTIFY : SCMP_ACT_ALLOW;
-    scmp_filter_ctx ctx = (scmp_filter_ctx)filter;
-    switch (op) {
-    case VD_ARG_EQ:
-        return seccomp_rule_add(ctx, action, syscall, 1, SCMP_CMP(arg, SCMP_CMP_EQ, value));
-    case VD_ARG_MASKED_EQ:
-        return seccomp_rule_add(ctx, action, syscall, 1, SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, mask, value));
-    default:
-        return seccomp_rule_add(ctx, action, syscall, 0);
+    struct scmp_arg_cmp comparisons[6];
+    for (int i = 0; i < count; i++) {
+        const vd_condition *c = &conditions[i];
+        switch (c->op) {
+        case VD_ARG_EQ: comparisons[i] = SCMP_CMP(c->arg, SCMP_CMP_EQ, c->value); break;
+        case VD_ARG_MASKED_EQ: comparisons[i] = SCMP_CMP(c->arg, SCMP_CMP_MASKED_EQ, c->mask, c->value); break;
+        case VD_ARG_GE: comparisons[i] = SCMP_CMP(c->arg, SCMP_CMP_GE, c->value); break;
+        default: return -EINVAL;
+        }
     }
+    return seccomp_rule_add_array((scmp_filter_ctx)filter, action, syscall, (unsigned)count, comparisons);
 }
 
 int vd_filter_load(vd_filter *filter) {

@@ -32,6 +32,15 @@ struct FailurePolicyTests {
         #expect(memory(crash, .workerDied(.crashed(signal: SIGABRT))) == .init(permanent: true, attempts: 1))
     }
 
+    @Test("a sandbox kill (SIGSYS) is laid at the environment and backs off, never permanent (issue 29)")
+    func sandboxKill() {
+        let death = WorkerDeath.crashed(signal: SIGSYS)
+        #expect(death.blame == .environment)
+        #expect(memory(crash, .workerDied(death)) == .init(permanent: false, attempts: 1))
+        #expect(WorkerDeath.crashed(signal: SIGSEGV).blame == .file)
+        #expect(WorkerDeath.failedToStart(errno: EMFILE).blame == .daemon)
+    }
+
     @Test("a SIGKILL from outside (the OOM killer) or an exit is retried after the backoff")
     func notTheFilesFault() {
         #expect(memory(crash, .workerDied(.killedFromOutside)) == .init(permanent: false, attempts: 1))

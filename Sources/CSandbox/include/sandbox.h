@@ -13,6 +13,14 @@ enum {
     /// Flags of open that write, create, truncate or append.
     VD_OPEN_WRITE_INTENT = 01 | 02 | 0100 | 01000 | 02000,  // O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND
     VD_AT_EMPTY_PATH = 0x1000,
+    /// fcntl's commands a worker's libraries use, and F_SETFL's flag that arms signals (SIGIO).
+    VD_F_DUPFD = 0,
+    VD_F_GETFD = 1,
+    VD_F_SETFD = 2,
+    VD_F_GETFL = 3,
+    VD_F_SETFL = 4,
+    VD_F_DUPFD_CLOEXEC = 1030,
+    VD_O_ASYNC = 020000,
     VD_PR_SET_NAME = 15,
     VD_PR_GET_NAME = 16,
 };
@@ -25,16 +33,26 @@ typedef struct vd_filter vd_filter;
 vd_filter *vd_filter_new(void);
 void vd_filter_free(vd_filter *filter);
 
-/// Comparisons an argument rule can make: equal, or (arg & mask) == value.
-enum { VD_ARG_ANY = 0, VD_ARG_EQ = 1, VD_ARG_MASKED_EQ = 2 };
+/// Comparisons an argument condition can make: equal, (arg & mask) == value, or arg >= value.
+enum { VD_ARG_EQ = 1, VD_ARG_MASKED_EQ = 2, VD_ARG_GE = 3 };
+
+/// One condition on one argument of a call.
+typedef struct {
+    int op;
+    unsigned arg;
+    uint64_t mask;
+    uint64_t value;
+} vd_condition;
 
 /// Adds a rule for the system call `name`: `errno_value` 0 allows it, a positive value makes
 /// it fail with that errno instead of running, a negative value hands it to the supervisor
-/// (SCMP_ACT_NOTIFY: the calling thread waits until the listener's holder answers). With `op` VD_ARG_EQ or VD_ARG_MASKED_EQ the
-/// rule applies only when argument `arg` compares so (else the default action: kill).
+/// (SCMP_ACT_NOTIFY: the calling thread waits until the listener's holder answers). The rule
+/// applies only when all `count` conditions hold (each on a different argument; none: always);
+/// a call no rule matches gets the default action, kill. libseccomp tests a call's conditions
+/// on one argument in the order equal, then >= (its db_chain_lt), so a >= rule catches what the
+/// equal rules beside it leave.
 /// Returns 0; 1 when this architecture has no such call (nothing to allow); a negative errno.
-int vd_filter_add(vd_filter *filter, const char *name, int errno_value, int op, unsigned arg,
-                  uint64_t mask, uint64_t value);
+int vd_filter_add(vd_filter *filter, const char *name, int errno_value, const vd_condition *conditions, int count);
 
 /// Loads the filter into the kernel for every thread of the process (TSYNC). Needs
 /// no_new_privs (set first). Returns 0 or a negative errno.

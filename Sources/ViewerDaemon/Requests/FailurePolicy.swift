@@ -16,12 +16,14 @@ import ViewerProtocol
 ///
 /// The rules:
 /// - only the file can be blamed for good: a corrupt or unsupported file, or a worker that
-///   crashed decoding it (a signal the daemon did not send; RLIMIT_AS failures end so too);
+///   crashed decoding it (a signal the daemon did not send; RLIMIT_AS failures end so too),
+///   but not one the sandbox killed (`WorkerDeath.Blame.environment`: a library's call on its
+///   own, in this machine's environment, looks the same as an exploit's);
 /// - what says nothing about the file is not remembered: a worker that could not start
 ///   (EMFILE, EAGAIN, ENOMEM), a protocol fault, any failure of a derivation (it read a
 ///   stored rendition, not the file);
-/// - what may pass is remembered for the store's backoff only: a SIGKILL from outside (the
-///   OOM killer), a worker that exited, a file too large for the current limit, a read
+/// - what may pass is remembered for the store's backoff only: a sandbox kill, a SIGKILL from
+///   outside (the OOM killer), a worker that exited, a file too large for the current limit, a read
 ///   error; a timeout too, since the clock runs slower under load, until the same file
 ///   timed out `timeoutsBeforePermanent` times in a row.
 enum FailurePolicy {
@@ -50,7 +52,10 @@ enum FailurePolicy {
         case .workerDied(let death):
             switch death {
             case .failedToStart, .killedForCancel: return nil
-            case .crashed, .stoppedForRead: return Memory(permanent: true, attempts: 1)
+            // A sandbox kill twice over may be the machine's (a library's call on its own):
+            // the store's backoff only, never for good (issue 29).
+            case .crashed where death.blame == .environment: return Memory(permanent: false, attempts: 1)
+            case .crashed: return Memory(permanent: true, attempts: 1)
             case .killedFromOutside, .exited: return Memory(permanent: false, attempts: 1)
             case .killedForTimeout:
                 let before = previous.map { $0.code == ErrorCode.timeout.rawValue ? $0.attempts : 0 } ?? 0

@@ -32,12 +32,13 @@ struct StatsReport {
             ("sandbox_reported", poolCounters.protections == nil ? 0 : 1),
             ("sandbox_seccomp", has(.seccomp)),
             ("sandbox_landlock", has(.filesystem)),
-            ("sandbox_read_kill", has(.readKill)),
+            ("sandbox_read_kill", has(.checkedOpens)),
             ("sandbox_namespaces", has(.namespaces)),
             ("sandbox_no_new_privs", has(.noNewPrivs)),
             ("sandbox_limits", has(.resourceLimits)),
             ("sandbox_kills", poolCounters.sandboxKills),
             ("sandbox_open_checks", poolCounters.openChecks),
+            ("sandbox_refused_opens", poolCounters.refusedOpens),
         ]
         // Failures by code, as "errors_<name>", for the ones that happened.
         let byCode = stats.errorsByCode.sorted { $0.key < $1.key }.map { code, count in

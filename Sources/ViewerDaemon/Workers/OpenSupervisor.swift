@@ -7,15 +7,21 @@ import Glibc
 /// `open`/`openat` without write intent to the daemon (seccomp user notification, the
 /// listener passed over the worker's channel with its first frame); the slot's thread reads
 /// the path from the waiting thread's memory and lets the call run when it lies in the
-/// worker's view (`WorkerSandbox.readable`: fonts, shared data, libraries), else kills the
-/// worker. Only read-only opens come here: raster decodes make none, an SVG or PDF with
-/// text a few (fonts, poppler's data), so the round trip is paid a handful of times a job.
+/// worker's view (`WorkerSandbox.readable`: fonts, shared data, libraries), else fails it
+/// (EACCES) and the slot logs the path (once) and counts it. Only read-only opens come here:
+/// raster decodes make none, an SVG or PDF with text a few (fonts, poppler's data), so the
+/// round trip is paid a handful of times a job.
+///
+/// A refusal, not a kill (issue 29): a font fontconfig is configured to find outside the view
+/// (a `<dir>` under /opt, a snap's fonts) and an exploit after /etc/passwd make the same call,
+/// and a kill made the benign SVG a permanent `decoder-crashed`. Neither reads anything;
+/// the log line names what was asked for.
 ///
 /// The decision is on the path as read, not on the file the kernel then opens: a thread of
 /// the worker may change the string after the read (the known race of
 /// SECCOMP_USER_NOTIF_FLAG_CONTINUE), and a symbolic link under an allowed directory may point
 /// elsewhere. Neither opens anything: Landlock, enforced by the kernel on the file actually
-/// reached, still refuses it (EACCES). The race can at worst spare a worker its kill, never
+/// reached, still refuses it (EACCES). The race can at worst spare an open its log line, never
 /// grant a read (docs/DECISIONS.md).
 struct OpenSupervisor: Sendable {
     /// Directories (and files) whose opens run: what Landlock lets the worker read.
@@ -29,14 +35,13 @@ struct OpenSupervisor: Sendable {
     enum Verdict: Equatable, Sendable {
         /// In the view (or undecidable: Landlock decides), run.
         case allow
-        /// Outside the view: the worker is to be killed, then request `id` refused.
-        case kill(path: String, id: UInt64)
+        /// Outside the view: failed (EACCES) here; the slot logs and counts it.
+        case refuse(path: String)
         /// The thread is gone (the worker died meanwhile): nothing to answer.
         case gone
     }
 
-    /// Takes one notification from `listener` and decides it. An `.allow` is answered here;
-    /// a `.kill` is answered (EACCES) by `refuse` once the worker is killed.
+    /// Takes one notification from `listener`, decides it and answers it.
     func next(listener: Int32) -> Verdict {
         var request = vd_open_request()
         let path = UnsafeMutablePointer<CChar>.allocate(capacity: Int(VD_PATH_BUFFER))
@@ -46,7 +51,7 @@ struct OpenSupervisor: Sendable {
             base.deallocate()
         }
         guard vd_notify_receive(listener, &request, path, base) == 0 else { return .gone }
-        var verdict: Verdict
+        let verdict: Verdict
         if request.read_errno != 0 {
             // EPERM (Yama, a worker not dumpable), EFAULT or ENAMETOOLONG: the path cannot be
             // known; the kernel refuses a bad pointer or name itself, and Landlock the rest.
@@ -55,16 +60,8 @@ struct OpenSupervisor: Sendable {
         } else {
             verdict = decide(path: String(cString: path), base: String(cString: base))
         }
-        if case .kill(let outside, _) = verdict { verdict = .kill(path: outside, id: request.id) }
-        if verdict == .allow {
-            return vd_notify_answer(listener, request.id, 1) == 0 ? .allow : .gone
-        }
-        return verdict
+        return vd_notify_answer(listener, request.id, verdict == .allow ? 1 : 0) == 0 ? verdict : .gone
     }
-
-    /// Fails the open a worker waits in (after its SIGKILL, the answer only frees the
-    /// listener's record of it).
-    static func refuse(listener: Int32, id: UInt64) { _ = vd_notify_answer(listener, id, 0) }
 
     /// The verdict on `path` as the thread passed it; `base` is the directory a relative path
     /// starts from (empty when unknown).
@@ -79,7 +76,7 @@ struct OpenSupervisor: Sendable {
             absolute = base + "/" + path
         }
         let normal = Self.normalize(absolute)
-        return view.contains { normal == $0 || normal.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") } ? .allow : .kill(path: normal, id: 0)
+        return view.contains { normal == $0 || normal.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") } ? .allow : .refuse(path: normal)
     }
 
     /// `path` without `.`, `..` and repeated slashes, lexically (as the kernel walks it

@@ -17,9 +17,6 @@ enum WorkerDeath: Sendable, Equatable, CustomStringConvertible {
     /// SIGKILL the daemon did not send: the out-of-memory killer (acting for the whole
     /// cgroup) or an administrator, not the file.
     case killedFromOutside
-    /// Killed by the daemon: a read-only open of a path outside the worker's view
-    /// (`OpenSupervisor`), the mark of an exploit looking for the user's files.
-    case stoppedForRead
     /// No worker could be started for the job (socketpair or posix_spawn failed, or the new
     /// worker died before it was sent the job): EMFILE, EAGAIN, ENOMEM and the like.
     case failedToStart(errno: Int32)
@@ -37,9 +34,29 @@ enum WorkerDeath: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Killed by the kernel for a system call the sandbox forbids (seccomp's SIGSYS): the
-    /// decoder tried what no decode needs, the mark of an exploit (or of a call missing from
-    /// `SandboxPolicy`).
-    var isSandboxKill: Bool { self == .crashed(signal: SIGSYS) || self == .stoppedForRead }
+    /// decoder tried what no decode needs, the mark of an exploit, or of a call a library made
+    /// on its own that is missing from `SandboxPolicy`.
+    var isSandboxKill: Bool { self == .crashed(signal: SIGSYS) }
+
+    /// What a death can be laid at, for the slot (retry?) and `FailurePolicy` (remember?).
+    enum Blame: Sendable, Equatable {
+        /// The decode of this file: a crash, the CPU limit, the job timeout.
+        case file
+        /// Perhaps the machine rather than the file: a sandbox kill (a library's call on its
+        /// own, such as fontconfig's after a font was installed, looks like an exploit's) or
+        /// a SIGKILL from outside. Retried once in a fresh worker, never remembered for good.
+        case environment
+        /// The daemon: a cancel, or no worker could be started.
+        case daemon
+    }
+
+    var blame: Blame {
+        switch self {
+        case .crashed(SIGSYS), .killedFromOutside: .environment
+        case .crashed, .exited, .killedForTimeout: .file
+        case .killedForCancel, .failedToStart: .daemon
+        }
+    }
 
     var description: String {
         switch self {
@@ -48,7 +65,6 @@ enum WorkerDeath: Sendable, Equatable, CustomStringConvertible {
         case .crashed(SIGXCPU): "stopped at the worker's CPU time limit (signal \(SIGXCPU), SIGXCPU)"
         case .crashed(let signal): "killed by signal \(signal) (\(String(cString: strsignal(signal))))"
         case .exited(let status): "exited with status \(status)"
-        case .stoppedForRead: "stopped by the sandbox (read of a file outside the decoder's view)"
         case .killedForCancel: "killed after a cancel"
         case .killedForTimeout: "killed at the job timeout"
         case .killedFromOutside: "killed by signal \(SIGKILL) (SIGKILL not sent by viewerd)"

@@ -17,15 +17,20 @@ final class WorkerEnvironment: @unchecked Sendable {
     ]
     /// Set whatever the daemon's environment says: no crash backtracer in a worker (Swift's
     /// spawns a helper process on a crash, which the sandbox forbids: a codec's SIGSEGV would
-    /// be reported as a sandbox kill).
-    static let fixed = ["SWIFT_BACKTRACE": "enable=no"]
+    /// be reported as a sandbox kill); GIO's local file system only, so that a desktop's gvfs
+    /// module, which GIO would load and which talks D-Bus over a socket, never runs in a worker
+    /// (issue 29: nothing of the machine's environment may make a library kill its worker).
+    static let fixed = ["SWIFT_BACKTRACE": "enable=no", "GIO_USE_VFS": "local"]
+    /// Set when the daemon's environment lacks them: without HOME, GLib asks the user
+    /// database (getpwuid), and glibc's lookup may open a socket to nscd, which kills.
+    static let defaults = ["HOME": "/nonexistent"]
 
     let variables: [String: String]
     /// NULL-terminated `NAME=value` strings, for posix_spawn.
     let pointers: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
 
     init(from environment: [String: String]) {
-        variables = environment.filter { Self.kept.contains($0.key) }.merging(Self.fixed) { $1 }
+        variables = environment.filter { Self.kept.contains($0.key) }.merging(Self.fixed) { $1 }.merging(Self.defaults) { current, _ in current }
         let entries = variables.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") }
         pointers = .allocate(capacity: entries.count + 1)
         for (i, entry) in entries.enumerated() { pointers[i] = entry }

@@ -17,6 +17,8 @@ final class WorkerPoolSettings: Sendable {
         var sandboxKills: UInt64 = 0
         /// Read-only opens of workers the daemon checked (`OpenSupervisor`).
         var openChecks: UInt64 = 0
+        /// Of those, the ones outside the view, refused (EACCES).
+        var refusedOpens: UInt64 = 0
         var failing = false
         /// What the last worker started reported of its sandbox; nil before any started.
         var protections: WorkerProtections?
@@ -37,6 +39,10 @@ final class WorkerPoolSettings: Sendable {
     /// The workers' environment (`WorkerEnvironment`), built once.
     let environment: WorkerEnvironment
     private let counters = Locked(Counters())
+    /// Paths of refused opens already logged, so a font outside the view is logged once, not
+    /// per job; bounded, so an exploit walking the disk cannot grow it.
+    private let refusedPaths = Locked(Set<String>())
+    static let refusedPathsLogged = 256
 
     init(executable: String, jobTimeout: Duration, workerMemoryLimit: UInt64, maxSourcePixels: UInt64,
          sandbox: SandboxSetting = .on, environment: [String: String] = ProcessInfo.processInfo.environment) {
@@ -52,6 +58,16 @@ final class WorkerPoolSettings: Sendable {
     func record(_ protections: WorkerProtections) { counters.withLock { $0.protections = protections } }
 
     func count(_ field: WritableKeyPath<Counters, UInt64>) { counters.withLock { $0[keyPath: field] += 1 } }
+    /// Whether a refused open of `path` is the first seen (to be logged). Past
+    /// `refusedPathsLogged` paths, none is logged any more (the count goes on).
+    func firstRefusal(of path: String) -> Bool {
+        refusedPaths.withLock { paths in
+            guard paths.count < Self.refusedPathsLogged, !paths.contains(path) else { return false }
+            paths.insert(path)
+            return true
+        }
+    }
+
     func setFailing(_ failing: Bool) { counters.withLock { $0.failing = failing } }
     var snapshot: Counters { counters.withLock { $0 } }
 }

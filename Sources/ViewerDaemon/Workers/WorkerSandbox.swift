@@ -24,12 +24,13 @@ struct WorkerProtections: OptionSet, Sendable, Hashable {
     /// directories (`WorkerSandbox.readable`), and nothing may be written, created or removed.
     static let filesystem = WorkerProtections(rawValue: 16)
     /// RLIMIT_CPU and RLIMIT_CORE = 0 set, RLIMIT_AS too outside the sanitizers, and not
-    /// dumpable (dumpable again under `readKill`: the daemon reads the worker's memory).
+    /// dumpable (dumpable again under `checkedOpens`: the daemon reads the worker's memory).
     static let resourceLimits = WorkerProtections(rawValue: 8)
-    /// A read-only open outside the Landlock view kills the worker: the daemon holds the
-    /// filter's user-notification listener and checks each such open's path
-    /// (`OpenSupervisor`). Without it those opens fail with EACCES and the worker lives.
-    static let readKill = WorkerProtections(rawValue: 32)
+    /// The daemon checks each read-only open's path (it holds the filter's user-notification
+    /// listener: `OpenSupervisor`), and refuses (EACCES), logs and counts one outside the
+    /// Landlock view. Without it those opens fail (EACCES) unseen. (STATS' `sandbox_read_kill`,
+    /// named when such an open killed the worker.)
+    static let checkedOpens = WorkerProtections(rawValue: 32)
 }
 
 /// Puts the worker in its sandbox: namespaces first (only a single-threaded process may
@@ -64,16 +65,22 @@ enum WorkerSandbox {
     /// Where a confined worker may still read: what libvips' loaders read lazily during a job
     /// (found with strace over the corpora): fonts, fontconfig's configuration and caches, a
     /// user's fonts, poppler's data; the dynamic loader's cache and libraries (libvips loads
-    /// its modules at start). Public system files only: no home directory but its fonts, no
-    /// /etc but fonts, the loader cache and the time zone.
+    /// its modules at start). Public system files only: no home directory but its fonts and
+    /// font caches, no /etc but fonts, the loader cache and the time zone. Font directories
+    /// fontconfig's files name elsewhere (a `<dir>` under /opt) are not added: the view does
+    /// not follow a configuration file that may name a home; their opens are refused, logged.
     static func readable(environment: [String: String]) -> (read: [String], execute: [String]) {
         let home = environment["HOME"] ?? "/nonexistent"
         let data = environment["XDG_DATA_HOME"] ?? home + "/.local/share"
         let cache = environment["XDG_CACHE_HOME"] ?? home + "/.cache"
         let config = environment["XDG_CONFIG_HOME"] ?? home + "/.config"
+        // Fonts of the system's other data directories (flatpak's, snap's exports), and a
+        // fontconfig configuration the environment names (a file, or the directory of one).
+        let dataDirectories = (environment["XDG_DATA_DIRS"] ?? "").split(separator: ":").filter { $0.hasPrefix("/") }
+        let fontconfig = [environment["FONTCONFIG_FILE"], environment["FONTCONFIG_PATH"]].compactMap { $0 }.filter { $0.hasPrefix("/") }
         return (read: ["/usr/share", "/usr/local/share/fonts", "/etc/fonts", "/etc/ld.so.cache", "/etc/localtime",
                        "/var/cache/fontconfig", home + "/.fonts", home + "/.fontconfig", data + "/fonts",
-                       cache + "/fontconfig", config + "/fontconfig"],
+                       cache + "/fontconfig", config + "/fontconfig"] + dataDirectories.map { $0 + "/fonts" } + fontconfig,
                 execute: ["/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib"])
     }
 
@@ -143,7 +150,7 @@ enum WorkerSandbox {
             if let listener = load(channel: channel, filesConfined: true, superviseOpens: true) {
                 // Loaded: a second filter would not lift this one. Without its listener (not
                 // seen: libseccomp keeps it from the load) the opens fail, ENOSYS, unkilled.
-                if listener >= 0 { return ([.seccomp, .readKill], listener) }
+                if listener >= 0 { return ([.seccomp, .checkedOpens], listener) }
                 _ = vd_not_dumpable()
                 return (.seccomp, -1)
             }
@@ -164,13 +171,14 @@ enum WorkerSandbox {
             case .notify: -1
             case .allow: 0
             }
-            var op = Int32(VD_ARG_ANY), index: UInt32 = 0, mask: UInt64 = 0, value: UInt64 = 0
-            switch rule.argument {
-            case .equals(let i, let v)?: (op, index, value) = (Int32(VD_ARG_EQ), i, v)
-            case .masked(let i, let m, let v)?: (op, index, mask, value) = (Int32(VD_ARG_MASKED_EQ), i, m, v)
-            case nil: break
+            let conditions = rule.arguments.map { argument -> vd_condition in
+                switch argument {
+                case .equals(let index, let value): vd_condition(op: Int32(VD_ARG_EQ), arg: index, mask: 0, value: value)
+                case .masked(let index, let mask, let value): vd_condition(op: Int32(VD_ARG_MASKED_EQ), arg: index, mask: mask, value: value)
+                case .atLeast(let index, let value): vd_condition(op: Int32(VD_ARG_GE), arg: index, mask: 0, value: value)
+                }
             }
-            let rc = vd_filter_add(filter, rule.call, errnoValue, op, index, mask, value)
+            let rc = vd_filter_add(filter, rule.call, errnoValue, conditions, Int32(conditions.count))
             if rc < 0 {
                 Log.error("event=sandbox-rule-failed call=\(rule.call) error=\(Log.quote(String(cString: strerror(-rc))))")
                 return nil

@@ -55,15 +55,21 @@ final class WorkerSlot: @unchecked Sendable {
         let id = UInt32(truncatingIfNeeded: job.sequence)
         let outcome = attempt(job, id: id, onPreview: onPreview, onTile: onTile)
         defer { retireIfSpent() }
-        // A SIGKILL the daemon did not send comes from outside (the OOM killer, an admin), not
-        // from the codec (those abort or segfault; RLIMIT_AS makes allocations fail): the file
-        // is not to blame, so it gets one more worker before it is answered decoder-crashed.
-        // Found by make torture (kill -9 of workers mid-job).
-        if case .failed(_, .workerDied(.killedFromOutside)) = outcome {
-            Log.warning("event=worker-killed-retry path=\(Log.quote(job.source.path))")
-            return attempt(job, id: id, onPreview: { _ in }, onTile: onTile)  // at most one PREVIEW per request
-        }
-        return outcome
+        // A death the machine may have caused gets one more worker: a SIGKILL the daemon did
+        // not send (the OOM killer, an admin; found by make torture's kill -9 of workers), a
+        // sandbox kill (a library's call on its own, like fontconfig's write of a cache it
+        // found stale on a fresh machine: issue 29). A codec's own crash (abort, segfault,
+        // RLIMIT_AS) is the file's and is answered at once.
+        guard case .failed(_, .workerDied(let death)) = outcome, death.blame == .environment else { return outcome }
+        Log.warning("event=worker-died-retry path=\(Log.quote(job.source.path)) detail=\(Log.quote(death.description))")
+        let again = attempt(job, id: id, onPreview: { _ in }, onTile: onTile)  // at most one PREVIEW per request
+        guard case .failed(_, .workerDied(let second)) = again, second.isSandboxKill else { return again }
+        // Killed twice: an exploit's act or a call missing from the policy, which the daemon
+        // cannot tell apart. Answered as the daemon's fault, retryable, naming the cause; the
+        // failure policy remembers it for the store's backoff only.
+        let message = "decoder \(second.description), in two fresh workers; not held against the file, which a call "
+            + "the sandbox lacks may also cause: retry later (\(job.source.path))"
+        return .failed(.reported(code: .internalError, message: message), cause: .workerDied(second))
     }
 
     /// Makes only the PREVIEW of `job` (the preview lane, `WorkerPool`): its rendition, or nil
@@ -205,7 +211,7 @@ final class WorkerSlot: @unchecked Sendable {
                     let reply = try WorkerWire.decodeReply(frame)
                     if case .sandbox(var protections) = reply {
                         sandboxSeen = true
-                        if listener < 0 { protections.remove(.readKill) }  // claimed, not passed
+                        if listener < 0 { protections.remove(.checkedOpens) }  // claimed, not passed
                         pool.record(protections)  // a new worker's first frame, before any answer
                         continue
                     }
@@ -250,17 +256,13 @@ final class WorkerSlot: @unchecked Sendable {
             let ready = vd_poll3(socket, control.wakeup.fd, listener, wait)
             let verdict: OpenSupervisor.Verdict = ready & 8 != 0 ? supervisor.next(listener: listener) : .gone
             if verdict != .gone { pool.count(\.openChecks) }
-            if case .kill(let opened, let request) = verdict {
-                // An open outside the view: the worker dies before it can do anything else.
-                Glibc.kill(pid, SIGKILL)
-                OpenSupervisor.refuse(listener: listener, id: request)
-                let death = reap(killing: .stoppedForRead)
-                pool.count(\.crashes)
-                pool.count(\.sandboxKills)
-                Log.warning("event=worker-crashed path=\(Log.quote(path)) detail=\(Log.quote(death.description)) "
-                            + "opened=\(Log.quote(String(opened.prefix(256))))")
-                if cancelDeadline != nil { return .cancelled }
-                return .failed(.decoderCrashed(path: path, detail: death.description), cause: .workerDied(death))
+            if case .refuse(let opened) = verdict {
+                // Failed (EACCES) in the worker, which renders on: a font outside the view, or
+                // an exploit after the user's files; the path is logged once.
+                pool.count(\.refusedOpens)
+                if pool.firstRefusal(of: opened) {
+                    Log.warning("event=sandbox-open-refused path=\(Log.quote(path)) opened=\(Log.quote(String(opened.prefix(256))))")
+                }
             }
             if ready & 2 != 0 {
                 control.wakeup.drain()
