@@ -18,13 +18,15 @@ struct Settings: Sendable {
     var script: String?
     var rssLimitMiB = 384
     var verbose = false
+    /// Runs only the hostile clients' cases whose names contain this (`--only`).
+    var only: String?
 
     static let allPhases = ["files", "clients", "load", "faults", "multi-user"]
 
     static let usage = """
         usage: viewerd-torture [--short] [--phases files,clients,load,faults,multi-user] [--work DIR] [--keep]
                                [--seed N] [--viewerd PATH] [--viewerd-testing PATH] [--script PATH]
-                               [--rss-limit MIB] [--verbose]
+                               [--rss-limit MIB] [--verbose] [--only TEXT]
 
         Starts the real viewerd (the one built next to this program) and attacks it: hostile
         files, hostile clients, load, faults (kill -9 of the daemon and of its workers, a
@@ -32,7 +34,8 @@ struct Settings: Sendable {
         client, through setpriv when run as root; skipped with the reason otherwise). Prints a summary; exits 1 on any
         violation, 64 on a usage error. Where it needs a worker that crashes or hangs, or a
         store map that cannot grow, it starts viewerd-testing instead (the same daemon with
-        the tests' faults; by default the one beside viewerd).
+        the tests' faults; by default the one beside viewerd). --only TEXT runs only the hostile
+        clients' cases whose names contain TEXT (with --phases clients: --only "not stored").
 
         """
 
@@ -48,6 +51,7 @@ struct Settings: Sendable {
             case "--short": s.short = true
             case "--keep": s.keep = true
             case "--verbose", "-v": s.verbose = true
+            case "--only": s.only = try value(argument)
             case "--work": s.workDirectory = try value(argument)
             case "--viewerd": s.viewerd = try value(argument)
             case "--viewerd-testing": s.viewerdTesting = try value(argument)

@@ -41,6 +41,7 @@ struct HostileClients {
         step("connection churn", churn)
         step("a client that never reads", neverReads)
         step("a slow reader with renders finishing", { try SlowReader(context: context).run() })
+        step("a slow reader whose renders are not stored", { try HeldBackReader(context: context).run() })
         for wire in idle { wire.close() }
         let (served, _) = bystander.stop()
         report.info("bystander served \(served) requests meanwhile")
@@ -50,6 +51,7 @@ struct HostileClients {
     }
 
     private func step(_ name: String, _ body: () throws -> Void) {
+        if let only = context.settings.only, !name.contains(only) { return }
         let started = ContinuousClock.now
         do { try body() } catch { report.violation("\(name): \(error)") }
         context.ensureAlive(daemon, after: name)

@@ -98,4 +98,35 @@ struct PerUserCapTests {
         #expect(order.last == 3 && Set(order.prefix(2)) == [1, 2], "\(order)")
         #expect((try socket.stats()["sources_refused"] ?? 0) == 0)
     }
+
+    @Test("while a user holds all its sources, every frame behind waits unread, a PING too; a RENDER past the cap is rendered, not refused")
+    func sourceCapPausesEveryFrame() throws {
+        // Given a daemon that lets one user's requests hold 1 source, one worker, 2 images
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "1", "--max-sources-per-user", "1"])
+        defer { daemon.stop() }
+        let paths = try (0..<2).map { try Fixtures.write("\(daemon.directory)/paused-\($0).png", width: 640, height: 480, seed: $0) }
+        let socket = try daemon.rawConnection()
+        let render = { (path: String, id: UInt32) in
+            Message.render(RenderRequest(path: path, spec: RenditionSpec(width: 64, height: 64))).frame(requestID: id).bytes
+        }
+
+        // When two RENDERs of distinct renders and a PING arrive in one write
+        try socket.write(render(paths[0], 1) + render(paths[1], 2) + Message.ping.frame(requestID: 3).bytes)
+        var order: [UInt32] = []
+        while order.count < 3 {
+            let answer = try #require(try socket.read(timeout: .seconds(30)), "answers so far: \(order)")
+            switch answer.message {
+            case .result, .pong: order.append(answer.id)
+            default:
+                Issue.record("expected RESULT or PONG for \(answer.id), got \(answer.message)")
+                return
+            }
+        }
+
+        // Then the PING was read, as PROTOCOL.md says ("Limits and flow control"), only once the
+        // first RENDER had ended and the second had been read: it is answered after the first;
+        // and the second RENDER, past the cap when it was sent, was rendered
+        #expect(order.first == 1 && Set(order) == [1, 2, 3], "\(order)")
+        #expect((try socket.stats()["errors_busy"] ?? 0) == 0)
+    }
 }

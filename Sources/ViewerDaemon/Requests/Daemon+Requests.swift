@@ -168,7 +168,7 @@ extension Daemon {
         let hit: Bool
         if connection.mustDefer(limit: configuration.clientOutboundLimit) {
             hit = reader.contains(key)
-            if hit { connection.deferAnswer(DeferredAnswer(requestID: requestID, key: key, unstored: nil)) }
+            if hit { connection.deferAnswer(DeferredAnswer(requestID: requestID, content: .stored(key))) }
         } else {
             hit = enqueueStored(key, requestID: requestID, on: connection)
         }
@@ -243,11 +243,8 @@ extension Daemon {
         guard let connection = connections.byID[request.connection] else { return }
         switch answer {
         case .result(let output) where connection.mustDefer(limit: configuration.clientOutboundLimit):
-            // The client is not reading: what it is owed waits as a key when the store has it.
-            let stored = reader.contains(output.key)
-            connection.deferAnswer(DeferredAnswer(requestID: request.id, key: output.key,
-                                                  unstored: stored ? nil : output.rendition))
-            stats.answersHeldBack += 1
+            // The client is not reading: what it is owed waits, as a key when the store has it.
+            holdBack(output.rendition, key: output.key, requestID: request.id, on: connection)
         case .result(let output):
             let rendition = output.rendition
             connection.enqueueRendition(.result, requestID: request.id, format: rendition.format, width: rendition.width,
@@ -266,6 +263,30 @@ extension Daemon {
             connection.enqueue(.cancelled, requestID: request.id)
         }
         connections.touch(connection)
+    }
+
+    /// Holds back a RESULT for a connection that is not reading: as its key when the store has
+    /// the rendition; else its bytes, within `heldBack`; else a `busy` for the request, and the
+    /// bytes go (review #1 of 8439786: a client that touches its file while its renders run
+    /// made the daemon keep every rendition whole).
+    private func holdBack(_ rendition: Rendition, key: RenditionKey, requestID: UInt32, on connection: Connection) {
+        if reader.contains(key) {
+            connection.deferAnswer(DeferredAnswer(requestID: requestID, content: .stored(key)))
+        } else if heldBack.keep(rendition.bytes.count, connectionHolds: connection.heldBackBytes, uid: connection.peerUID) {
+            connection.deferAnswer(DeferredAnswer(requestID: requestID, content: .unstored(rendition)))
+        } else {
+            let why = HeldBackLoss.overBudget(perConnection: heldBack.perConnection, perUser: heldBack.perUser)
+            connection.deferAnswer(DeferredAnswer(requestID: requestID, content: .lost(why)))
+            stats.answersDropped += 1
+            connection.answersDropped += 1
+            if connection.answersDropped == 1 {
+                Log.warning("event=answer-dropped client=\(Log.quote(connection.clientName)) pid=\(connection.peerPID) " +
+                            "uid=\(connection.peerUID) bytes=\(rendition.bytes.count) held_bytes=\(connection.heldBackBytes) " +
+                            "user_held_bytes=\(heldBack.held(by: connection.peerUID)) detail=\"answered busy; logged once a connection\"")
+            }
+            return
+        }
+        stats.answersHeldBack += 1
     }
 
     /// What the pool, the store's writer and the I/O threads reported since the last look.

@@ -37,7 +37,12 @@ final class Connection {
     /// Rendition answers held back while the client is not reading (its queue over the
     /// outbound limit), sent when it catches up: what a finished render or a hit owes it
     /// counts against the limit like everything else (review #4).
-    var deferred: [DeferredAnswer] = []
+    private(set) var deferred: [DeferredAnswer] = []
+    /// Bytes of the renditions kept in `deferred` (those the store did not take), counted in
+    /// the daemon's `HeldBackBudget`.
+    private(set) var heldBackBytes = 0
+    /// Held-back answers not kept over the budget (answered `busy`), for the log.
+    var answersDropped = 0
     /// What the write timeout's once-a-second look last saw: the bytes sent so far, and since
     /// when they have not grown while answers waited (`ConnectionSet.closeStalled`). Kept by
     /// that look alone, so queueing and sending an answer cost no clock reading.
@@ -106,6 +111,21 @@ final class Connection {
     /// Holds back a rendition answer (`mustDefer`).
     func deferAnswer(_ answer: DeferredAnswer) {
         deferred.append(answer)
+        heldBackBytes += answer.cost
+    }
+
+    /// Takes the first `count` held-back answers out (they are being sent). Returns the bytes
+    /// they kept.
+    func removeDeferred(first count: Int) -> Int {
+        let bytes = deferred.prefix(count).reduce(0) { $0 + $1.cost }
+        deferred.removeFirst(count)
+        heldBackBytes -= bytes
+        return bytes
+    }
+
+    /// Forgets every held-back answer (the connection closed). Returns the bytes they kept.
+    func removeAllDeferred() -> Int {
+        removeDeferred(first: deferred.count)
     }
 
     /// What happened when the connection was read.
@@ -142,13 +162,49 @@ final class Connection {
     }
 }
 
-/// A RESULT held back for a client that is not reading (`Connection.deferred`): its
-/// rendition is read from the store when it is sent, so what waits costs a key, not the
-/// bytes; a rendition the store did not have when it was deferred is kept.
+/// A RESULT held back for a client that is not reading (`Connection.deferred`), sent in
+/// order once it reads.
 struct DeferredAnswer {
+    /// What waits for the request.
+    enum Content {
+        /// The store has the rendition: it is read from there when sent, so what waits costs
+        /// a key, not the bytes (evicted meanwhile, the request is answered `busy`).
+        case stored(RenditionKey)
+        /// The store did not take it: the bytes wait, within `HeldBackBudget`.
+        case unstored(Rendition)
+        /// Not kept, for `why`: the request is answered `busy` (ask again).
+        case lost(HeldBackLoss)
+    }
+
     let requestID: UInt32
-    let key: RenditionKey
-    let unstored: Rendition?
+    let content: Content
+
+    /// The bytes it keeps, as `HeldBackBudget` counts them.
+    var cost: Int {
+        guard case .unstored(let rendition) = content else { return 0 }
+        return rendition.bytes.count
+    }
+}
+
+/// Why a held-back RESULT was not sent: either way the client may ask again and be served.
+enum HeldBackLoss: Equatable {
+    /// The store evicted the rendition before the client read.
+    case evicted
+    /// The store did not take it, and keeping its bytes would have passed what the
+    /// connection (`perConnection` bytes) or its user (`perUser`) may hold back.
+    case overBudget(perConnection: Int, perUser: Int)
+
+    /// The ERROR `busy` the request gets.
+    var reply: ErrorReply {
+        switch self {
+        case .evicted:
+            return ErrorReply(.busy, "the rendition was evicted while this connection did not read its answers; ask again")
+        case .overBudget(let perConnection, let perUser):
+            return ErrorReply(.busy, "the rendition was not kept while this connection did not read its answers " +
+                                     "(the cache did not take it, and renditions held back may take at most " +
+                                     "\(perConnection >> 20) MiB a connection, \(perUser >> 20) MiB a user); ask again")
+        }
+    }
 }
 
 /// Bytes queued for a socket, as a list of chunks: a rendition shared by many waiters is

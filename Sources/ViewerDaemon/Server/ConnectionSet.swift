@@ -209,7 +209,6 @@ final class ConnectionSet {
         perUser.closed(connection.peerUID)
         for fd in connection.descriptors { Posix.close(fd) }
         connection.descriptors.removeAll()
-        connection.deferred.removeAll()
-        onClose(connection)
+        onClose(connection)  // which forgets its held-back answers
     }
 }

@@ -127,21 +127,26 @@ extension Daemon {
     }
 
     /// Queues held-back answers, in order, until the client's queue is full again. A
-    /// rendition the store evicted meanwhile is answered `busy` (ask again).
+    /// rendition the store evicted meanwhile, or one not kept over the budget, is answered
+    /// `busy` (ask again).
     private func sendDeferred(to connection: Connection) {
         var sent = 0
         for answer in connection.deferred {
             guard connection.pendingOutbound < configuration.clientOutboundLimit else { break }
             sent += 1
-            if let rendition = answer.unstored {
+            switch answer.content {
+            case .unstored(let rendition):
                 connection.enqueueRendition(.result, requestID: answer.requestID, format: rendition.format,
                                             width: rendition.width, height: rendition.height, sharing: rendition.bytes)
-            } else if !enqueueStored(answer.key, requestID: answer.requestID, on: connection) {
-                send(connection, .error(ErrorReply(.busy, "the rendition was evicted while this connection did not read " +
-                                                   "its answers; ask again")), requestID: answer.requestID)
+            case .stored(let key):
+                if !enqueueStored(key, requestID: answer.requestID, on: connection) {
+                    send(connection, .error(HeldBackLoss.evicted.reply), requestID: answer.requestID)
+                }
+            case .lost(let why):
+                send(connection, .error(why.reply), requestID: answer.requestID)
             }
         }
-        connection.deferred.removeFirst(sent)
+        heldBack.released(connection.removeDeferred(first: sent), uid: connection.peerUID)
     }
 
     /// Connections paused because their user held all the sources it may read on once some

@@ -210,7 +210,8 @@ extension Daemon {
         StatsReport(daemon: stats, inFlight: inFlight.counters, jobsInFlight: inFlight.jobCount,
                     connections: connections.count, connectionsAccepted: connections.accepted,
                     connectionsRefused: connections.refused, uptime: ContinuousClock.now - started,
-                    workers: configuration.workerCount, pool: pool, store: store.stats).reply
+                    workers: configuration.workerCount, pool: pool, store: store.stats,
+                    heldBackBytes: heldBack.total).reply
     }
 
     /// The live figures `systemctl status viewerd` shows.

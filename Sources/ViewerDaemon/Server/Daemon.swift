@@ -51,6 +51,8 @@ public final class Daemon {
     var controlSteps: [UInt64: [ControlStep]] = [:]
     /// Connections whose reading waits for their user's open sources to drop under the quota.
     var quotaPaused: Set<UInt64> = []
+    /// The bytes of held-back answers the store did not take, per connection and per user.
+    var heldBack: HeldBackBudget
     var stats = DaemonStats()
     var shuttingDown = false
     var shutdownDeadline: ContinuousClock.Instant?
@@ -71,6 +73,7 @@ public final class Daemon {
         (self.configuration, listener, store) = (resources.configuration, resources.listener, resources.store)
         sourceAccess = SourceAccess(roots: resources.sharedRoots)
         sourceQuota = SourceQuota(limit: resources.configuration.maxSourcesPerUser)
+        heldBack = HeldBackBudget(outboundLimit: resources.configuration.clientOutboundLimit)
         cacheLock = resources.cacheLock
         reader = store.makeReader()
         do throws(SystemError) {
@@ -103,6 +106,7 @@ public final class Daemon {
         connections.onClose = { [unowned self] connection in
             opening.removeAll(of: connection.id)
             controlSteps[connection.id] = nil
+            heldBack.released(connection.removeAllDeferred(), uid: connection.peerUID)
             perform(inFlight.connectionClosed(connection.id))
         }
     }

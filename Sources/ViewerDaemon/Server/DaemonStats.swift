@@ -24,6 +24,9 @@ struct DaemonStats {
     var largerServed: UInt64 = 0
     /// RESULTs held back because their client was not reading (sent once it caught up).
     var answersHeldBack: UInt64 = 0
+    /// RESULTs not kept for a client that was not reading, because the store did not take
+    /// them and their bytes would have passed what `HeldBackBudget` allows: answered `busy`.
+    var answersDropped: UInt64 = 0
     /// PREVIEWs not sent because their client was not reading.
     var previewsDropped: UInt64 = 0
     /// Connections closed because their answers went unread past the write timeout.

@@ -16,6 +16,8 @@ struct StatsReport {
     let workers: Int
     let pool: WorkerPool
     let store: StoreStats
+    /// Bytes of held-back answers kept now (`HeldBackBudget.total`).
+    let heldBackBytes: Int
 
     var reply: StatsReply {
         let s = store
@@ -68,6 +70,8 @@ struct StatsReport {
             ("sources_refused", stats.sourcesRefused),
             ("negative_hits", stats.negativeHits),
             ("answers_held_back", stats.answersHeldBack),
+            ("answers_held_back_bytes", UInt64(heldBackBytes)),
+            ("answers_dropped", stats.answersDropped),
             ("previews_dropped", stats.previewsDropped),
             ("write_timeouts", stats.writeTimeouts),
             ("info_requests", stats.infoRequests),
