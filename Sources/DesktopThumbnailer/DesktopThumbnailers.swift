@@ -110,19 +110,43 @@ public struct DesktopThumbnailers: Sendable {
 
     /// The file's MIME type as the desktop guesses it: by its name and first bytes
     /// (shared-mime-info, through GIO).
-    public static func guessMimeType(path: String) -> String {
-        var head = [UInt8](repeating: 0, count: 4096)
-        var count = 0
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd >= 0 {
-            count = max(0, head.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) })
-            close(fd)
-        }
-        let type = head.withUnsafeBytes { g_content_type_guess(path, $0.baseAddress?.assumingMemoryBound(to: guchar.self), gsize(count), nil) }
+    ///
+    /// - Throws: `UnreadableFile` when the name is not a regular file now (a FIFO, a device,
+    ///   a directory swapped in since the daemon looked) or cannot be opened: refused at once.
+    public static func guessMimeType(path: String) throws(UnreadableFile) -> String {
+        let head = try head(ofRegularFile: path)
+        let type = head.withUnsafeBytes { g_content_type_guess(path, $0.baseAddress?.assumingMemoryBound(to: guchar.self), gsize(head.count), nil) }
         defer { g_free(type) }
         guard let type, let mime = g_content_type_get_mime_type(type) else { return "application/octet-stream" }
         defer { g_free(mime) }
         return String(cString: mime)
+    }
+
+    /// The first `count` bytes of the regular file at `path` (fewer when it is shorter): how the
+    /// front opens a file a caller named. Without blocking, so that a FIFO put under the name
+    /// (by another user, in a shared folder) cannot hold the thread waiting for a writer, and
+    /// refused unless the descriptor is a regular file.
+    static func head(ofRegularFile path: String, count: Int = 4096) throws(UnreadableFile) -> [UInt8] {
+        do {
+            let fd = try Posix.openForReading(path)
+            defer { close(fd) }
+            guard try Posix.status(fd).st_mode & S_IFMT == S_IFREG else { throw UnreadableFile(path: path, reason: "not a regular file") }
+            var head = [UInt8](repeating: 0, count: count)
+            let n = try head.withUnsafeMutableBytes { buffer in try Posix.read(fd, into: buffer) }
+            return Array(head.prefix(n ?? 0))
+        } catch let error as UnreadableFile {
+            throw error
+        } catch {
+            throw UnreadableFile(path: path, reason: (error as? SystemError)?.code.description ?? "\(error)")
+        }
+    }
+
+    /// A file the desktop's thumbnailers are not given.
+    public struct UnreadableFile: Error, Equatable, CustomStringConvertible {
+        public let path: String
+        /// "not a regular file", or the open's error.
+        public let reason: String
+        public var description: String { "\(path): \(reason)" }
     }
 }
 
@@ -174,6 +198,9 @@ public final class HelperRunner: Sendable {
         case failed(String)
         /// It ran past the timeout, or could not be started: maybe the machine's, tried again next time.
         case timedOut(String)
+        /// The file is not a regular file now (a FIFO swapped in, say): no helper was started,
+        /// and nothing is recorded against the file.
+        case unreadable(String)
         case cancelled
     }
 
@@ -218,6 +245,13 @@ public final class HelperRunner: Sendable {
     private func runBlocking(_ helper: DesktopThumbnailers.Helper, path: String, uri: String, size: Int,
                              cancelled: Locked<Bool>) -> Result<String, Problem> {
         let name = URL(fileURLWithPath: helper.program).lastPathComponent
+        // Checked as the front opens any file a caller names, so that a FIFO under the name
+        // is refused at once rather than hold a helper (and a slot) until the timeout.
+        do {
+            _ = try DesktopThumbnailers.head(ofRegularFile: path, count: 1)
+        } catch {
+            return .failure(.unreadable(error.description))
+        }
         slots.wait()
         defer { slots.signal() }
         guard !cancelled.withLock({ $0 }) else { return .failure(.cancelled) }

@@ -56,12 +56,67 @@ struct DesktopThumbnailersTests {
         #expect(found.mimeTypes == ["application/x-doc", "font/ttf"])
     }
 
+    @Test("a FIFO swapped in under a file's name is refused at once by the MIME guess and by the helper's run, never waited on")
+    func fifoIsRefused() async throws {
+        // Given a FIFO that no one writes, named as a document
+        let directory = try TemporaryDirectory(prefix: "mime-fifo")
+        let fifo = directory.path + "/report.pdf"
+        #expect(mkfifo(fifo, 0o600) == 0)
+
+        // When the MIME type is guessed: an error at once
+        let guess = Answer<Result<String, any Error>>()
+        Thread { guess.give(Result { try DesktopThumbnailers.guessMimeType(path: fifo) }) }.start()
+        // (A hang detector, not a speed test: the refusal takes microseconds, the old open waited for ever.)
+        if guess.wait(seconds: 20) == nil {
+            Issue.record("the MIME guess is still waiting for a writer of the FIFO")
+            close(open(fifo, O_WRONLY | O_NONBLOCK))  // lets the stuck open return
+        }
+        #expect(throws: (any Error).self) { try guess.wait(seconds: 20)?.get() }
+
+        // And when a helper would be run on it: refused as not a regular file, the helper not started
+        let script = directory.path + "/reads.sh"
+        try "#!/bin/sh\nhead -c 16 \"$1\" > /dev/null\necho ran > \"$2\"\n".write(toFile: script, atomically: true, encoding: .utf8)
+        #expect(chmod(script, 0o755) == 0)
+        let helper = DesktopThumbnailers.Helper(file: "/f", program: script, arguments: ["%i", "%o"], mimeTypes: ["application/pdf"])
+        let runner = HelperRunner(helpers: DesktopThumbnailers(helpers: [helper]), timeout: .seconds(20), concurrency: 1)
+        defer { runner.stop() }
+        let run = await runner.run(helper, path: fifo, uri: "file://" + fifo, size: 128)
+        guard case .failure(.unreadable(let why)) = run else {
+            Issue.record("the helper's run gave \(run), not a refusal")
+            return
+        }
+        #expect(why.contains("not a regular file"), "\(why)")
+    }
+
     @Test("a file's MIME type is guessed as the desktop does: by name, else by content")
     func guess() throws {
         let directory = try TemporaryDirectory(prefix: "mime-guess")
         try "hello\n".write(toFile: directory.path + "/a.txt", atomically: true, encoding: .utf8)
         try Data([0x25, 0x50, 0x44, 0x46, 0x2D, 0x31, 0x2E, 0x34, 0x0A]).write(to: URL(fileURLWithPath: directory.path + "/noname"))
-        #expect(DesktopThumbnailers.guessMimeType(path: directory.path + "/a.txt") == "text/plain")
-        #expect(DesktopThumbnailers.guessMimeType(path: directory.path + "/noname") == "application/pdf")
+        #expect(try DesktopThumbnailers.guessMimeType(path: directory.path + "/a.txt") == "text/plain")
+        #expect(try DesktopThumbnailers.guessMimeType(path: directory.path + "/noname") == "application/pdf")
+    }
+}
+
+/// A value one thread gives and another waits for, with a limit on the wait.
+final class Answer<Value: Sendable>: @unchecked Sendable {
+    // `value` is only read and written with `condition` locked.
+    private var value: Value?
+    private let condition = NSCondition()
+
+    func give(_ value: Value) {
+        condition.lock()
+        defer { condition.unlock() }
+        self.value = value
+        condition.broadcast()
+    }
+
+    /// The value, or nil when none came within `seconds` (a later call waits again).
+    func wait(seconds: Double) -> Value? {
+        condition.lock()
+        defer { condition.unlock() }
+        let deadline = Date() + seconds
+        while value == nil && condition.wait(until: deadline) {}
+        return value
     }
 }
