@@ -153,9 +153,12 @@ public struct DesktopThumbnailers: Sendable {
 extension DesktopThumbnailers.Helper {
     /// The helper's command for the file at `path` (`uri`), its PNG of at most `size` pixels a
     /// side to go to `output`: `%i` is the path, `%u` the URI, `%o` the output, `%s` the size,
-    /// `%%` a percent sign; an unknown field expands to nothing, as desktops do.
+    /// `%%` a percent sign. An unknown field expands to nothing, and a word that was nothing
+    /// but unknown fields is left out, as Tumbler does (it expands `Exec` before splitting it)
+    /// and as the Desktop Entry Specification asks of fields it deprecates: no empty argument
+    /// where the `.thumbnailer` wrote none.
     func command(path: String, uri: String, output: String, size: Int) -> [String] {
-        [program] + arguments.map { argument in
+        [program] + arguments.compactMap { argument in
             var out = "", percent = false
             for character in argument {
                 if percent {
@@ -170,7 +173,7 @@ extension DesktopThumbnailers.Helper {
                     percent = false
                 } else if character == "%" { percent = true } else { out.append(character) }
             }
-            return out
+            return out.isEmpty && !argument.isEmpty ? nil : out
         }
     }
 }

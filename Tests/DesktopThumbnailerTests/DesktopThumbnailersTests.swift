@@ -33,6 +33,22 @@ struct DesktopThumbnailersTests {
         #expect(DesktopThumbnailers.parse("[Other]\nExec=sh %i\nMimeType=a/b;\n", file: "/f", path: path) == nil)
     }
 
+    @Test("Exec's fields: %i %u %o %s %% expanded; an unknown one expands to nothing, and a word of nothing else is dropped")
+    func execFields() throws {
+        // Given an Exec with an unknown field alone, one inside a word, and one at a word's end
+        let helper = try #require(DesktopThumbnailers.parse("""
+            [Thumbnailer Entry]
+            Exec=sh %q -s %s "pre%qpost" %i %u %o 100%% 5% %x%y ""
+            MimeType=application/x-a;
+            """, file: "/f", path: "/usr/bin:/bin"))
+
+        // When it is run for a file
+        let argv = helper.command(path: "/home/me/a b.odt", uri: "file:///home/me/a%20b.odt", output: "/run/o.png", size: 256)
+
+        // Then no argument is left empty by a field (the word written "" stays one, as desktops keep it)
+        #expect(argv.dropFirst() == ["-s", "256", "prepost", "/home/me/a b.odt", "file:///home/me/a%20b.odt", "/run/o.png", "100%", "5", ""])
+    }
+
     @Test("the user's directory comes first, a file hides one of the same name later, the first helper of a type wins")
     func precedence() throws {
         let directory = try TemporaryDirectory(prefix: "thumbnailers")
