@@ -20,6 +20,14 @@ from desktop_support import (NAME, PNG, REPO, name_owner_pid, ConformanceCase, D
 PATH = "/org/freedesktop/thumbnails/Thumbnailer1"
 
 
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 without Landlock."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    version = libc.syscall(444, None, 0, 1)  # landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    return max(0, version)
+
+
 def gdbus(*args: str) -> str:
     return subprocess.run(["gdbus", *args], check=True, capture_output=True, text=True, timeout=30).stdout
 
@@ -509,9 +517,17 @@ sys.exit(3)
         # Then it reached no socket, wrote nothing outside its directory, signalled no one, and
         # had a temporary directory of its own
         self.assertEqual(len(outcome["errors"]), 1, outcome)
-        report = outcome["errors"][0]["message"].split("report: ", 1)[-1]
-        self.assertEqual(report, "tcp=refused unix=refused outside=refused signal=refused tmp=private", outcome)
-        self.assertFalse(os.path.exists(self.escaped))
+        report = dict(part.split("=") for part in outcome["errors"][0]["message"].split("report: ", 1)[-1].split())
+        expected = {"tcp": "refused", "unix": "refused", "outside": "refused", "signal": "refused", "tmp": "private"}
+        # (what this kernel's Landlock cannot do is not asked: writes before 5.13, signals before 6.12)
+        abi = landlock_abi()
+        if abi < 1:
+            del expected["outside"]
+        if abi < 6:
+            del expected["signal"]
+        self.assertEqual({key: report.get(key) for key in expected}, expected, outcome)
+        if abi >= 1:
+            self.assertFalse(os.path.exists(self.escaped))
         for listener in (self.tcp, self.unix):
             listener.setblocking(False)
             with self.assertRaises(BlockingIOError):
