@@ -114,7 +114,8 @@ public final class HelperRunner: Sendable {
             finished(output)
             return .failure(.timedOut("no temporary directory for \(name): \(reason)"))
         }
-        let logFD = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        // Read back through this descriptor, never by the name, which the helper may replace.
+        let logFD = open(log, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         defer { if logFD >= 0 { close(logFD) } }
         let argv = helper.command(path: path, uri: uri, output: output, size: size)
         var environment = ProcessInfo.processInfo.environment
@@ -159,7 +160,7 @@ public final class HelperRunner: Sendable {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         state.withLock { _ = $0.running.remove(pid) }
-        let said = (try? String(contentsOfFile: log, encoding: .utf8))?.split(whereSeparator: \.isNewline).last.map(String.init)
+        let said = Self.lastLine(of: logFD)
         func failing(_ problem: Problem) -> Result<String, Problem> {
             finished(output)
             return .failure(problem)
@@ -173,6 +174,15 @@ public final class HelperRunner: Sendable {
         }
         guard access(output, R_OK) == 0 else { return failing(.failed("\(name) wrote no thumbnail" + (said.map { ": \($0)" } ?? ""))) }
         return .success(output)
+    }
+
+    /// The last line the helper wrote to its standard error (from the log's last 4 KiB).
+    private static func lastLine(of fd: Int32) -> String? {
+        guard fd >= 0, let size = try? Posix.status(fd).st_size, size > 0 else { return nil }
+        var tail = [UInt8](repeating: 0, count: Int(min(size, 4096)))
+        let n = tail.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(size) - off_t($0.count)) }
+        guard n > 0 else { return nil }
+        return String(decoding: tail.prefix(n), as: UTF8.self).split(whereSeparator: \.isNewline).last.map(String.init)
     }
 
     /// Says, once for each, the protections the kernel did not give a helper (it runs without

@@ -104,6 +104,38 @@ struct DesktopThumbnailersTests {
         #expect(why.contains("not a regular file"), "\(why)")
     }
 
+    @Test("a helper that puts a FIFO where its log was neither holds the runner nor loses its last words: the log is read from its descriptor")
+    func helperLogIsReadFromItsDescriptor() async throws {
+        // Given a helper that says why it fails, then swaps its log's name for a FIFO
+        let directory = try TemporaryDirectory(prefix: "helper-log")
+        let document = directory.path + "/a.doc", script = directory.path + "/swaps.sh"
+        try "a document".write(toFile: document, atomically: true, encoding: .utf8)
+        try "#!/bin/sh\necho 'cannot read the document' >&2\nlog=\"$(dirname \"$2\")/stderr\"\nrm -f \"$log\"\nmkfifo \"$log\"\nexit 1\n"
+            .write(toFile: script, atomically: true, encoding: .utf8)
+        #expect(chmod(script, 0o755) == 0)
+        let helper = DesktopThumbnailers.Helper(file: "/f", program: script, arguments: ["%i", "%o"], mimeTypes: ["application/x-doc"])
+        let runner = HelperRunner(helpers: DesktopThumbnailers(helpers: [helper]), timeout: .seconds(20), concurrency: 1)
+        defer { runner.stop() }
+
+        // When it runs
+        let answer = Answer<Result<String, HelperRunner.Problem>>()
+        Task { answer.give(await runner.run(helper, path: document, uri: "file://" + document, size: 128)) }
+
+        // Then its failure comes back with what it said, at once
+        // (A hang detector, not a speed test: a log read by its name would wait for the FIFO's writer.)
+        guard let run = answer.wait(seconds: 20) else {
+            Issue.record("the runner is still waiting for a writer of the helper's FIFO")
+            for scratch in try FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory()) where scratch.hasPrefix("viewerd-thumbnailer-") {
+                let top = (NSTemporaryDirectory() as NSString).appendingPathComponent(scratch)
+                for run in (try? FileManager.default.contentsOfDirectory(atPath: top)) ?? [] {
+                    close(open(top + "/" + run + "/stderr", O_WRONLY | O_NONBLOCK))  // lets the stuck open return
+                }
+            }
+            return
+        }
+        #expect(run == .failure(.failed("swaps.sh exited with 1: cannot read the document")))
+    }
+
     @Test("a file's MIME type is guessed as the desktop does: by name, else by content")
     func guess() throws {
         let directory = try TemporaryDirectory(prefix: "mime-guess")
