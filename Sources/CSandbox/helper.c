@@ -179,11 +179,13 @@ static size_t read_all(int fd, void *bytes, size_t length) {
 static void run_helper(const char *path, const char *const *argv, const char *const *envp, int stderr_fd,
                        const vd_helper_limits *limits, int report_fd) {
     setpgid(0, 0);
+    pid_t parent = getppid();
     vd_helper_report report = {0};
     report.namespace_errno = own_namespaces();
     if (report.namespace_errno == 0) report.protections |= VD_HELPER_NAMESPACES;
     // After unshare, which makes new credentials: set on the process as it will execute.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the service died before the signal was set
     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null < 0) _exit(127);
