@@ -39,7 +39,8 @@ let package = Package(
                 linkerSettings: [.linkedLibrary("avcodec"), .linkedLibrary("swscale"), .linkedLibrary("avutil")]),
 
         // The worker's sandbox: libseccomp's variadic rule calls with fixed arguments, and the
-        // one-call protections (prctl, setrlimit, unshare). Only ViewerDaemon imports it.
+        // one-call protections (prctl, setrlimit, unshare); and the desktop thumbnailers' own
+        // (helper.c). ViewerDaemon and DesktopThumbnailer import it.
         .target(name: "CSandbox", dependencies: ["CSeccomp"]),
 
         // The lock every module uses: a pthread mutex ThreadSanitizer can see (docs/DECISIONS.md).
@@ -69,7 +70,7 @@ let package = Package(
         .target(name: "CDBusShim", dependencies: ["CSDBus"]),
         // The desktop's thumbnail service: Thumbnailer1 and Cache1 on the session bus, a front
         // of the daemon writing the freedesktop cache (issue 21).
-        .target(name: "DesktopThumbnailer", dependencies: ["CSDBus", "CDBusShim", "CGio", "CPosix", "FreedesktopThumbnails",
+        .target(name: "DesktopThumbnailer", dependencies: ["CSDBus", "CDBusShim", "CGio", "CPosix", "CSandbox", "FreedesktopThumbnails",
                                                          "ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
 
         .executableTarget(name: "viewerd", dependencies: ["ViewerDaemon"]),

@@ -318,37 +318,6 @@ int vd_release_free_memory(void) { return malloc_trim(0); }
 
 int vd_limit_malloc_arenas(int n) { return mallopt(M_ARENA_MAX, n); }
 
-pid_t vd_spawn_limited(const char *path, const char *const *argv, const char *const *envp, int stderr_fd,
-                       uint64_t max_memory, uint64_t max_cpu_seconds, uint64_t max_file_bytes) {
-    pid_t pid = fork();
-    if (pid != 0) return pid;  // the parent: the child's pid, or -1
-    // The child of a threaded process: async-signal-safe calls only, until execve.
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null < 0) _exit(127);
-    dup2(null, 0);
-    dup2(null, 1);
-    dup2(stderr_fd >= 0 ? stderr_fd : null, 2);
-    syscall(SYS_close_range, 3, ~0U, 0);
-    struct rlimit memory = { max_memory, max_memory }, cpu = { max_cpu_seconds, max_cpu_seconds },
-                  file = { max_file_bytes, max_file_bytes }, core = { 0, 0 };
-    setrlimit(RLIMIT_AS, &memory);
-    setrlimit(RLIMIT_CPU, &cpu);
-    setrlimit(RLIMIT_FSIZE, &file);
-    setrlimit(RLIMIT_CORE, &core);
-    // The caller may ignore or block SIGTERM, SIGINT and SIGPIPE: the helper must not.
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGPIPE, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    execve(path, (char *const *)argv, (char *const *)envp);
-    _exit(127);
-}
-
 int vd_pidfd_open(pid_t pid) {
     return (int)syscall(SYS_pidfd_open, pid, 0);
 }

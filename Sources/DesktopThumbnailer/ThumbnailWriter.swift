@@ -103,7 +103,13 @@ public struct ThumbnailWriter: Sendable {
         } catch ViewerClientError.server(let reply) where reply.code == .unsupportedFormat && helpers != nil {
             // A type the daemon does not read: the desktop's thumbnailer for it, if one is installed.
             var guessed = source.mimeType
-            if guessed == nil { guessed = await FileWork.run { DesktopThumbnailers.guessMimeType(path: path) } }
+            if guessed == nil {
+                let guess = await FileWork.run { Result { () throws(DesktopThumbnailers.UnreadableFile) in try DesktopThumbnailers.guessMimeType(path: path) } }
+                switch guess {
+                case .success(let type): guessed = type
+                case .failure(let problem): return .failed(.otherErrorDomain, problem.description)
+                }
+            }
             guard let helpers, let guessed, let helper = helpers.helpers.helper(for: guessed) else {
                 return await failure(ViewerClientError.server(reply), source: source, path: path, failureName: failureName)
             }
@@ -150,6 +156,7 @@ public struct ThumbnailWriter: Sendable {
         case .failure(.cancelled): return .failure(Stop(.cancelled))
         case .failure(.failed(let problem)): return .failure(Stop(.failed(.noContent, "\(path): \(problem)"), isFilesFault: true))
         case .failure(.timedOut(let problem)): return .failure(Stop(.failed(.noContent, "\(path): \(problem)")))
+        case .failure(.unreadable(let problem)): return .failure(Stop(.failed(.otherErrorDomain, problem)))
         }
         defer { runner.finished(output) }
         do {

@@ -49,22 +49,40 @@ extension ThumbnailCache {
 
     // MARK: Helpers
 
+    /// The pairs' thumbnails retagged under their destinations. The cache is read once for the
+    /// whole call, and only when some destination is a folder: a file manager that moves fifty
+    /// folders reads each thumbnail's keys once, not fifty times.
     private func transfer(from: [String], to: [String], keepSource: Bool) -> Int {
+        let pairs = zip(from, to).filter { $0 != $1 }.map { (source: $0, destination: $1, folder: Self.isFolder($1)) }
+        // Kept as the pairs are carried out, so that a later pair finds what an earlier one moved in.
+        var known = pairs.contains(where: \.folder) ? thumbnailURIs() : []
         var done = 0
-        for (source, destination) in zip(from, to) where source != destination {
-            var pairs = [(source, destination)]
-            var info = stat()
-            if let path = Self.path(ofURI: destination), stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
-                pairs += descendants(of: source).map { ($0, destination + $0.dropFirst(source.count)) }
+        for (source, destination, folder) in pairs {
+            var moves = [(source, destination)]
+            if folder {
+                moves += known.filter { $0 != source && Self.isUnder($0, source) }.map { ($0, destination + $0.dropFirst(source.count)) }
             }
-            for (old, new) in pairs {
+            for (old, new) in moves {
+                var moved = false
                 for flavor in ThumbnailFlavor.allCases where retag(path(of: old, flavor: flavor), uri: new, to: path(of: new, flavor: flavor),
                                                                     keepSource: keepSource) {
                     done += 1
+                    moved = true
+                }
+                if moved {
+                    known.insert(new)
+                    if !keepSource { known.remove(old) }
                 }
             }
         }
         return done
+    }
+
+    /// Whether the local file a URI names is a folder.
+    private static func isFolder(_ uri: String) -> Bool {
+        var info = stat()
+        guard let path = path(ofURI: uri) else { return false }
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
     }
 
     /// Writes the thumbnail at `file` under `destination` with `Thumb::URI` set to `uri`.
@@ -75,15 +93,9 @@ extension ThumbnailCache {
         return true
     }
 
-    /// The URIs of the thumbnails (any flavor) of files under the folder `uri`.
-    private func descendants(of uri: String) -> Set<String> {
-        var found = Set<String>()
-        for file in thumbnailFiles() {
-            if let other = Self.keys(at: file)?["Thumb::URI"], other != uri, Self.isUnder(other, uri) {
-                found.insert(other)
-            }
-        }
-        return found
+    /// The URIs of every thumbnail in the cache (any flavor), from their keys.
+    private func thumbnailURIs() -> Set<String> {
+        Set(thumbnailFiles().compactMap { Self.keys(at: $0)?["Thumb::URI"] })
     }
 
     /// Whether `uri` is `base` or names something inside the folder `base`.

@@ -7,7 +7,7 @@ extension Posix {
     /// environment, a list of paths for a C call), freed when `body` returns.
     ///
     /// ```swift
-    /// let pid = Posix.withCStrings(["/bin/true"]) { argv in vd_spawn_limited("/bin/true", argv, environment, -1, …) }
+    /// let pid = Posix.withCStrings(["/bin/true"]) { argv in vd_spawn_helper("/bin/true", argv, environment, -1, &limits, &report) }
     /// ```
     public static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
         let copies = strings.map { strdup($0) }

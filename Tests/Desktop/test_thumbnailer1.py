@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import stat
 import subprocess
 import threading
@@ -17,6 +18,14 @@ from desktop_support import (NAME, PNG, REPO, name_owner_pid, ConformanceCase, D
                              make_png, md5_name, require_session_bus, uri)
 
 PATH = "/org/freedesktop/thumbnails/Thumbnailer1"
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 without Landlock."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    version = libc.syscall(444, None, 0, 1)  # landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    return max(0, version)
 
 
 def gdbus(*args: str) -> str:
@@ -361,10 +370,15 @@ class DesktopThumbnailerTests(ConformanceCase):
             # a real one: the file's first words drawn by the vips CLI, as big as asked
             "text": ("text/plain", '#!/bin/sh\nexec vips text "$2" "$(head -c 24 "$1")" --width "$3" --dpi 300\n'),
             "slow": ("application/x-viewerd-slow", "#!/bin/sh\nsleep 67.25\n"),
-            # works in half a second, and says when it ran (how many run at once)
+            # works in half a second, and says how many ran at once in its thumbnail's width (64
+            # pixels a helper): its sandbox lets it write beside its output alone, and read the
+            # directories of the helpers running beside it
             "busy": ("application/x-viewerd-busy",
-                     f'#!/bin/sh\necho "start $(date +%s.%N)" >> {cls.root}/busy.log\nsleep 0.5\n'
-                     f'echo "end $(date +%s.%N)" >> {cls.root}/busy.log\nexec vips black "$2" 64 48\n'),
+                     '#!/bin/sh\nhere=$(dirname "$2")\ntouch "$here/running"\nsleep 0.25\n'
+                     'n=$(ls "$(dirname "$here")"/*/running | wc -l)\nsleep 0.25\nrm "$here/running"\n'
+                     'exec vips black "$2" $((64 * n)) 48\n'),
+            # tries what its sandbox is there to stop, and says what it could do (as its last words)
+            "nosy": ("application/x-viewerd-nosy", cls.nosy_script()),
             "junk": ("application/x-viewerd-junk", '#!/bin/sh\necho "not a PNG" > "$2"\n'),
             "fails": ("application/x-viewerd-fails", '#!/bin/sh\necho "cannot parse the document" >&2\nexit 3\n'),
         }
@@ -380,6 +394,49 @@ class DesktopThumbnailerTests(ConformanceCase):
             f.write("[Thumbnailer Entry]\nTryExec=no-such-thumbnailer\nExec=no-such-thumbnailer %i %o\n"
                     "MimeType=application/x-viewerd-absent;\n")
         return {"XDG_DATA_DIRS": share, "XDG_DATA_HOME": os.path.join(cls.root, "no-data-home")}
+
+    @classmethod
+    def nosy_script(cls) -> str:
+        """A helper that tries the network (a TCP listener on 127.0.0.1, a Unix socket as the
+        session bus is one), a write outside its directory, a signal to the service, and looks
+        at its TMPDIR."""
+        cls.tcp = socket.create_server(("127.0.0.1", 0))
+        cls.unix_path = os.path.join(cls.root, "listener.sock")
+        cls.unix = socket.socket(socket.AF_UNIX)
+        cls.unix.bind(cls.unix_path)
+        cls.unix.listen()
+        cls.escaped = os.path.join(cls.root, "written-by-a-helper")
+        return f"""#!/usr/bin/python3 -S
+import os, socket, stat, sys, tempfile
+report = []
+def attempt(name, act):
+    try:
+        act()
+        report.append(name + "=done")
+    except OSError as error:
+        report.append(name + "=refused")
+attempt("tcp", lambda: socket.create_connection(("127.0.0.1", {cls.tcp.getsockname()[1]}), timeout=5))
+attempt("unix", lambda: socket.socket(socket.AF_UNIX).connect({cls.unix_path!r}))
+attempt("outside", lambda: open({cls.escaped!r}, "w").write("escaped"))
+attempt("signal", lambda: os.kill(os.getppid(), 0))
+def private_temporary():
+    info = os.stat(tempfile.gettempdir())
+    assert os.path.dirname(sys.argv[2]) in tempfile.gettempdir() and stat.S_IMODE(info.st_mode) == 0o700
+    tempfile.mkstemp()
+try:
+    private_temporary()
+    report.append("tmp=private")
+except (AssertionError, OSError):
+    report.append("tmp=shared")
+print("report: " + " ".join(report), file=sys.stderr)
+sys.exit(3)
+"""
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        super().tearDownClass()
+        cls.tcp.close()
+        cls.unix.close()
 
     def document(self, name: str, text: str) -> str:
         path = os.path.join(self.images, name)
@@ -430,15 +487,9 @@ class DesktopThumbnailerTests(ConformanceCase):
         files = [self.document(f"busy{i}", "busy") for i in range(6)]
         outcome = self.client.wait(self.client.queue([uri(p) for p in files], ["application/x-viewerd-busy"] * 6))
         self.assertEqual(sorted(outcome["ready"]), sorted(uri(p) for p in files), outcome)
-        # Then no more of them ran at once than there are cores
-        running, most = 0, 0
-        with open(os.path.join(self.root, "busy.log")) as f:
-            events = sorted((float(t), kind) for kind, t in (line.split() for line in f))
-        for _, kind in events:
-            running += 1 if kind == "start" else -1
-            most = max(most, running)
-        self.assertEqual(most, 2)  # in parallel, and no more than --helper-jobs
-        self.assertEqual(len(events), 12)
+        # Then no more of them ran at once than there are cores (each says how many it saw)
+        seen = [PNG(self.thumbnail_path(p)).width // 64 for p in files]
+        self.assertEqual(max(seen), 2, seen)  # in parallel, and no more than --helper-jobs
 
         # When a file whose helper hangs is dequeued, the helper is killed at once
         slow = self.document("hang", "zzz")
@@ -455,6 +506,35 @@ class DesktopThumbnailerTests(ConformanceCase):
         while subprocess.run(["pgrep", "-f", "sleep 67.25"], capture_output=True).stdout and time.monotonic() < deadline:
             time.sleep(0.02)
         self.assertEqual(subprocess.run(["pgrep", "-f", "sleep 67.25"], capture_output=True, text=True).stdout.strip(), "")
+
+    def test_a_thumbnailer_has_no_network_no_signals_and_writes_only_beside_its_output(self) -> None:
+        # Given a helper that tries what a compromised one would
+        nosy = self.document("nosy.doc", "a document\n")
+
+        # When it runs
+        outcome = self.client.wait(self.client.queue([uri(nosy)], ["application/x-viewerd-nosy"]))
+
+        # Then it reached no socket, wrote nothing outside its directory, signalled no one, and
+        # had a temporary directory of its own
+        self.assertEqual(len(outcome["errors"]), 1, outcome)
+        report = dict(part.split("=") for part in outcome["errors"][0]["message"].split("report: ", 1)[-1].split())
+        expected = {"tcp": "refused", "unix": "refused", "outside": "refused", "signal": "refused", "tmp": "private"}
+        # (what this kernel's Landlock cannot do is not asked: writes before 5.13, signals before 6.12)
+        abi = landlock_abi()
+        if abi < 1:
+            del expected["outside"]
+        if abi < 6:
+            del expected["signal"]
+        self.assertEqual({key: report.get(key) for key in expected}, expected, outcome)
+        if abi >= 1:
+            self.assertFalse(os.path.exists(self.escaped))
+        for listener in (self.tcp, self.unix):
+            listener.setblocking(False)
+            with self.assertRaises(BlockingIOError):
+                listener.accept()[0].close()
+        # and a helper that keeps to its directory still works in the same sandbox (its run dir gone after)
+        notes = self.document("sandboxed.txt", "Still drawn\n")
+        self.assertEqual(self.client.wait(self.client.queue([uri(notes)], [""], "normal"))["ready"], [uri(notes)])
 
     def test_a_type_no_one_reads_is_unsupported(self) -> None:
         blob = os.path.join(self.images, "blob.bin")

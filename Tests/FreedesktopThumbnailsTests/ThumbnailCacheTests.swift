@@ -139,15 +139,9 @@ struct ThumbnailCacheTests {
 
     @Test("Cache1's work: thumbnails move and copy with their files (a folder's too), are deleted, cleaned up when the file is gone")
     func maintenance() throws {
-        let directory = try TemporaryDirectory(prefix: "xdg-cache1")
-        let cache = ThumbnailCache(root: directory.path + "/thumbnails")
-        let png = try PNGEncoder.rgba([0, 0, 0, 255], width: 1, height: 1)
-        func uri(_ name: String) -> String { ThumbnailCache.uri(ofPath: directory.path + "/" + name)! }
-        func store(_ name: String, _ flavors: [ThumbnailFlavor] = [.normal, .large]) throws {
-            for flavor in flavors {
-                try cache.store(png: png, of: ThumbnailSource(uri: uri(name), mtime: 100), flavor: flavor, software: "test")
-            }
-        }
+        let scene = try CacheScene(prefix: "xdg-cache1")
+        let (directory, cache, png, uri) = (scene.directory, scene.cache, scene.png, scene.uri)
+        func store(_ name: String, _ flavors: [ThumbnailFlavor] = [.normal, .large]) throws { try scene.store(name, flavors) }
         func keys(_ name: String, _ flavor: ThumbnailFlavor = .normal) -> [String: String]? {
             (try? Data(contentsOf: URL(fileURLWithPath: cache.path(of: uri(name), flavor: flavor)))).map { PNGText.read(Array($0)) }
         }
@@ -180,6 +174,46 @@ struct ThumbnailCacheTests {
         #expect(keys("albums/z.jpg") == nil && keys("album 2/x.jpg") != nil)
         #expect(cache.cleanup(baseURIs: [], since: 0) == 5)  // all but a2.jpg's, whose file exists
         #expect(keys("a2.jpg") != nil && keys("b.jpg", .large) == nil)
+    }
+
+    @Test("a Move of many folders reads each thumbnail of the cache once, not once per folder, and every file follows its folder")
+    func folderMovesReadTheCacheOnce() throws {
+        // Given a cache with the thumbnails of 8 folders' files, others beside them, and the
+        // destinations as folders (what a file manager's Move of 8 folders looks like)
+        let scene = try CacheScene(prefix: "xdg-cache1-scan")
+        let (directory, cache, uri) = (scene.directory, scene.cache, scene.uri)
+        func store(_ name: String) throws { try scene.store(name) }
+        let folders = (0..<8).map { "folder \($0)" }
+        for folder in folders {
+            try store(folder + "/a.jpg")
+            try store(folder + "/sub/b.jpg")
+            try FileManager.default.createDirectory(atPath: directory.path + "/moved/" + folder, withIntermediateDirectories: true)
+        }
+        let others = (0..<10).map { "elsewhere/\($0).jpg" }
+        for other in others { try store(other) }
+        // (The kernel's own count of opens, by name: no hook in the code under test.)
+        let opens = try OpenCounter(directories: [directory.path + "/thumbnails/normal", directory.path + "/thumbnails/large"])
+
+        // When they all move in one call
+        let moved = cache.move(from: folders.map { uri($0) }, to: folders.map { uri("moved/" + $0) })
+
+        // Then every file followed its folder, with its new URI, and nothing else moved
+        #expect(moved == 8 * 2 * 2)
+        for folder in folders {
+            for name in ["/a.jpg", "/sub/b.jpg"] {
+                let new = cache.path(of: uri("moved/" + folder + name), flavor: .large)
+                #expect(PNGText.read(Array(try Data(contentsOf: URL(fileURLWithPath: new))))["Thumb::URI"] == uri("moved/" + folder + name))
+                #expect(!FileManager.default.fileExists(atPath: cache.path(of: uri(folder + name), flavor: .large)))
+            }
+        }
+        // And a thumbnail the Move does not concern was opened once for the whole call, not once a folder
+        let counts = try opens.counts()
+        for other in others {
+            for flavor in [ThumbnailFlavor.normal, .large] {
+                let file = cache.path(of: uri(other), flavor: flavor)
+                #expect(counts[file, default: 0] == 1, "\(other) (\(flavor)) was opened \(counts[file, default: 0]) times")
+            }
+        }
     }
 
     @Test("Tumbler's Thumb::MTime (seconds with microseconds) names the version too; URIs of this machine only; a FIFO does not hold a reader")
@@ -228,5 +262,28 @@ struct ThumbnailCacheTests {
         // A photograph-like gradient with noise still round-trips
         let photo = (0..<(64 * 48 * 4)).map { i in UInt8(truncatingIfNeeded: i / 4 % 64 * 3 + Int.random(in: 0...6, using: &generator)) }
         #expect(try ImageFixtures.decode(try PNGEncoder.rgba(photo, width: 64, height: 48)).width == 64)
+    }
+}
+
+/// A cache in a temporary directory, and 1×1 thumbnails of files named relative to that directory.
+struct CacheScene {
+    let directory: TemporaryDirectory
+    let cache: ThumbnailCache
+    let png: [UInt8]
+
+    init(prefix: String) throws {
+        directory = try TemporaryDirectory(prefix: prefix)
+        cache = ThumbnailCache(root: directory.path + "/thumbnails")
+        png = try PNGEncoder.rgba([0, 0, 0, 255], width: 1, height: 1)
+    }
+
+    /// The URI of `name` in the directory.
+    func uri(_ name: String) -> String { ThumbnailCache.uri(ofPath: directory.path + "/" + name)! }
+
+    /// Stores a thumbnail of `name` (mtime 100) in each of `flavors`.
+    func store(_ name: String, _ flavors: [ThumbnailFlavor] = [.normal, .large]) throws {
+        for flavor in flavors {
+            try cache.store(png: png, of: ThumbnailSource(uri: uri(name), mtime: 100), flavor: flavor, software: "test")
+        }
     }
 }

@@ -102,15 +102,6 @@ int vd_try_lock(int fd);
 /// EINVAL) when the kernel has no openat2.
 int vd_open_beneath(int root, const char *relative, int flags);
 
-/// Starts `path` (absolute) with `argv` and `envp` (NULL-terminated) as a desktop
-/// thumbnailer runs (issue 21): in a process group of its own, standard input and output
-/// /dev/null, standard error to `stderr_fd` (-1: /dev/null), no other descriptor inherited, no
-/// new privileges, default signal dispositions, killed when the caller's thread ends, at most
-/// `max_memory` bytes of address space, `max_cpu_seconds` of CPU time and `max_file_bytes`
-/// per file written. Returns its pid, or -1 with errno.
-pid_t vd_spawn_limited(const char *path, const char *const *argv, const char *const *envp, int stderr_fd,
-                       uint64_t max_memory, uint64_t max_cpu_seconds, uint64_t max_file_bytes);
-
 /// A pidfd of `pid` (readable once it has exited), close-on-exec; -1 with errno.
 int vd_pidfd_open(pid_t pid);
 
