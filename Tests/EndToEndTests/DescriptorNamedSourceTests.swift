@@ -25,7 +25,7 @@ struct DescriptorNamedSourceTests {
     @Test("a deleted file passed as /etc/shadow is stored under its device and inode, out of reach of INVALIDATE /etc/shadow")
     func deletedFileIsNotNamedByTheClient() throws {
         // Given a PNG whose only name is gone, rendered through its descriptor as "/etc/shadow"
-        let daemon = try DaemonProcess(extraArguments: ["--workers", "1"])
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "1", "--log-level", "debug"])
         defer { daemon.stop() }
         let png = try Fixtures.write(daemon.directory + "/source.png", width: 64, height: 48)
         let fd = try Self.unnamedFile(Array(try Data(contentsOf: URL(fileURLWithPath: png))), in: daemon.directory)
@@ -61,7 +61,7 @@ struct DescriptorNamedSourceTests {
     @Test("an error about a deleted file's descriptor names its device and inode, not the client's path")
     func errorsNameTheDescriptor() throws {
         // Given a file that is not an image, deleted, sent as "/etc/shadow"
-        let daemon = try DaemonProcess(extraArguments: ["--workers", "1"])
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "1", "--log-level", "debug"])
         defer { daemon.stop() }
         let fd = try Self.unnamedFile(Array("not an image, only text\n".utf8), in: daemon.directory)
         defer { close(fd) }
@@ -76,11 +76,23 @@ struct DescriptorNamedSourceTests {
             Self.message { _ = try client.info(descriptor: fd, path: "/etc/shadow") },
         ].compactMap { $0 }
 
+        // And a cache-only RENDER of it misses, naming it so too
+        var cacheOnly = RenderRequest(path: "/etc/shadow", spec: RenditionSpec(width: 16, height: 16))
+        cacheOnly.delivery = .cacheOnly
+        let fresh = try Self.unnamedFile(Array("other text, never rendered\n".utf8), in: daemon.directory)
+        defer { close(fresh) }
+        var freshStat = stat()
+        fstat(fresh, &freshStat)
+        let notCached = Self.message { _ = try client.render(cacheOnly, descriptor: fresh) }
+        #expect(notCached?.contains("descriptor:\(freshStat.st_dev):\(freshStat.st_ino)") == true, "\(notCached ?? "no error")")
+
         // Then both fail, naming the file by its device and inode
         #expect(messages.count == 2)
         for message in messages {
-            #expect(!message.contains("/etc/shadow"), "the error carries the client's name: \(message)")
             #expect(message.contains("descriptor:\(st.st_dev):\(st.st_ino)"), "\(message)")
+        }
+        for message in messages + [notCached ?? ""] {
+            #expect(!message.contains("/etc/shadow"), "the error carries the client's name: \(message)")
         }
         #expect(!daemon.log().contains("/etc/shadow"), "the log carries the client's name: \(daemon.logTail())")
     }
