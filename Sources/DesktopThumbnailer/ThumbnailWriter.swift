@@ -1,5 +1,6 @@
 import Foundation
 import FreedesktopThumbnails
+import Synchronization
 import ViewerClient
 import ViewerProtocol
 
@@ -119,7 +120,7 @@ public struct ThumbnailWriter: Sendable {
             case .success(let result):
                 raw = result
             case .failure(let stop):
-                if stop.isFilesFault { try? await record(failureOf: source, as: failureName) }
+                if stop.isFilesFault { await record(failureOf: source, as: failureName) }
                 return stop.outcome
             }
         } catch {
@@ -186,12 +187,22 @@ public struct ThumbnailWriter: Sendable {
         init(_ outcome: ThumbnailOutcome, isFilesFault: Bool = false) { (self.outcome, self.isFilesFault) = (outcome, isFilesFault) }
     }
 
-    private func record(failureOf source: ThumbnailSource, as failureName: String) async throws {
+    /// Writes the standard's failure record of `source`. One that cannot be written (a full
+    /// disk, a cache folder not ours) only costs a retry of the file next time: said once on
+    /// stderr (the service's journal), not once per file.
+    private func record(failureOf source: ThumbnailSource, as failureName: String) async {
         let cache = self.cache
-        try await FileWork.run { () throws -> Void in
-            try cache.storeFailure(of: source, software: failureName, png: PNGEncoder.rgba([0, 0, 0, 0], width: 1, height: 1))
+        let written = await FileWork.run { () -> Result<Void, any Error> in
+            Result { try cache.storeFailure(of: source, software: failureName, png: PNGEncoder.rgba([0, 0, 0, 0], width: 1, height: 1)) }
+        }
+        if case .failure(let error) = written, !Self.failureRecordUnwritten.exchange(true, ordering: .relaxed) {
+            FileHandle.standardError.write(Data(("viewerd-thumbnailer: event=failure-record-unwritten uri=\(source.uri) " +
+                "error=\"\(error)\" detail=\"the file is tried again next time; said once\"\n").utf8))
         }
     }
+
+    /// Whether a failure record could not be written once already (it is said once).
+    private static let failureRecordUnwritten = Atomic<Bool>(false)
 
     /// The Error of a render that failed; the standard's failure record when the file is to blame.
     private func failure(_ error: any Error, source: ThumbnailSource, path: String, failureName: String) async -> ThumbnailOutcome {
@@ -199,7 +210,7 @@ public struct ThumbnailWriter: Sendable {
         guard case .server(let reply) = error, let code = reply.code else {
             return .failed(.connectionError, "\(path): \(error.description)")
         }
-        if Self.fileIsToBlame.contains(code) { try? await record(failureOf: source, as: failureName) }
+        if Self.fileIsToBlame.contains(code) { await record(failureOf: source, as: failureName) }
         let kind: TumblerError = switch code {
         case .unsupportedFormat: .unsupported
         case .corruptImage: .invalidFormat

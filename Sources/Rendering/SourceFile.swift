@@ -86,6 +86,9 @@ public struct AssetIdentity: Hashable, Sendable {
 /// identity comes from `fstat` of the very descriptor that is rendered, so the key and the
 /// pixels describe the same file.
 public final class SourceFile: Sendable {
+    /// The file's name in logs, errors and the store: its path, or for a passed descriptor
+    /// that has none (a memfd, a file deleted since it was opened) `descriptor:<dev>:<ino>`
+    /// (`isNamedByDescriptor`), never a name its client sent.
     public let path: String
     public let descriptor: Int32
     public let identity: AssetIdentity
@@ -120,15 +123,20 @@ public final class SourceFile: Sendable {
     ///
     /// - Parameters:
     ///   - resolvingPath: name the file by its real path as this process sees it
-    ///     (`realPath(of:)`) rather than by `path`, when it has one. The daemon indexes
-    ///     renditions under this name for INVALIDATE and the sweep; a client's name for a
-    ///     descriptor may be empty, relative, or another file's, so it is only a fallback.
+    ///     (`realPath(of:)`), or by `descriptor:<dev>:<ino>` when it has none; never by
+    ///     `path`. The daemon indexes renditions under this name for INVALIDATE and the
+    ///     sweep; a client's name for a descriptor may be empty, relative, or another file's
+    ///     (`/etc/shadow`). Without it (a worker, given the daemon's name), `path` names it.
     ///   - lease: kept as long as the descriptor is open (see `lease`).
     public init(descriptor fd: Int32, path: String, resolvingPath: Bool = false,
                 lease: (any Sendable)? = nil) throws(RenderError) {
-        let name = (resolvingPath ? Self.realPath(of: fd) : nil) ?? (path.isEmpty ? "descriptor" : path)
+        var st = stat()
+        let described = fstat(fd, &st) == 0
+        let name = resolvingPath
+            ? Self.realPath(of: fd) ?? (described ? Self.descriptorName(device: UInt64(st.st_dev), inode: UInt64(st.st_ino)) : "descriptor")
+            : (path.isEmpty ? "descriptor" : path)
         let mode = fcntl(fd, F_GETFL)
-        guard mode >= 0 else {
+        guard described, mode >= 0 else {
             let e = errno
             close(fd)
             throw .unreadable(path: name, errno: e)
@@ -142,6 +150,13 @@ public final class SourceFile: Sendable {
         self.lease = lease
         self.identity = try Self.regularFileIdentity(fd, name: name)
     }
+
+    /// The name of a file that has no path: what `path` is for a descriptor without one.
+    public static func descriptorName(device: UInt64, inode: UInt64) -> String { "descriptor:\(device):\(inode)" }
+
+    /// Whether the file is named by its device and inode (`descriptorName`), having no path:
+    /// nothing of it is indexed by path, since no path names it.
+    public var isNamedByDescriptor: Bool { !path.hasPrefix("/") }
 
     /// O_PATH: a handle that names a file and cannot read it (Glibc does not export it).
     public static let openPathFlag: Int32 = 0o10000000
@@ -194,6 +209,13 @@ public final class SourceFile: Sendable {
     public func currentIdentity() -> AssetIdentity? {
         var st = stat()
         return fstat(descriptor, &st) == 0 ? AssetIdentity(st) : nil
+    }
+
+    /// Whether what was read of the file from `instant` on (nanoseconds since the epoch) may
+    /// be remembered: it has not changed since it was opened, and its timestamps are fine
+    /// enough that a rewrite since would have changed them (`AssetIdentity.mayChangeUnseen`).
+    public func wasSteady(since instant: Int64) -> Bool {
+        currentIdentity() == identity && !identity.mayChangeUnseen(after: instant)
     }
 
     deinit { close(descriptor) }

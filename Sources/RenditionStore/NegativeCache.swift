@@ -134,9 +134,11 @@ extension RenditionStore {
 
     private func failureRecord(source: [UInt8]) -> FailureRecord? {
         if let pending = writer.pendingFailure(for: source) { return pending }
-        return try? environment.read { txn in
-            try txn.get(environment.failures, source).flatMap(FailureRecord.init)
-        }
+        return reading(.failureRecord) { txn -> FailureRecord? in
+            guard let raw = try txn.get(environment.failures, source) else { return nil }
+            guard let record = FailureRecord(raw) else { throw UndecodableValue(what: "failure record", count: raw.count) }
+            return record
+        } ?? nil
     }
 }
 

@@ -15,6 +15,11 @@ import CLMDB
 /// `longpaths` maps such a key to the full path. Cutting keeps the path's beginning, so a
 /// directory scan still finds the key, and checks the full path before it matches.
 ///
+/// Only absolute paths are indexed. A source named otherwise has no path in the file system
+/// (the daemon's `descriptor:<dev>:<ino>` for a memfd or a deleted file): its renditions and
+/// failure keep that name in their records, and no INVALIDATE of a path or sweep reaches them;
+/// eviction and a rewrite (`forgetSource`) still do.
+///
 /// Every put, removal and eviction maintains it (StoreTransaction); it is read by the
 /// writer (invalidation) and by `sweep` on the caller's thread.
 enum PathIndex {
@@ -63,6 +68,9 @@ enum PathIndex {
         return key
     }
 
+    /// Whether what is stored under this path key goes in the index: an absolute path's.
+    static func indexes(_ key: [UInt8]) -> Bool { key.first == UInt8(ascii: "/") }
+
     static func isCut(_ key: [UInt8]) -> Bool {
         key.count == cutLength + 9 && key[cutLength] == 0xFF
     }
@@ -85,11 +93,13 @@ enum PathIndex {
 
 extension StoreTransaction {
     mutating func index(_ pathKey: [UInt8], path: [UInt8], _ item: PathIndex.Item) throws {
+        guard PathIndex.indexes(pathKey) else { return }
         try txn.put(env.paths, pathKey, item.bytes, flags: MDB_NODUPDATA)
         if PathIndex.isCut(pathKey) { try txn.put(env.longPaths, pathKey, path) }
     }
 
     mutating func unindex(_ pathKey: [UInt8], _ item: PathIndex.Item) throws {
+        guard PathIndex.indexes(pathKey) else { return }
         try txn.delete(env.paths, pathKey, item.bytes)
         if PathIndex.isCut(pathKey), try txn.get(env.paths, pathKey) == nil {
             try txn.delete(env.longPaths, pathKey)

@@ -17,12 +17,18 @@ extension RenditionStore {
     /// it is put, as `StoreReader` finds its bytes, not only once the writer has committed.
     /// They are read before the snapshot: one the writer commits between the two reads is
     /// then in the snapshot (the writer drops a put from its pending ones after the commit).
+    /// A source that no path names (`PathIndex.indexes`) has its keys found by its identity.
     public func renditionKeys(path: String, source: [UInt8]) -> [RenditionKey] {
         let pathBytes = Array(path.utf8)
         let pathKey = PathIndex.key(for: pathBytes)
         let pending = writer.pendingKeys(path: pathBytes, source: source)
-        let keys = try? environment.read { txn in
-            try txn.withCursor(environment.paths) { cursor -> [RenditionKey] in
+        let keys = reading(.siblings) { txn -> [RenditionKey] in
+            // A source no path names is not in the path index: its keys by its identity.
+            guard PathIndex.indexes(pathKey) else {
+                let walk = StoreTransaction(txn, environment, limits: writer.limits, state: PolicyState())
+                return try walk.renditionKeys(of: source).map { RenditionKey(raw: $0, sourceCount: source.count) }
+            }
+            return try txn.withCursor(environment.paths) { cursor -> [RenditionKey] in
                 var keys: [RenditionKey] = []
                 var found = try cursor.seek(pathKey, MDB_SET)
                 while let raw = found {

@@ -55,7 +55,7 @@ extension RenditionStore {
         sweepLock.withLock { _ -> Int in
             let env = environment
             let now = configuration.nowMillis, backoff = configuration.failureBackoffMillis
-            guard let (groups, next) = try? env.read({ txn in try Self.nextPaths(limit, txn, env) }) else { return 0 }
+            guard let (groups, next) = reading(.sweep, { txn in try Self.nextPaths(limit, txn, env) }) else { return 0 }
             var plan = SweepPlan(cursor: next)
             for group in groups {
                 let path = String(decoding: group.path, as: UTF8.self)

@@ -99,12 +99,16 @@ extension RenditionStore {
         let slots = Dictionary(try all(txn, env.queue), uniquingKeysWith: { a, _ in a })
         let pathItems = Set(try all(txn, env.paths).map { $0.0 + [0] + $0.1 })
         var bytes: [EntryRecord.Queue: UInt64] = [:], counts: [EntryRecord.Queue: UInt64] = [:]
+        var unindexed = 0  // named by no path (PathIndex.indexes)
         for (key, value) in values {
             guard let record = entries[key] else { problems.append("rendition without entry"); continue }
             if Int(record.size) != value.count { problems.append("entry size \(record.size) != value \(value.count)") }
             if slots[record.queueKey] != key { problems.append("entry without its queue slot") }
             let item = PathIndex.Item.rendition(key: key, sourceCount: Int(record.sourceCount)).bytes
-            if !pathItems.contains(record.pathKey + [0] + item) { problems.append("rendition not in the path index") }
+            if PathIndex.indexes(record.pathKey) && !pathItems.contains(record.pathKey + [0] + item) {
+                problems.append("rendition not in the path index")
+            }
+            if !PathIndex.indexes(record.pathKey) { unindexed += 1 }
             bytes[record.queue, default: 0] += record.charge(pageSize: env.pageSize)
             counts[record.queue, default: 0] += 1
         }
@@ -128,13 +132,24 @@ extension RenditionStore {
         let failures = try all(txn, env.failures)
         for (identity, raw) in failures {
             guard let record = raw.withUnsafeBytes({ FailureRecord($0) }) else { problems.append("bad failure"); continue }
-            if !pathItems.contains(record.pathKey + [0] + PathIndex.Item.failure(identity: identity).bytes) {
+            if !PathIndex.indexes(record.pathKey) {
+                unindexed += 1
+            } else if !pathItems.contains(record.pathKey + [0] + PathIndex.Item.failure(identity: identity).bytes) {
                 problems.append("failure not in the path index")
             }
         }
-        if txn.count(env.paths) != values.count + failures.count {
-            problems.append("path index holds \(txn.count(env.paths)) items for \(values.count + failures.count)")
+        if txn.count(env.paths) != values.count + failures.count - unindexed {
+            problems.append("path index holds \(txn.count(env.paths)) items for \(values.count + failures.count - unindexed)")
         }
         return problems
+    }
+}
+
+extension RenditionStore {
+    /// Writes raw bytes as the source record of `identity` (to plant one that does not decode).
+    func putRawSourceRecordForTesting(_ identity: [UInt8], _ value: [UInt8]) {
+        flush()
+        let env = environment
+        _ = try? env.write { txn in try txn.put(env.sources, identity, value) }
     }
 }

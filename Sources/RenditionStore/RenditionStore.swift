@@ -26,6 +26,8 @@ public final class RenditionStore: Sendable {
     let environment: Environment
     let writer: StoreWriter
     let counters = SharedCounters()
+    /// Reads that failed (`StoreReadFaults`).
+    let readFaults = StoreReadFaults()
     let log: @Sendable (String) -> Void
     /// One sweep at a time: each starts where the previous one stopped.
     let sweepLock = Locked<Void>(())
@@ -201,7 +203,7 @@ public final class RenditionStore: Sendable {
         state.corrupt = writer.base.corrupt + counters.corrupt.load(ordering: .relaxed)
         state.refused = writer.base.refused + counters.refused.load(ordering: .relaxed)
         state.budgetBytes = configuration.budgetBytes
-        let counts = (try? environment.read { txn in (txn.count(environment.renditions), txn.count(environment.failures)) })
+        let counts = reading(.counts) { txn in (txn.count(environment.renditions), txn.count(environment.failures)) }
         var stats = StoreStats(state: state, entries: counts?.0 ?? 0, failures: counts?.1 ?? 0, mapSize: environment.mapSize)
         stats.fileBytes = environment.fileBytes
         stats.highWatermarkBytes = writer.limits.high
@@ -211,6 +213,7 @@ public final class RenditionStore: Sendable {
         stats.mapResizes = status.mapResizes
         stats.droppedPuts = status.droppedPuts
         stats.droppedHits = writer.droppedHits
+        stats.readErrors = readFaults.total
         return stats
     }
 

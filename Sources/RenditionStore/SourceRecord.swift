@@ -108,7 +108,21 @@ extension RenditionStore {
     /// failure still queued counts (read-your-writes).
     public func sourceRecord(source: [UInt8]) -> SourceRecord? {
         if let pending = writer.pendingSource(for: source) { return pending }
-        return try? environment.read { txn in try txn.get(environment.sources, source).flatMap(SourceRecord.init) }
+        return reading(.sourceRecord) { txn in try txn.sourceRecord(environment.sources, source) } ?? nil
+    }
+
+    /// Whether something of this identity is stored (a rendition of any renderer version, a
+    /// failure) with no record to check it by: stored by a build that kept none for it (INFO
+    /// before issue 29), or put without a stamp. Read in one snapshot, so a put committed
+    /// meanwhile (record and all) does not count. A read that fails counts as true: what
+    /// cannot be checked is better forgotten.
+    public func holdsUnrecorded(source: [UInt8]) -> Bool {
+        if writer.pendingSource(for: source) != nil { return false }
+        return reading(.sourceRecord) { txn -> Bool in
+            guard try txn.get(environment.sources, source) == nil else { return false }
+            let walk = StoreTransaction(txn, environment, limits: writer.limits, state: PolicyState())
+            return try txn.get(environment.failures, source) != nil || !walk.renditionKeys(of: source).isEmpty
+        } ?? true
     }
 
     /// The file of this identity was renamed, moved or chmodded (its content is the same):
@@ -244,5 +258,15 @@ extension StoreTransaction {
         source.path = path
         try txn.put(env.sources, identity, source.encoded())
         return moved
+    }
+}
+
+extension Transaction {
+    /// The record under `identity`; throws `UndecodableValue` for one that is there and does
+    /// not decode (the writer's own reads take such a record for none, and replace it).
+    func sourceRecord(_ sources: MDB_dbi, _ identity: [UInt8]) throws -> SourceRecord? {
+        guard let raw = try get(sources, identity) else { return nil }
+        guard let record = SourceRecord(raw) else { throw UndecodableValue(what: "source record", count: raw.count) }
+        return record
     }
 }

@@ -139,6 +139,9 @@ public struct StoreStats: Sendable, Equatable {
     public var droppedPuts: UInt64 = 0
     /// Hits not recorded for eviction because the hit buffer was full.
     public var droppedHits: UInt64 = 0
+    /// Reads of the store that failed, or found a value that does not decode, and were taken
+    /// for "nothing stored" (`StoreRead`; each kind logged once). Since this process opened it.
+    public var readErrors: UInt64 = 0
 
     init(state: PolicyState, entries: Int, failures: Int, mapSize: Int) {
         self.entries = entries

@@ -118,7 +118,8 @@ public struct Welcome: Sendable, Equatable {
 public struct RenderRequest: Sendable, Equatable {
     /// Absolute path of the source file. With a descriptor attached (flag `descriptor`),
     /// the descriptor is the source, and the server names it by the path it finds for the
-    /// descriptor; this path names it only when the server finds none.
+    /// descriptor, or by its device and inode when it has none (`descriptor:<dev>:<ino>`);
+    /// never by this path.
     public var path: String
     public var spec: RenditionSpec
     public var priority: Priority

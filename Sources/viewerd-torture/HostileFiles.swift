@@ -8,8 +8,9 @@ import Glibc
 
 /// Hostile files: every case of the generator's manifest is asked for twice (the second
 /// answer must be the same: a rendition from the store, or the remembered failure), by two
-/// requesters at once, while a bystander is served; then files rewritten mid-render, and the
-/// permission cases with an unprivileged daemon when we are root.
+/// requesters at once, while a bystander is served; then files rewritten mid-render, files
+/// rewritten between INFOs (`infoRewrites`), and the permission cases with an unprivileged
+/// daemon when we are root.
 struct HostileFiles {
     let context: Context
     let daemon: DaemonProcess
@@ -56,6 +57,7 @@ struct HostileFiles {
         group.wait()
         videoTimes(cases)
         rewrites()
+        infoRewrites()
         let (served, _) = bystander.stop()
         report.info("bystander served \(served) requests meanwhile")
         if context.isRoot { unprivileged(cases) }
@@ -204,7 +206,7 @@ struct HostileFiles {
     }
 
     /// Reads until the terminal answer of `id`; PREVIEWs are skipped. Nil on timeout.
-    private func awaitTerminal(_ wire: RawSocket, id: UInt32) throws -> Message? {
+    func awaitTerminal(_ wire: RawSocket, id: UInt32) throws -> Message? {
         let deadline = ContinuousClock.now + bound
         while ContinuousClock.now < deadline {
             guard let (rid, message) = try wire.read(timeout: deadline - ContinuousClock.now) else { return nil }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ViewerProtocol
+import ViewerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -58,12 +59,7 @@ struct CoarseTimestampTests {
     static func mean(_ bytes: [UInt8]) -> Int { bytes.isEmpty ? 0 : bytes.reduce(0) { $0 + Int($1) } / bytes.count }
 
     /// Rewrites `path` in place (same inode), as an editor that saves over a file does.
-    static func rewrite(_ path: String, _ bytes: [UInt8]) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        guard fd >= 0 else { throw POSIXError(.EIO) }
-        defer { close(fd) }
-        guard bytes.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count else { throw POSIXError(.EIO) }
-    }
+    static func rewrite(_ path: String, _ bytes: [UInt8]) throws { try SameIdentityRewrite.write(path, bytes) }
 
     static func seconds(_ path: String) -> (Int, Int) {
         var st = stat()

@@ -3,6 +3,7 @@ import Foundation
 import Rendering
 import Testing
 import ViewerProtocol
+import ViewerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -173,14 +174,7 @@ struct InFlightDefectTests {
     }
 
     /// CRC-32 (PNG's), for a chunk that a strict reader would check.
-    static func crc32(_ bytes: [UInt8]) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in bytes {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
-        }
-        return ~crc
-    }
+    static func crc32(_ bytes: [UInt8]) -> UInt32 { PNGPadding.crc32(bytes) }
 
     /// User and system CPU seconds of a process, from /proc.
     func cpuSeconds(_ pid: Int32) -> Double {

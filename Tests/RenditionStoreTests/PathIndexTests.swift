@@ -34,6 +34,32 @@ struct PathIndexTests {
         store.close()
     }
 
+    @Test("a source named by no path (descriptor:dev:ino) stays out of the path index, and is found by its identity")
+    func descriptorNamedSource() throws {
+        // Given a rendition and a failure of sources the daemon names by device and inode
+        let dir = try StoreDirectory()
+        let store = try RenditionStore(configuration(dir))
+        let stamp = SourceStamp(changeTimeNanos: 1, fingerprint: 2)
+        store.put(key(1), path: "descriptor:64768:12", metadata: meta, bytes: [1], source: stamp)
+        store.recordFailure(source: identity(2), path: "descriptor:64768:13", code: 3, message: "corrupt",
+                            permanent: true, stamp: stamp)
+        store.flush()
+
+        // Then the path index holds neither, and the store is consistent
+        #expect(store.consistencyProblems() == [])
+        #expect(store.invalidate(path: "descriptor:64768:12") == 0)
+        #expect(store.invalidate(prefix: "/") == 0)
+        #expect(store.sweep(limit: 100) { _, _ in .changed } == 0)
+        // And both are still there, the rendition found by its identity
+        #expect(store.renditionKeys(path: "descriptor:64768:12", source: identity(1)) == [key(1)])
+        #expect(store.failure(source: identity(2))?.code == 3)
+        // And forgetting the source (a rewrite) still reaches them
+        #expect(store.forgetSource(identity(1)) == 1)
+        #expect(store.forgetSource(identity(2)) == 1)
+        #expect(store.consistencyProblems() == [])
+        store.close()
+    }
+
     @Test("invalidate(path:) removes every rendition of that path and nothing else")
     func invalidatePath() throws {
         // Given two renditions of /a/b/1.jpg and one of /a/b/2.jpg

@@ -83,6 +83,23 @@ struct SourceRecordTests {
         store.close()
     }
 
+    @Test("what is stored without a record (INFO of older builds) is told from what has one")
+    func unrecorded() throws {
+        let dir = try StoreDirectory()
+        let store = try RenditionStore(configuration(dir))
+        // Given a value put with a stamp, one without, and a failure without
+        store.put(key(1), path: "/a/1.jpg", metadata: meta, bytes: [1], source: stamp)
+        store.put(key(2), path: "/a/2.jpg", metadata: meta, bytes: [2])
+        store.recordFailure(source: identity(3), path: "/a/3.jpg", code: 3, message: "corrupt", permanent: true)
+        store.flush()
+        // Then only the two without are unrecorded; nothing stored is not
+        #expect(!store.holdsUnrecorded(source: identity(1)))
+        #expect(store.holdsUnrecorded(source: identity(2)))
+        #expect(store.holdsUnrecorded(source: identity(3)))
+        #expect(!store.holdsUnrecorded(source: identity(4)))
+        store.close()
+    }
+
     @Test("moving a source re-indexes its renditions and failure under the new path")
     func move() throws {
         let dir = try StoreDirectory()

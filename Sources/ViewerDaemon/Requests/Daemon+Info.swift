@@ -24,16 +24,21 @@ extension Daemon {
             let result = Result { () throws(RenderError) in
                 try access.open(path: path, descriptor: descriptor, peerUID: peer, lease: lease)
             }
+            guard case .success(let source) = result else { return .infoOpened(ref, result, nil) }
             // As for RENDER: a rewrite that kept the identity has its stored values removed
-            // before the loop looks in the store.
-            if let source = try? result.get() { _ = SourceContinuity.check(source, store: store) }
-            return .infoOpened(ref, result)
+            // before the loop looks in the store; and what a read would store is stamped, so
+            // that the next rewrite is told too. A hit needs no stamp: its fingerprint is not read.
+            if case .rewritten = SourceContinuity.check(source, store: store) {
+                Log.info("event=source-rewritten path=\(Log.quote(source.path)) detail=\"same identity, other content\"")
+            }
+            let stored = store.makeReader().contains(MediaInfoRecord.key(for: source.identity))
+            return .infoOpened(ref, result, stored ? nil : InfoStamp.of(source))
         }
     }
 
     /// An INFO's file is open (or is not): answered from the store, from a recorded failure,
     /// or by a worker's read of its header.
-    func infoOpened(_ ref: RequestRef, _ result: Result<SourceFile, RenderError>) {
+    func infoOpened(_ ref: RequestRef, _ result: Result<SourceFile, RenderError>, stamp: InfoStamp? = nil) {
         let opening = infoOpening[ref.connection, default: 1] - 1
         infoOpening[ref.connection] = opening > 0 ? opening : nil
         guard let connection = connections.byID[ref.connection] else { return }
@@ -62,7 +67,7 @@ extension Daemon {
             stats.negativeHits += 1
             return send(connection, .error(ErrorReply(rawCode: failure.code, message: failure.message)), requestID: ref.id)
         }
-        guard let job = pendingInfo.wait(ref, key: key, source: source) else {
+        guard let job = pendingInfo.wait(ref, key: key, source: source, stamp: stamp) else {
             stats.infoCoalesced += 1
             return
         }
@@ -70,17 +75,18 @@ extension Daemon {
         pool.wantInfo(job)
     }
 
-    /// A worker read the header of an INFO's file: stored (when the file stayed the same
-    /// meanwhile) and answered to every INFO waiting for it.
+    /// A worker read the header of an INFO's file: stored with the file's stamp (when the
+    /// file stayed the same meanwhile, by the rules renditions are stored by) and answered to
+    /// every INFO waiting for it.
     func infoRead(_ job: InfoJob, _ outcome: InfoOutcome) {
-        let steady = job.source.currentIdentity() == job.source.identity
+        let stamp = job.storableStamp
         let answer: Message
         switch outcome {
         case .read(let info):
-            if steady {
+            if let stamp {
                 store.put(job.key, path: job.source.path,
                           metadata: MediaInfoRecord.metadata(info, now: UInt64(Date().timeIntervalSince1970)),
-                          bytes: MediaInfoRecord.encoded(info))
+                          bytes: MediaInfoRecord.encoded(info), source: stamp)
             }
             answer = .infoReply(info)
         case .failed(let error, let cause):
@@ -88,10 +94,11 @@ extension Daemon {
                      "detail=\(Log.quote(error.description))")
             // Remembered as a render's failure is (`FailurePolicy`): a header that cannot be
             // read fails RENDER too, and a file that crashes a worker must not crash another.
-            if steady, let memory = FailurePolicy.memory(for: error, cause: cause, derivation: false,
-                                                         previous: store.failureHistory(source: job.source.identity.bytes)) {
+            if let stamp, let memory = FailurePolicy.memory(for: error, cause: cause, derivation: false,
+                                                            previous: store.failureHistory(source: job.source.identity.bytes)) {
                 store.recordFailure(source: job.source.identity.bytes, path: job.source.path, code: error.code.rawValue,
-                                    message: error.description, permanent: memory.permanent, attempts: memory.attempts)
+                                    message: error.description, permanent: memory.permanent, attempts: memory.attempts,
+                                    stamp: stamp)
             }
             answer = .error(ErrorReply(error.code, error.description))
         }

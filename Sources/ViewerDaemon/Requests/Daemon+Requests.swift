@@ -13,6 +13,10 @@ extension Daemon {
     /// `sourceOpened` and `headerRead` carry on from there.
     func handleRender(_ request: RenderRequest, descriptor: Int32?, requestID: UInt32, on connection: Connection) {
         stats.requests += 1
+        // Beside a descriptor, the client's path names nothing (`SourceFile`): it is neither
+        // logged nor kept; once open, the request goes by the source's name.
+        var request = request
+        if descriptor != nil { request.path = "descriptor" }
         let ref = RequestRef(connection: connection.id, id: requestID)
         let fail = { (code: ErrorCode, message: String) in
             if let descriptor { Posix.close(descriptor) }
@@ -45,16 +49,17 @@ extension Daemon {
     func sourceOpened(_ ref: RequestRef, _ result: Result<SourceFile, RenderError>, _ continuity: SourceContinuity = .unchanged) {
         guard var entry = opening[ref] else { return }  // answered meanwhile (cancelled, closed)
         guard let connection = connections.byID[ref.connection] else { return opening[ref] = nil }
-        let request = entry.request
         let source: SourceFile
         switch result {
         case .failure(let error):
             opening[ref] = nil
-            RequestDecision.refused(error.code).log(request, requestID: ref.id, client: connection.clientName)
+            RequestDecision.refused(error.code).log(entry.request, requestID: ref.id, client: connection.clientName)
             return send(connection, .error(ErrorReply(error.code, error.description)), requestID: ref.id)
         case .success(let opened):
             source = opened
         }
+        entry.request.path = source.path
+        let request = entry.request
         switch continuity {
         case .unchanged: break
         case .moved(let from) where from != source.path:
@@ -145,7 +150,7 @@ extension Daemon {
         }
         guard request.delivery != .cacheOnly else {
             RequestDecision.notCached.log(request, requestID: ref.id, client: connection.clientName)
-            send(connection, .error(ErrorReply(.notCached, "not in the cache: \(request.path)")), requestID: ref.id)
+            send(connection, .error(ErrorReply(.notCached, "not in the cache: \(source.path)")), requestID: ref.id)
             return true
         }
         return false

@@ -2,6 +2,22 @@ import Rendering
 import RenditionStore
 import ViewerProtocol
 
+/// What a file was when an INFO found nothing stored of it: its change time and content
+/// fingerprint (`SourceStamp`), stored with the answer as a rendition's are, and when they
+/// were taken (before the read), for the coarse-timestamp rule (`SourceFile.wasSteady`).
+struct InfoStamp: Sendable {
+    let stamp: SourceStamp
+    let takenNanos: Int64
+
+    /// Reads the fingerprint of `source` (two `pread`s: off the loop); nil when it cannot be read.
+    static func of(_ source: SourceFile) -> InfoStamp? {
+        let taken = AssetIdentity.wallClockNanos()
+        guard let fingerprint = SourceFingerprint.of(descriptor: source.descriptor, size: source.identity.size) else { return nil }
+        return InfoStamp(stamp: SourceStamp(changeTimeNanos: source.identity.ctimeNanos, fingerprint: fingerprint),
+                         takenNanos: taken)
+    }
+}
+
 /// One read of a file's media info in a worker (INFO that missed the store): every INFO
 /// of the same file identity waiting at once shares it. Immutable; the waiters are the
 /// event loop's (`PendingInfo`).
@@ -9,14 +25,25 @@ final class InfoJob: Sendable {
     let source: SourceFile
     /// The store key its answer goes under (`MediaInfoRecord.key`).
     let key: RenditionKey
+    /// What the file was before the read; nil when its fingerprint could not be read: then
+    /// nothing is stored, since a later rewrite that keeps the identity could not be told.
+    let stamp: InfoStamp?
     /// Unique among jobs the worker slots see: info jobs count down from the top, render
     /// jobs up from 1, so a cancel meant for a render never reaches an info job.
     let sequence: UInt64
 
-    init(source: SourceFile, key: RenditionKey, sequence: UInt64) {
+    init(source: SourceFile, key: RenditionKey, sequence: UInt64, stamp: InfoStamp? = nil) {
         self.source = source
         self.key = key
         self.sequence = sequence
+        self.stamp = stamp
+    }
+
+    /// The stamp to store the answer with, when it may be stored at all: the file did not
+    /// change during the read, as far as its timestamps can tell (as `RenderJob.sourceWasSteady`).
+    var storableStamp: SourceStamp? {
+        guard let stamp, source.wasSteady(since: stamp.takenNanos) else { return nil }
+        return stamp.stamp
     }
 }
 
@@ -36,12 +63,12 @@ struct PendingInfo {
     var count: Int { waiters.count }
 
     /// Adds a waiter; returns the job to start when none reads this file yet.
-    mutating func wait(_ ref: RequestRef, key: RenditionKey, source: SourceFile) -> InfoJob? {
+    mutating func wait(_ ref: RequestRef, key: RenditionKey, source: SourceFile, stamp: InfoStamp? = nil) -> InfoJob? {
         if waiters[key] != nil {
             waiters[key]!.requests.append(ref)
             return nil
         }
-        let job = InfoJob(source: source, key: key, sequence: nextSequence)
+        let job = InfoJob(source: source, key: key, sequence: nextSequence, stamp: stamp)
         nextSequence -= 1
         waiters[key] = (job, [ref])
         return job

@@ -10,7 +10,8 @@ import ViewerProtocol
 /// Confined to the event loop thread.
 struct OpeningRenders {
     struct Entry {
-        let request: RenderRequest
+        /// Its path becomes the source's name once open (`SourceFile.path`).
+        var request: RenderRequest
         let spec: RenditionSpec
         /// Raised or lowered by SET_PRIORITY while opening.
         var priority: Priority

@@ -45,11 +45,7 @@ final class RenderJob: Sendable {
     let startedNanos = Atomic<Int64>(0)
     /// Whether what was rendered may be stored (or a failure remembered): the file did not
     /// change while it was read, as far as its timestamps can tell.
-    var sourceWasSteady: Bool {
-        let identity = source.identity
-        return source.currentIdentity() == identity
-            && !identity.mayChangeUnseen(after: startedNanos.load(ordering: .relaxed))
-    }
+    var sourceWasSteady: Bool { source.wasSteady(since: startedNanos.load(ordering: .relaxed)) }
 
     init(key: RenditionKey, source: SourceFile, spec: RenditionSpec, priority: Priority, sequence: UInt64,
          cost: RenderCost = RenderCost(memoryBytes: 0, costly: false), derivedFrom: [UInt8]? = nil,
@@ -149,6 +145,6 @@ enum SourceEvent: Sendable {
     case prefetchHeadersRead(connection: UInt64, [(SourceFile, HeaderSniffer.Sniffed)])
     /// The identities of the files of a connection's STOP_PREFETCH that exist.
     case stopPrefetchIdentified(connection: UInt64, [AssetIdentity])
-    /// An INFO's file, opened (or why not).
-    case infoOpened(RequestRef, Result<SourceFile, RenderError>)
+    /// An INFO's file, opened (or why not), and its stamp when the store has no INFO of it.
+    case infoOpened(RequestRef, Result<SourceFile, RenderError>, InfoStamp?)
 }

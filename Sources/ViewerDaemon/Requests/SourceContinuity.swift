@@ -12,9 +12,11 @@ import Glibc
 /// modification time was put back. The store's `SourceRecord` keeps the change time and a
 /// content fingerprint from when the renditions were made; a request compares:
 ///
-/// - no record, or the same change time: nothing to check (the path index follows the file
-///   if its recorded path has no such file any more: a rename on a file system that keeps
-///   the change time);
+/// - no record and nothing stored, or the same change time: nothing to check (the path index
+///   follows the file if its recorded path has no such file any more: a rename on a file
+///   system that keeps the change time);
+/// - no record and something stored (INFO stored before it kept a record): its change time
+///   and fingerprint then are unknown, so nothing tells a rewrite — removed, as rewritten;
 /// - another change time, the same fingerprint: moved, renamed or chmodded — the
 ///   renditions are indexed under the new path (for INVALIDATE, the sweep, `allow_larger`
 ///   and derivations) and served;
@@ -35,7 +37,11 @@ enum SourceContinuity: Sendable, Equatable {
     static func check(_ source: SourceFile, store: RenditionStore) -> SourceContinuity {
         let identity = source.identity
         let key = identity.bytes
-        guard let record = store.sourceRecord(source: key) else { return .unchanged }
+        guard let record = store.sourceRecord(source: key) else {
+            guard store.holdsUnrecorded(source: key) else { return .unchanged }
+            store.forgetSource(key)
+            return .rewritten
+        }
         let recordedPath = String(decoding: record.path, as: UTF8.self)
         if record.stamp.changeTimeNanos == identity.ctimeNanos {
             // A second name of the same file (a hard link) keeps the index where it is.

@@ -118,6 +118,7 @@ struct StatsReport {
             ("store_write_batches", s.writeBatches),
             ("store_write_failures", s.writeFailures),
             ("store_map_full_events", s.mapFullEvents),
+            ("store_errors", s.readErrors),
         ]
         return StatsReply(counters: daemonCounters + sandboxCounters + storeCounters + byCode)
     }
