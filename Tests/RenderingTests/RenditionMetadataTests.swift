@@ -2,11 +2,12 @@ import Foundation
 import Rendering
 import Testing
 import ViewerProtocol
+import ViewerTestSupport
 
 /// No rendition carries its source's metadata, in any output format and from any path that
-/// makes one (the usual thumbnail, the progressive JPEG's DC decode, a HEIF's thumbnail item
-/// as a preview): a thumbnail is shared between users and served to any client of the file, so
-/// it must not tell where a photo was taken or by whom. What the pixels need is kept: they are
+/// makes one (the usual thumbnail, the progressive JPEG's DC decode, a video's poster, a HEIF's
+/// thumbnail item as a preview): a thumbnail is shared between users and served to any client
+/// of the file, so it must not tell where a photo was taken or by whom. What the pixels need is kept: they are
 /// sRGB, so a source's other profile is converted through, not dropped (issue 29).
 @Suite("Rendition metadata")
 struct RenditionMetadataTests {
@@ -56,6 +57,19 @@ struct RenditionMetadataTests {
         let path = try Self.taggedJPEG(scratch, "gps-progressive.jpg", width: 2048, height: 1536, options: "interlace")
         let rendition = try renderer.render(SourceFile(path: path), spec: RenditionSpec(width: 128, height: 128, format: format))
         Self.expectClean(rendition, "a progressive JPEG")
+    }
+
+    @Test("a video's poster carries none of its container's tags", arguments: OutputFormat.allCases)
+    func videoPoster(_ format: OutputFormat) throws {
+        let scratch = try Scratch()
+        let path = scratch.path + "/tagged.mp4"
+        let made = try runTool(VideoClips.ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                                                   "testsrc=size=320x240:rate=25:duration=1", "-c:v", "libx264",
+                                                   "-pix_fmt", "yuv420p", "-metadata", "artist=Jane Doe",
+                                                   "-metadata", "location=+48.8577+002.2950/", "-metadata", "make=SpyCam", path])
+        try #require(made.status == 0, "ffmpeg: \(made.stderr)")
+        let rendition = try renderer.render(SourceFile(path: path), spec: RenditionSpec(width: 128, height: 128, format: format))
+        Self.expectClean(rendition, "a video's poster")
     }
 
     @Test("a HEIF's thumbnail item as a preview carries none of its file's metadata, and its Display P3 is converted",
