@@ -49,6 +49,9 @@ gen -f lavfi -i "$SRC" -vf "$VF" "${X264[@]}" "$V/base/h264.mkv"
 gen -f lavfi -i "$SRC" -vf "$VF" -c:v mpeg4 -q:v 4 -g 15 "$V/base/mpeg4.avi"
 gen -f lavfi -i "$SRC" -f lavfi -i "sine=duration=2" -vf "$VF" -c:v mpeg2video -q:v 4 -g 15 -c:a mp2 -shortest "$V/base/mpeg2.ts"
 gen -i "$V/base/h264.mp4" -c copy -movflags +faststart "$V/made/h264-faststart.mp4"
+# An AVI with uncompressed audio (its idx1 is what FFmpeg's AVI index rebuilds from).
+gen -f lavfi -i "$SRC" -f lavfi -i "sine=duration=2:sample_rate=8000" -vf "$VF" -c:v mpeg4 -q:v 4 -g 15 -c:a pcm_u8 -ac 1 \
+  -shortest "$V/made/pcm.avi"
 # Audio only.
 gen -f lavfi -i "sine=duration=2" -c:a aac "$V/made/audio.m4a"
 gen -f lavfi -i "sine=duration=2" -c:a libopus "$V/made/audio.mka"
@@ -351,7 +354,72 @@ def seekhead_to_itself(data):
 add(write("loop/mkv-seekhead-itself.mkv", seekhead_to_itself(mkv)), "result,corrupt-image,unsupported-format",
     "Matroska whose SeekHead points at itself")
 
-# 7. Random damage to every good clip: bytes changed, and cuts.
+# 7. Indexes that claim far more than the file holds (issue 29, review #3): FFmpeg builds a
+#    24-byte entry for each claimed sample, Cue or index piece. viewerd-torture asks for each
+#    of video/index/ alone too and reports the largest growth of a worker (twice a video's
+#    admission estimate at most).
+def claim_samples(n):
+    """Every track's sample tables claiming n samples: stsz a constant size 1 and count n,
+    one stsc run of n samples a chunk, one stts entry of n (the review's 12.7 KB file)."""
+    def stsz(body):
+        body[4:12] = struct.pack(">II", 1, n)
+        return body
+    def stsc(body):
+        body[4:8] = struct.pack(">I", 1)
+        body[12:16] = struct.pack(">I", n)
+        return body
+    def stts(body):
+        body[4:12] = struct.pack(">II", 1, n)
+        return body
+    def renamed(data):
+        at, size = top(data, b"moov")
+        movie = data[at:at + size]
+        for kind in (b"ctts", b"stss"):
+            movie = movie.replace(kind, b"free")
+        return data[:at] + movie + data[at + size:]
+    return lambda data: renamed(edit(edit(edit(data, STBL + [b"stsz"], stsz), STBL + [b"stsc"], stsc), STBL + [b"stts"], stts))
+claim = claim_samples(85000000)
+add(write("index/mp4-85m-samples.mp4", claim(read("made/h264-video-only.mp4"))), "corrupt-image",
+    "MP4 of a few KB whose sample tables claim 85 million samples (a 2 GB index)")
+add(write("index/mp4-85m-samples-2-tracks.mp4", claim(fast)), "corrupt-image",
+    "MP4, moov first, whose video and audio tracks each claim 85 million samples")
+sparse = write("index/mp4-85m-samples-100mb.mp4", claim(read("made/h264-video-only.mp4")))
+os.truncate(os.path.join(V, sparse), 100 * 1000 * 1000)  # a hole: the bytes could hold the claim
+add(sparse, "corrupt-image", "the same in a 100 MB file (sparse), stopped by FFmpeg's allocation cap, not by the byte count")
+
+def cue_point(time, position):
+    positions = ebml(b"\xf7", b"\x01") + ebml(b"\xf1", struct.pack(">I", position))
+    return ebml(b"\xbb", ebml(b"\xb3", struct.pack(">I", time)) + ebml(b"\xb7", positions))
+def many_cues(data, count):
+    """The Matroska's Cues (its last element) replaced by `count` CuePoints, 19 bytes each."""
+    at = data.rfind(b"\x1c\x53\xbb\x6b")
+    if at < 0:
+        raise SystemExit("make-hostile-videos: no Cues element")
+    cues = b"".join(cue_point(t, t * 7) for t in range(count))
+    return data[:at] + b"\x1c\x53\xbb\x6b" + b"\x01" + len(cues).to_bytes(7, "big") + cues
+add(write("index/mkv-200k-cues.mkv", many_cues(mkv, 50000 if short else 200000)), "result,corrupt-image",
+    "Matroska whose Cues hold 200,000 CuePoints (an index bounded by the file's bytes)")
+
+def idx1_claims(data):
+    """The AVI's idx1 with one entry left for its audio stream, claiming 1 GiB (FFmpeg cuts
+    such an entry into 1024-byte pieces), and every video entry claiming 1 GiB too."""
+    at = data.find(b"idx1")
+    if at < 0:
+        raise SystemExit("make-hostile-videos: no idx1")
+    out, (size,) = bytearray(data), struct.unpack("<I", data[at + 4:at + 8])
+    seen = False
+    for entry in range(at + 8, at + 8 + size - size % 16, 16):
+        if out[entry + 2:entry + 4] == b"wb":
+            if seen:
+                out[entry:entry + 4] = b"99wb"
+                continue
+            seen = True
+        out[entry + 12:entry + 16] = struct.pack("<I", 0x3FFFFFF0)
+    return bytes(out)
+add(write("index/avi-idx1-1gib-entries.avi", idx1_claims(read("made/pcm.avi"))), "result,corrupt-image",
+    "AVI whose idx1 entries each claim 1 GiB, its audio stream's one entry cut by FFmpeg into a million pieces")
+
+# 8. Random damage to every good clip: bytes changed, and cuts.
 for name in bases:
     data = read("base/" + name)
     stem, ext = os.path.splitext(name)

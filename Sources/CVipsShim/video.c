@@ -62,7 +62,23 @@ static void log_callback(void *avcl, int level, const char *format, va_list args
     if (n > 0) snprintf(last_log, sizeof last_log, "%s", line);
 }
 
-void vv_init(void) { av_log_set_callback(log_callback); }
+// The largest single allocation FFmpeg may make in this process. Its demuxers size some
+// tables by what a header claims, not by the bytes behind it: the mov demuxer fills a 24-byte
+// index entry for every sample the sample tables claim (12.7 KB claiming 85 million samples
+// took 2 GB and 13 s, review #3 of issue 29), where FFmpeg's own cap is 2 GiB. 256 MiB holds
+// what a real file needs: an 8192x8192 frame's 16-bit planes (128 MiB each, the largest frame
+// decoded), and the index of 11 million samples (a day of 120 fps video). Past it the
+// allocation fails and FFmpeg reports the file damaged (or drops the index: see video_open).
+#define VV_MAX_ALLOC ((size_t)256 << 20)
+
+// The memory a demuxer may spend on the index it builds while reading (AVFMT_GENERIC_INDEX:
+// transport and program streams), FFmpeg's own default, stated here because it is a bound.
+#define VV_MAX_INDEX_SIZE (1 << 20)
+
+void vv_init(void) {
+    av_log_set_callback(log_callback);
+    av_max_alloc(VV_MAX_ALLOC);
+}
 
 static int fail(char *err, size_t errlen, int code, const char *format, ...) __attribute__((format(printf, 4, 5)));
 static int fail(char *err, size_t errlen, int code, const char *format, ...) {
@@ -208,6 +224,7 @@ static int video_open(vv_video *video, int fd, int64_t max_pixels, vs_cancel *ca
         strncat(decoders, *name, sizeof decoders - strlen(decoders) - 1);
     }
     video->format->codec_whitelist = av_strdup(decoders);
+    video->format->max_index_size = VV_MAX_INDEX_SIZE;
 
     int status = avformat_open_input(&video->format, NULL, NULL, NULL);
     if (status < 0) {
@@ -250,6 +267,12 @@ static int video_open(vv_video *video, int fd, int64_t max_pixels, vs_cancel *ca
     if (best < 0) return fail(err, errlen, -2, "no video stream (audio only or data)");
     video->stream = video->format->streams[best];
     par = video->stream->codecpar;
+    // The mov demuxer gives up an index it could not allocate (VV_MAX_ALLOC) without a word,
+    // and the stream then reads as empty: say what happened instead of "no frame".
+    if (video->stream->nb_frames > 0 && avformat_index_get_entries_count(video->stream) == 0
+        && strncmp(video->format->iformat->name, "mov,", 4) == 0)
+        return fail(err, errlen, -1, "the sample tables claim %lld samples, an index larger than viewerd lets FFmpeg allocate",
+                    (long long)video->stream->nb_frames);
     const char *codec_name = avcodec_get_name(par->codec_id);
     if (par->codec_id == AV_CODEC_ID_NONE) return fail(err, errlen, -2, "the video codec is unknown");
     video->decoder = avcodec_find_decoder(par->codec_id);

@@ -722,12 +722,85 @@ int vs_sink_bands(VipsImage *in, int band_height, vs_cancel *cancel, vs_band_fn 
     return result;
 }
 
+// The pixels a rendition is encoded from, and nothing else: 8-bit sRGB, with every field a
+// loader attached to the source removed (EXIF and its exif-ifd* copies, XMP, IPTC, maker
+// notes, a PNG's text, a HEIF thumbnail item's copy of its primary's EXIF, the page and
+// orientation fields). A rendition is shared between users and served to any client of the
+// file, so it must not carry a GPS position or a name, and it must not depend on each saver's
+// `strip` for that: 8.14.1's webpsave ignores it (and see webp_without_metadata). Pixels that
+// reach here still tagged with a profile other than sRGB (a HEIF thumbnail item keeps its
+// file's Display P3) are converted through it first, so that nothing the pixels need is lost;
+// a profile that cannot be used (damaged) leaves them as they are, as a render without one.
+static int rendition_pixels(VipsImage *in, VipsImage **out) {
+    const void *icc = NULL;
+    size_t icc_length = 0;
+    VipsImage *converted = NULL;
+    if (vips_image_get_typeof(in, VIPS_META_ICC_NAME) && !vips_image_get_blob(in, VIPS_META_ICC_NAME, &icc, &icc_length)
+        && !vs_icc_is_srgb(icc, icc_length)
+        && vips_icc_transform(in, &converted, "srgb", "embedded", TRUE, NULL))
+        vips_error_clear();
+    VipsImage *srgb = NULL, *copy = NULL;
+    int r = to_srgb8(converted ? converted : in, &srgb);
+    if (converted) g_object_unref(converted);
+    if (r) return -1;
+    r = vips_copy(srgb, &copy, NULL);
+    g_object_unref(srgb);
+    if (r) return -1;
+    // The copy's own fields: removing them leaves the image it was made from as it was. The
+    // header fields (width, bands, resolution, ...) are not among those vips_image_remove finds.
+    gchar **fields = vips_image_get_fields(copy);
+    for (gchar **field = fields; field && *field; field++) vips_image_remove(copy, *field);
+    g_strfreev(fields);
+    *out = copy;
+    return 0;
+}
+
+static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static void put_le32(uint8_t *p, uint32_t v) {
+    for (int k = 0; k < 4; k++) p[k] = (uint8_t)(v >> (8 * k));
+}
+
+// libvips 8.14.1's webpsave writes an EXIF chunk whatever `strip` says and whatever the image
+// carries (one it rebuilds from the header: resolution, orientation), so its WebP is cut here:
+// the EXIF, XMP and ICCP chunks are removed and VP8X's flags for them cleared, in place (the
+// file only shrinks). A WebP that does not parse as RIFF chunks is an error, not a rendition
+// sent unchecked.
+static int webp_without_metadata(uint8_t *webp, size_t *len) {
+    size_t n = *len;
+    if (n < 12 || memcmp(webp, "RIFF", 4) != 0 || memcmp(webp + 8, "WEBP", 4) != 0 || le32(webp + 4) != n - 8) {
+        vips_error("viewerd", "webpsave wrote no RIFF WebP (%zu bytes)", n);
+        return -1;
+    }
+    size_t read = 12, write = 12, vp8x = 0;
+    while (read < n) {
+        if (n - read < 8) break;
+        uint32_t size = le32(webp + read + 4);
+        size_t chunk = 8 + (size_t)size + (size & 1);
+        if (chunk > n - read) break;
+        int metadata = !memcmp(webp + read, "EXIF", 4) || !memcmp(webp + read, "XMP ", 4) || !memcmp(webp + read, "ICCP", 4);
+        if (!metadata) {
+            if (!memcmp(webp + read, "VP8X", 4) && size >= 1) vp8x = write;
+            memmove(webp + write, webp + read, chunk);
+            write += chunk;
+        }
+        read += chunk;
+    }
+    if (read != n) {
+        vips_error("viewerd", "webpsave wrote a WebP whose chunks do not add up (%zu bytes)", n);
+        return -1;
+    }
+    if (vp8x) webp[vp8x + 8] &= (uint8_t)~(0x20 | 0x08 | 0x04);  // ICC, EXIF, XMP flags
+    put_le32(webp + 4, (uint32_t)(write - 8));
+    *len = write;
+    return 0;
+}
+
 int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background, int fast, vs_cancel *cancel,
                    void **buf, size_t *len, int *out_width, int *out_height) {
     *buf = NULL;
     *len = 0;
     VipsImage *img = NULL;
-    if (to_srgb8(image, &img)) return -1;
+    if (rendition_pixels(image, &img)) return -1;
     if (cancel) {
         vips_image_set_progress(img, TRUE);
         g_signal_connect(img, "eval", G_CALLBACK(on_eval), cancel);
@@ -751,6 +824,12 @@ int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t backgroun
         break;
     case VS_FORMAT_WEBP:
         result = vips_webpsave_buffer(img, buf, len, "Q", quality, "strip", TRUE, NULL);
+        if (result == 0 && webp_without_metadata(*buf, len)) {
+            g_free(*buf);
+            *buf = NULL;
+            *len = 0;
+            result = -1;
+        }
         break;
     case VS_FORMAT_PNG:
         result = vips_pngsave_buffer(img, buf, len, "compression", 6, "strip", TRUE, NULL);

@@ -38,6 +38,7 @@ extension Renderer {
 
     /// Reads a video's headers (a worker's media info, and the admission of a poster render).
     public func videoInfo(_ source: SourceFile, container: ImageSignature) throws(RenderError) -> VideoInfo {
+        try Self.checkSampleTables(source, container: container)
         var info = vv_info()
         var message = [CChar](repeating: 0, count: 256)
         let status = vv_probe_fd(source.descriptor, Int64(clamping: limits.maxVideoFramePixels), nil, &info, &message, message.count)
@@ -57,6 +58,7 @@ extension Renderer {
     func videoThumbnail(_ source: SourceFile, container: ImageSignature, spec: RenditionSpec,
                         cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
         if let problem = spec.validate(maxSide: limits.maxOutputSide) { throw .invalidSpec(problem) }
+        try Self.checkSampleTables(source, container: container)
         var info = vv_info()
         var frame: OpaquePointer?
         var message = [CChar](repeating: 0, count: 256)
@@ -75,6 +77,14 @@ extension Renderer {
             throw .corrupt(path: source.path, detail: takeVipsError())
         }
         return VipsImageRef(out)
+    }
+
+    /// An ISO file whose sample tables claim more samples than it has bytes is damaged, and
+    /// is refused before FFmpeg fills an index for each claimed sample (`SampleTables`).
+    private static func checkSampleTables(_ source: SourceFile, container: ImageSignature) throws(RenderError) {
+        guard container == .mp4 || container == .quickTime,
+              let problem = SampleTables.problem(descriptor: source.descriptor, fileSize: source.identity.size) else { return }
+        throw .damagedVideo(path: source.path, detail: problem)
     }
 
     /// The size `videoThumbnail` makes for this spec, from the header: libvips' own plan for

@@ -108,7 +108,9 @@ public struct Rendition: Sendable, Equatable {
 /// ```
 public struct Renderer: Sendable {
     /// Bumped whenever output for the same spec and source changes, so old entries miss.
-    public static let version: UInt16 = 1
+    /// 2: renditions carry none of the source's metadata (WebP ones stored by 1 kept its EXIF
+    /// and XMP, GPS position included: they must not be served again).
+    public static let version: UInt16 = 2
 
     public let limits: RenderLimits
 

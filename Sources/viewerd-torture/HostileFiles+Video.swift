@@ -1,4 +1,5 @@
 import Foundation
+import Rendering
 import ViewerProtocol
 import ViewerTestSupport
 
@@ -92,5 +93,49 @@ extension HostileFiles {
             report.violation("asking for the good clips at times: \(error)")
             context.ensureAlive(daemon, after: "the good clips at times")
         }
+    }
+
+    /// The index-claim videos (make-hostile-videos.sh, `video/index/`: sample tables, Cues and
+    /// idx1 entries claiming far more than the files hold, issue 29), each asked for alone,
+    /// before anything of them is stored, while every worker's resident size is sampled: the figure is the largest growth of a
+    /// worker during one, which must stay within twice what the daemon admits a video's
+    /// render with (a UHD frame's cost). Their answers are checked with the other cases.
+    func indexClaims(_ cases: [Case]) {
+        let claims = cases.filter { $0.requiresVideo && $0.path.contains("/index/") }
+        guard !claims.isEmpty else { return }
+        let uhd = SourceHeader(width: 3840, height: 2160, bands: 3, loader: Renderer.videoLoader("mp4"))
+        let limit = 2 * Renderer.estimateCost(uhd, spec: RenditionSpec(width: 256, height: 256)).memoryBytes
+        var largest: (growth: UInt64, path: String) = (0, (claims[0].path as NSString).lastPathComponent)
+        do {
+            let wire = try RawSocket.greeted(path: daemon.socketPath, name: "hostile-index-claims")
+            defer { wire.close() }
+            for (n, item) in claims.enumerated() {
+                let id = UInt32(n + 1)
+                let before = Dictionary(daemon.workerPIDs().map { ($0, ProcessTable.memory(of: $0)?.resident ?? 0) },
+                                        uniquingKeysWith: { a, _ in a })
+                try wire.send(.render(RenderRequest(path: item.path, spec: RenditionSpec(width: 256, height: 256))), id: id)
+                let deadline = ContinuousClock.now + bound
+                var terminal: Message?, growth: UInt64 = 0
+                while terminal == nil, ContinuousClock.now < deadline {
+                    for pid in daemon.workerPIDs() {
+                        let now = ProcessTable.memory(of: pid)?.resident ?? 0
+                        growth = max(growth, now - min(now, before[pid] ?? now))
+                    }
+                    guard let (rid, message) = try wire.read(timeout: .milliseconds(10)) else { continue }
+                    if rid == id && message.isTerminal { terminal = message }
+                }
+                if terminal == nil { report.violation("no answer within \(bound.seconds) s for \(item.path) (\(item.note))") }
+                if growth > largest.growth { largest = (growth, (item.path as NSString).lastPathComponent) }
+                if growth > limit {
+                    report.violation("a worker grew by \(growth >> 20) MiB on \(item.path) (\(item.note)), over twice the " +
+                                     "admission estimate (\(limit >> 20) MiB)")
+                }
+            }
+        } catch {
+            report.violation("asking for the index-claim videos: \(error)")
+            context.ensureAlive(daemon, after: "the index-claim videos")
+        }
+        report.info("index-claim videos: the largest worker growth was \(largest.growth >> 20) MiB (\(largest.path)), " +
+                    "of \(claims.count) files; bound \(limit >> 20) MiB, twice a video's admission estimate")
     }
 }

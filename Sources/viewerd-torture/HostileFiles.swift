@@ -44,6 +44,8 @@ struct HostileFiles {
         let descriptorsBefore = daemon.descriptorCount()
         let bystander = Bystander(context, socketPath: daemon.socketPath, bound: bound)
 
+        // First, while nothing of them is stored or remembered as failed: each one decoded.
+        indexClaims(cases)
         var rng = SeededGenerator(seed: context.settings.seed)
         let queue = WorkQueue(cases.shuffled(using: &rng))
         let group = DispatchGroup()

@@ -174,7 +174,9 @@ int vs_sink_bands(VipsImage *in, int band_height, vs_cancel *cancel, vs_band_fn 
 void vs_image_size(VipsImage *image, int *width, int *height, int *bands);
 
 /// Encodes: flattens alpha onto `background` (0xRRGGBB) when the format has no alpha,
-/// strips metadata. RAW writes 8-bit sRGB RGBA pixels, tightly packed.
+/// converts pixels still tagged with a non-sRGB profile to sRGB, and writes no metadata in any
+/// format (every field the source's loader attached is removed first: EXIF, GPS, XMP, IPTC,
+/// ICC). RAW writes 8-bit sRGB RGBA pixels, tightly packed.
 /// On success *buf is g_malloc'd: free it with vs_free.
 /// `cancel` may be NULL (not cancellable).
 /// `fast`: a tile of a level, cut by the hundred: JPEG's Huffman tables are not optimized

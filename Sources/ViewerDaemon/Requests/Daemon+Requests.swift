@@ -102,9 +102,11 @@ extension Daemon {
         }
         // What the worker would refuse from the real header is refused from the sniffed one, at
         // once: a few hundred bytes that declare 60000x60000 must not queue as a job that runs
-        // alone and holds back every other (review #20).
-        if let header = sniffed.header, let refusal = configuration.limits.refusal(of: header, path: source.path) {
-            RequestDecision.refused(.tooLarge).log(request, requestID: ref.id, client: connection.clientName)
+        // alone and holds back every other (review #20), nor 12 KB whose sample tables claim
+        // 85 million samples (issue 29).
+        if let refusal = sniffed.refusal
+            ?? sniffed.header.flatMap({ configuration.limits.refusal(of: $0, path: source.path) }) {
+            RequestDecision.refused(refusal.code).log(request, requestID: ref.id, client: connection.clientName)
             return send(connection, .error(ErrorReply(refusal.code, refusal.description)), requestID: ref.id)
         }
         // Only requests that wait for a render count against the limit (PROTOCOL.md).

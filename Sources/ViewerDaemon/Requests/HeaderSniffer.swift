@@ -34,6 +34,10 @@ public enum HeaderSniffer {
         /// `SourceFingerprint` of the file, stored with what is rendered from it (nil: it
         /// could not be read, and nothing of it is stored).
         var fingerprint: UInt64?
+        /// What the worker would answer from what these bytes already show is damaged (an
+        /// MP4 whose sample tables claim more samples than the file has bytes), answered at
+        /// once instead of queued as a job; nil when nothing is seen wrong.
+        var refusal: RenderError?
     }
 
     /// Reads the start of the source once, for both questions, and its fingerprint (the
@@ -51,7 +55,13 @@ public enum HeaderSniffer {
             let m = more.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
             return m > 0 ? Array(more[0..<m]) : []
         }
-        return Sniffed(header: header, format: ImageSignature.detect(prefix), fingerprint: fingerprint)
+        let format = ImageSignature.detect(prefix)
+        var refusal: RenderError?
+        if format == .mp4 || format == .quickTime,
+           let problem = SampleTables.problem(descriptor: descriptor, fileSize: source.identity.size) {
+            refusal = .damagedVideo(path: source.path, detail: problem)
+        }
+        return Sniffed(header: header, format: format, fingerprint: fingerprint, refusal: refusal)
     }
 
     /// The header `b`, a file's first bytes, declares, or nil.

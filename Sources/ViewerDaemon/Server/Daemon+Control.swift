@@ -130,6 +130,7 @@ extension Daemon {
         for (source, sniffed) in headers {
             guard inFlight.prefetchCount(of: id) < configuration.maxOutstandingPerClient else { break }
             // Over the pixel limit by its own header: a render would only be refused.
+            if sniffed.refusal != nil { continue }
             if let header = sniffed.header, configuration.limits.refusal(of: header, path: source.path) != nil { continue }
             // Rendered and stored while its header was read (a RENDER's job finished).
             guard !reader.contains(RenditionKey(identity: source.identity.bytes, spec: spec)) else { continue }
