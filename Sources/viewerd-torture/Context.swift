@@ -183,7 +183,7 @@ final class Context: @unchecked Sendable {
         }
         let faults = work + "/faults"
         try FileManager.default.createDirectory(atPath: faults, withIntermediateDirectories: true)
-        for name in ["viewerd-test-crash.jpg", "viewerd-test-hang.png"] {
+        for name in ["viewerd-test-crash.jpg", "viewerd-test-hang.png", "probe-fcntl-setown.png"] {
             try ImageFixtures.write(path: "\(faults)/\(name)", pixels: Self.pattern(width: 200, height: 150, seed: 7),
                                     width: 200, height: 150, bands: 3)
         }

@@ -9,8 +9,8 @@ import Glibc
 /// Hostile files: every case of the generator's manifest is asked for twice (the second
 /// answer must be the same: a rendition from the store, or the remembered failure), by two
 /// requesters at once, while a bystander is served; then files rewritten mid-render, files
-/// rewritten between INFOs (`infoRewrites`), and the permission cases with an unprivileged
-/// daemon when we are root.
+/// rewritten between INFOs (`infoRewrites`), a decoder that arms a signal on its channel
+/// (`fcntlArming`), and the permission cases with an unprivileged daemon when we are root.
 struct HostileFiles {
     let context: Context
     let daemon: DaemonProcess
@@ -60,6 +60,7 @@ struct HostileFiles {
         videoTimes(cases)
         rewrites()
         infoRewrites()
+        fcntlArming()
         let (served, _) = bystander.stop()
         report.info("bystander served \(served) requests meanwhile")
         if context.isRoot { unprivileged(cases) }
