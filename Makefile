@@ -197,6 +197,20 @@ bench-smoke: test-deps
 	$(SWIFT) build -c release
 	.build/release/viewerd-bench --smoke
 
+.PHONY: fresh-machine-check
+
+## fresh-machine-check: README's two commands on a brand-new Debian machine (issue 29): a
+## bookworm minbase root made by debootstrap (cached in FRESH_DIR, default /var/tmp/viewerd-fresh;
+## every run starts from the pristine copy) plus only what README's "A fresh machine" lists, the
+## host's /opt/swift bind-mounted read-only, a clean clone of HEAD; inside, as root with no
+## terminal, `make run` until `viewerctl ping` answers and a clean exit on SIGTERM, then the
+## whole `make test`. Prints each phase's time and `fresh-machine-check: PASSED in N s` (or
+## FAILED and the phase); log in FRESH_DIR/logs. Run as root; slow (a whole build and test
+## suite). Not part of `make test`: run it before resolving an issue that changes what is
+## installed or how the tests start.
+fresh-machine-check:
+	tools/fresh-machine-check.sh
+
 .PHONY: thunar-check
 
 ## thunar-check: issue 21's real file manager check (bench/thunar-check.py): Debian's Thunar
