@@ -16,10 +16,11 @@ APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev libjpeg62-turbo-dev pkg-c
 # ffmpeg (ffmpeg makes the test and bench clips, ffprobe is the media info reference) and
 # ffmpegthumbnailer (the bench's baseline for poster frames); for the desktop's thumbnail
 # service (issue 21): dbus (dbus-daemon, dbus-run-session, dbus-monitor), libglib2.0-bin
-# (gdbus), python3-gi (GDBus from Python: the conformance tests' client) and tumbler (the
-# bench's baseline).
+# (gdbus), python3-gi (GDBus from Python: the conformance tests' client), dbus-user-session
+# (the user's dbus.socket, which `systemd-analyze --user verify` wants for a Type=dbus unit) and
+# tumbler (the bench's baseline).
 TEST_APT_PACKAGES := libvips-tools systemd e2fsprogs libheif-examples ffmpeg ffmpegthumbnailer \
-	dbus libglib2.0-bin python3-gi gir1.2-glib-2.0 tumbler
+	dbus dbus-user-session libglib2.0-bin python3-gi gir1.2-glib-2.0 tumbler
 ARGS ?=
 
 .PHONY: all deps test-deps build debug run test clean install uninstall
