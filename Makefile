@@ -1,5 +1,6 @@
 # viewerd — build, run and test. `make run` and `make test` work on a fresh Debian machine
-# with only the Swift toolchain: `deps` installs the C libraries with apt-get.
+# (README, "A fresh machine": the Swift toolchain, gcc, python3, git, make; `make
+# fresh-machine-check` proves it): `deps` installs the C libraries with apt-get.
 
 SWIFT ?= swift
 # Debian packages to build and run: libvips, LMDB and libseccomp (the workers' sandbox) to
@@ -17,10 +18,11 @@ APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev libjpeg62-turbo-dev pkg-c
 # ffmpegthumbnailer (the bench's baseline for poster frames); for the desktop's thumbnail
 # service (issue 21): dbus (dbus-daemon, dbus-run-session, dbus-monitor), libglib2.0-bin
 # (gdbus), python3-gi (GDBus from Python: the conformance tests' client), dbus-user-session
-# (the user's dbus.socket, which `systemd-analyze --user verify` wants for a Type=dbus unit) and
-# tumbler (the bench's baseline).
+# (the user's dbus.socket, which `systemd-analyze --user verify` wants for a Type=dbus unit),
+# tumbler (the bench's baseline), and procps (pgrep: the conformance tests watch a helper's
+# process; a minimal Debian has no procps).
 TEST_APT_PACKAGES := libvips-tools systemd e2fsprogs libheif-examples ffmpeg ffmpegthumbnailer \
-	dbus dbus-user-session libglib2.0-bin python3-gi gir1.2-glib-2.0 tumbler
+	dbus dbus-user-session libglib2.0-bin python3-gi gir1.2-glib-2.0 tumbler procps
 ARGS ?=
 
 .PHONY: all deps test-deps build debug run test clean install uninstall
