@@ -1,5 +1,6 @@
 # viewerd — build, run and test. `make run` and `make test` work on a fresh Debian machine
-# with only the Swift toolchain: `deps` installs the C libraries with apt-get.
+# (README, "A fresh machine": the Swift toolchain, gcc, python3, git, make; `make
+# fresh-machine-check` proves it): `deps` installs the C libraries with apt-get.
 
 SWIFT ?= swift
 # Debian packages to build and run: libvips, LMDB and libseccomp (the workers' sandbox) to
@@ -16,11 +17,14 @@ APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev libjpeg62-turbo-dev pkg-c
 # ffmpeg (ffmpeg makes the test and bench clips, ffprobe is the media info reference) and
 # ffmpegthumbnailer (the bench's baseline for poster frames); for the desktop's thumbnail
 # service (issue 21): dbus (dbus-daemon, dbus-run-session, dbus-monitor), libglib2.0-bin
-# (gdbus), python3-gi (GDBus from Python: the conformance tests' client) and tumbler (the
-# bench's baseline); fontconfig (fc-cache) and fonts-dejavu-core for the sandbox's font tests
-# (issue 29: a font directory newer than its cache, a font outside the workers' view).
+# (gdbus), python3-gi (GDBus from Python: the conformance tests' client), dbus-user-session
+# (the user's dbus.socket, which `systemd-analyze --user verify` wants for a Type=dbus unit),
+# tumbler (the bench's baseline), and procps (pgrep: the conformance tests watch a helper's
+# process; a minimal Debian has no procps); fontconfig (fc-cache) and fonts-dejavu-core for the
+# sandbox's font tests (issue 29: a font directory newer than its cache, a font outside the
+# workers' view).
 TEST_APT_PACKAGES := libvips-tools systemd e2fsprogs libheif-examples ffmpeg ffmpegthumbnailer \
-	dbus libglib2.0-bin python3-gi gir1.2-glib-2.0 tumbler fontconfig fonts-dejavu-core
+	dbus dbus-user-session libglib2.0-bin python3-gi gir1.2-glib-2.0 tumbler procps fontconfig fonts-dejavu-core
 ARGS ?=
 
 .PHONY: all deps test-deps build debug run test clean install uninstall
@@ -197,6 +201,20 @@ bench: test-deps
 bench-smoke: test-deps
 	$(SWIFT) build -c release
 	.build/release/viewerd-bench --smoke
+
+.PHONY: fresh-machine-check
+
+## fresh-machine-check: README's two commands on a brand-new Debian machine (issue 29): a
+## bookworm minbase root made by debootstrap (cached in FRESH_DIR, default /var/tmp/viewerd-fresh;
+## every run starts from the pristine copy) plus only what README's "A fresh machine" lists, the
+## host's /opt/swift bind-mounted read-only, a clean clone of HEAD; inside, as root with no
+## terminal, `make run` until `viewerctl ping` answers and a clean exit on SIGTERM, then the
+## whole `make test`. Prints each phase's time and `fresh-machine-check: PASSED in N s` (or
+## FAILED and the phase); log in FRESH_DIR/logs. Run as root; slow (a whole build and test
+## suite). Not part of `make test`: run it before resolving an issue that changes what is
+## installed or how the tests start.
+fresh-machine-check:
+	tools/fresh-machine-check.sh
 
 .PHONY: thunar-check
 
