@@ -52,7 +52,8 @@ extension RenditionStore {
     /// renditions are kept (unindexed), for a file that was only moved.
     @discardableResult
     public func sweep(limit: Int, check: (_ path: String, _ identity: [UInt8]) -> SweepVerdict) -> Int {
-        sweepLock.withLock { _ -> Int in
+        sweepLock.withLock { sweeps -> Int in
+            sweeps &+= 1
             let env = environment
             let now = configuration.nowMillis, backoff = configuration.failureBackoffMillis
             guard let (groups, next) = reading(.sweep, { txn in try Self.nextPaths(limit, txn, env) }) else { return 0 }

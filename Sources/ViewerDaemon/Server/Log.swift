@@ -12,7 +12,10 @@ import Synchronization
 /// checks `isDebug` before building a debug line, so that at the default level a request
 /// costs one atomic load and no string.
 public enum Log {
-    private static let lock = Locked<Void>(())
+    /// Held while a line is written; holds the count of lines written. Not `Locked<Void>`:
+    /// ThreadSanitizer reports Swift's access to a zero-sized value at the lock object's own
+    /// address, which another thread reads before it takes the mutex (a false race).
+    private static let lock = Locked<UInt64>(0)
     /// The lowest level written (a `LogLevel` raw value); set once at startup, read anywhere.
     private static let threshold = Atomic<Int>(LogLevel.info.rawValue)
 
@@ -46,7 +49,10 @@ public enum Log {
     private static func emit(_ priority: Priority, _ line: String) {
         let prefix = toJournal ? "<\(priority.rawValue)>" : ""
         let text = prefix + line + "\n"
-        lock.withLock { _ in FileHandle.standardError.write(Data(text.utf8)) }
+        lock.withLock { lines in
+            FileHandle.standardError.write(Data(text.utf8))
+            lines &+= 1
+        }
     }
 
     /// Whether standard error is the stream `JOURNAL_STREAM` names. Checked against the

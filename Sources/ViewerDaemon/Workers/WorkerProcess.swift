@@ -288,11 +288,13 @@ public enum WorkerProcess {
 
     /// Writes whole frames, one at a time: the main thread's answers and the reader thread's
     /// (CANCELLED of a queued job, ERROR of a malformed command) must not interleave.
-    private static let writeLock = Locked<Void>(())
+    /// It holds the count of frames written (not `Locked<Void>`: see `Log.lock`).
+    private static let writeLock = Locked<UInt64>(0)
 
     static func send(_ reply: WorkerReply, descriptor: Int32 = -1) {
         let bytes = WorkerWire.encode(reply)
-        writeLock.withLock { _ in
+        writeLock.withLock { frames in
+            frames &+= 1
             var offset = 0
             if descriptor >= 0 {
                 // The descriptor travels with the frame's first byte (SCM_RIGHTS).
