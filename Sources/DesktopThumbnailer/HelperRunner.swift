@@ -80,8 +80,10 @@ public final class HelperRunner: Sendable {
         try? FileManager.default.removeItem(atPath: (output as NSString).deletingLastPathComponent)
     }
 
-    private func runBlocking(_ helper: DesktopThumbnailers.Helper, path: String, uri: String, size: Int,
-                             cancelled: Locked<Bool>) -> Result<String, Problem> {
+    /// `run` on the calling thread (tests call it from a thread of their own, so that no
+    /// turn on the concurrency pool is needed to see its answer).
+    func runBlocking(_ helper: DesktopThumbnailers.Helper, path: String, uri: String, size: Int,
+                     cancelled: Locked<Bool> = Locked(false)) -> Result<String, Problem> {
         let name = URL(fileURLWithPath: helper.program).lastPathComponent
         // Checked as the front opens any file a caller names, so that a FIFO under the name
         // is refused at once rather than hold a helper (and a slot) until the timeout.

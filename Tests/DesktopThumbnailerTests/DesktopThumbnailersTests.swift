@@ -117,28 +117,23 @@ struct DesktopThumbnailersTests {
         let runner = HelperRunner(helpers: DesktopThumbnailers(helpers: [helper]), timeout: .seconds(20), concurrency: 1)
         defer { runner.stop() }
 
-        // When it runs, with a watchdog that frees a runner stuck on the FIFO after 60 s
-        // (a hang detector, not a speed test: a log read by its name would wait for the FIFO's
-        // writer). The watchdog is a thread of its own and the run awaits a thread of its own,
-        // so neither waits for a turn on the test pool that other tests may be holding.
-        let finished = Answer<Bool>()
-        let unstuck = Answer<Bool>()
-        Thread {
-            guard finished.wait(seconds: 60) == nil else { return }
-            unstuck.give(true)
-            for scratch in (try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())) ?? []
-            where scratch.hasPrefix("viewerd-thumbnailer-") {
+        // When it runs, on a thread of its own (the test pool's threads may all be held by
+        // other tests: an awaited run would wait for a turn, not for the helper)
+        let answer = Answer<Result<String, HelperRunner.Problem>>()
+        Thread { answer.give(runner.runBlocking(helper, path: document, uri: "file://" + document, size: 128)) }.start()
+
+        // Then its failure comes back with what it said, at once
+        // (A hang detector, not a speed test: a log read by its name would wait for the FIFO's writer.)
+        guard let run = answer.wait(seconds: 60) else {
+            Issue.record("the runner is still waiting for a writer of the helper's FIFO")
+            for scratch in try FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory()) where scratch.hasPrefix("viewerd-thumbnailer-") {
                 let top = (NSTemporaryDirectory() as NSString).appendingPathComponent(scratch)
                 for run in (try? FileManager.default.contentsOfDirectory(atPath: top)) ?? [] {
                     close(open(top + "/" + run + "/stderr", O_WRONLY | O_NONBLOCK))  // lets the stuck open return
                 }
             }
-        }.start()
-        let run = await runner.run(helper, path: document, uri: "file://" + document, size: 128)
-        finished.give(true)
-
-        // Then its failure comes back with what it said, without the watchdog's help
-        if unstuck.wait(seconds: 0) != nil { Issue.record("the runner was still waiting for a writer of the helper's FIFO") }
+            return
+        }
         #expect(run == .failure(.failed("swaps.sh exited with 1: cannot read the document")))
     }
 
