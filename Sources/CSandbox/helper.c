@@ -191,9 +191,12 @@ static void run_helper(const char *path, const char *const *argv, const char *co
     if (null < 0) _exit(127);
     // The report's pipe goes to 3, close-on-exec, the rest of ours is closed: 0, 1, 2 and it.
     int report_copy = fcntl(report_fd, F_DUPFD_CLOEXEC, 10);
+    // The log's descriptor, too, is moved out of 0-2 first: a service started with standard
+    // input or output closed may have been handed 0 or 1 for it.
+    int log_copy = stderr_fd >= 0 ? fcntl(stderr_fd, F_DUPFD_CLOEXEC, 10) : -1;
     dup2(null, 0);
     dup2(null, 1);
-    dup2(stderr_fd >= 0 ? stderr_fd : null, 2);
+    dup2(log_copy >= 0 ? log_copy : null, 2);
     report_fd = dup3(report_copy, 3, O_CLOEXEC) == 3 ? 3 : -1;
     syscall(SYS_close_range, 4, ~0U, 0);
     struct rlimit memory = {limits->max_memory, limits->max_memory},

@@ -31,14 +31,30 @@ public struct SampleTables: Sendable, Equatable {
     /// How much of one `stts` or `stsc` table is read (2 million and 1.4 million entries); the
     /// entries past it are not counted (FFmpeg's own allocation cap bounds what they cost).
     static let tableBytes = 16 << 20
+    /// How much of the file's tables is read in all, whatever the tracks: a sparse file can
+    /// claim tables of any size without the disk holding them, and the sniffer reads on the
+    /// daemon's shared I/O threads.
+    static let readBudget = 32 << 20
+    /// The tracks read; a file with more is refused (a camera's has two or three).
+    static let maximumTracks = 64
+    /// The index entries FFmpeg may build for one file, whatever its size (a sparse file has
+    /// bytes for any claim): 4 million entries of 24 bytes, with their 8-byte composition
+    /// offsets, are 128 MiB, within twice a video's admission estimate; 19 hours of 60 fps.
+    public static let maximumEntries: UInt64 = 1 << 22
 
     /// Why the sample tables of the file cannot be true, or nil: they fit in its `fileSize`
     /// bytes, or the file has no `moov` this can read (FFmpeg then says what is wrong).
     /// - Parameter read: `count` bytes at `offset` of the file (fewer at its end).
     public static func problem(fileSize: UInt64, read: (_ offset: UInt64, _ count: Int) -> [UInt8]) -> String? {
-        guard let tables = of(fileSize: fileSize, read: read), tables.claimedEntries > fileSize else { return nil }
-        return "the sample tables claim \(tables.claimedEntries) samples in \(tables.tracks) track" +
-            (tables.tracks == 1 ? "" : "s") + ", more than the file's \(fileSize) bytes can hold"
+        guard let tables = of(fileSize: fileSize, read: read) else { return nil }
+        if tables.tracks > maximumTracks {
+            return "the movie has \(tables.tracks) tracks, more than viewerd reads (\(maximumTracks))"
+        }
+        let claim = "the sample tables claim \(tables.claimedEntries) samples in \(tables.tracks) track" +
+            (tables.tracks == 1 ? "" : "s")
+        if tables.claimedEntries > fileSize { return claim + ", more than the file's \(fileSize) bytes can hold" }
+        if tables.claimedEntries > maximumEntries { return claim + ", more than viewerd lets FFmpeg index (\(maximumEntries))" }
+        return nil
     }
 
     /// `problem` of the file open on `descriptor` (read with pread: its offset is kept).
@@ -63,6 +79,11 @@ public struct SampleTables: Sendable, Equatable {
         }
         var tables = SampleTables()
         for track in file.children(of: movie.payload) where track.type == "trak" {
+            // Past the limit the tracks are only counted: the file is refused for them.
+            guard tables.tracks < maximumTracks else {
+                tables.tracks += 1
+                continue
+            }
             guard let media = file.child("mdia", of: track.payload) else { continue }
             let handler = file.child("hdlr", of: media.payload).flatMap { file.fourCC(at: $0.payload.lowerBound + 8) }
             guard let info = file.child("minf", of: media.payload), let table = file.child("stbl", of: info.payload) else { continue }
@@ -120,10 +141,18 @@ private struct Box {
 }
 
 /// ISO BMFF boxes read where they lie, header by header: every read is of a few bytes, or of
-/// a table at most `SampleTables.tableBytes` long, whatever the sizes claim.
-private struct BoxReader {
-    var size: UInt64
-    var read: (_ offset: UInt64, _ count: Int) -> [UInt8]
+/// a table at most `SampleTables.tableBytes` long and `SampleTables.readBudget` in all,
+/// whatever the sizes claim.
+private final class BoxReader {
+    let size: UInt64
+    let read: (_ offset: UInt64, _ count: Int) -> [UInt8]
+    /// What is left of `SampleTables.readBudget` for tables.
+    private var budget = SampleTables.readBudget
+
+    init(size: UInt64, read: @escaping (_ offset: UInt64, _ count: Int) -> [UInt8]) {
+        self.size = size
+        self.read = read
+    }
 
     /// The boxes laid end to end in `range`, at most `limit`. Each advances by at least its
     /// header, so the walk ends within the range whatever the sizes say.
@@ -167,8 +196,9 @@ private struct BoxReader {
         guard let count = uint32(at: box.payload.lowerBound + 4) else { return nil }
         let length = box.payload.upperBound - box.payload.lowerBound, room = length >= 8 ? length - 8 : 0
         let wanted = min(UInt64(count) * UInt64(size), room / UInt64(size) * UInt64(size),
-                         UInt64(SampleTables.tableBytes / size * size))
+                         UInt64(SampleTables.tableBytes / size * size), UInt64(budget / size * size))
         guard wanted > 0 else { return [] }
+        budget -= Int(wanted)
         let bytes = read(box.payload.lowerBound + 8, Int(wanted))
         return Array(bytes.prefix(bytes.count / size * size))
     }

@@ -64,7 +64,7 @@ extension DaemonCommand {
     static func sandboxWarning(_ settings: Settings) -> String? {
         let detail = switch settings.configuration.sandbox {
         case .on: nil as String?
-        case .noReadKill: "decoders that read a file outside their view are not killed (the read only fails)"
+        case .noReadKill: "the daemon does not check the decoders' opens: one outside their view is refused by Landlock alone, unlogged"
         case .off: "decoders run without namespaces, Landlock or the system-call filter: a hostile file runs as this user"
         }
         guard let detail else { return nil }

@@ -12,10 +12,12 @@
 /// ```
 public enum SandboxSetting: Sendable, CaseIterable {
     /// Everything the kernel offers: namespaces, Landlock, the seccomp filter, and the
-    /// daemon's check of each read-only open (a read outside the view kills).
+    /// daemon's check of each read-only open (one outside the view is refused, logged once
+    /// per path and counted; since issue 29 it no longer kills the worker).
     case on
-    /// The same, without the daemon's check of opens: a read outside the view only fails
-    /// (EACCES). For measuring that check's cost (BENCHMARKS.md).
+    /// The same, without the daemon's check of opens: Landlock alone refuses a read outside
+    /// the view (EACCES), unlogged. For measuring that check's cost (BENCHMARKS.md); the name
+    /// is from when the check killed.
     case noReadKill
     /// No namespaces, no Landlock, no filter: only the resource limits. For measuring the
     /// sandbox's cost, or a kernel where it cannot start.

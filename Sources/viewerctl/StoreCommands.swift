@@ -203,7 +203,7 @@ enum SandboxLine {
         // What the configuration asked for comes first: a sandbox switched off is no kernel's fault.
         let configured = switch SandboxSetting(statsValue: value("sandbox_setting")) {
         case .on: ""
-        case .noReadKill: "reads outside the view NOT killed (sandbox = no-read-kill in the daemon's configuration); "
+        case .noReadKill: "opens outside the view NOT checked by the daemon, Landlock alone (sandbox = no-read-kill in the daemon's configuration); "
         case .off: "OFF (sandbox = off in the daemon's configuration): decoders run unconfined; "
         case nil: "setting \(value("sandbox_setting")) (unknown to this viewerctl); "
         }

@@ -59,10 +59,10 @@ struct VideoIndexClaimTests {
         #expect(peak <= Self.bound, "a worker peaked at \(peak >> 20) MiB, over twice the admission estimate (\(Self.bound >> 20) MiB)")
     }
 
-    @Test("the same claim in a 100 MB file (a sparse tail), which its bytes could hold, is stopped by FFmpeg's allocation cap")
+    @Test("the same claim in a 100 MB file (a sparse tail), which its bytes could hold, is refused: past what viewerd lets FFmpeg index")
     func claimWithinTheBytes() throws {
         let directory = try TemporaryDirectory(prefix: "viewerd-index-claim")
         try Self.expectRefused(try VideoClips.sampleTableClaim(in: directory.path, paddedTo: 100_000_000),
-                               saying: "an index larger than viewerd lets FFmpeg allocate")
+                               saying: "more than viewerd lets FFmpeg index")
     }
 }

@@ -113,8 +113,8 @@ public struct DaemonArguments: Sendable {
                                     included) may have open; past it, busy (default: 256)
           --max-sources-per-user N  source files one user's pending renders may hold open (passed
                                     descriptors included); at it, its requests wait (default: 1024)
-          --sandbox MODE            the decoders' sandbox: on; no-read-kill (a read outside the decoder's
-                                    view fails instead of killing it); off (no namespaces, Landlock or
+          --sandbox MODE            the decoders' sandbox: on; no-read-kill (no daemon check of the
+                                    decoders' opens: Landlock alone refuses, unlogged); off (no namespaces, Landlock or
                                     system-call filter: a hostile file runs as viewerd's user). Anything
                                     but on is logged as a warning and shown by viewerctl status (default: on)
 
