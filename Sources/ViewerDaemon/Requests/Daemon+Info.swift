@@ -24,21 +24,20 @@ extension Daemon {
             let result = Result { () throws(RenderError) in
                 try access.open(path: path, descriptor: descriptor, peerUID: peer, lease: lease)
             }
-            guard case .success(let source) = result else { return .infoOpened(ref, result, nil) }
+            guard case .success(let source) = result else { return .infoOpened(ref, result) }
             // As for RENDER: a rewrite that kept the identity has its stored values removed
-            // before the loop looks in the store; and what a read would store is stamped, so
-            // that the next rewrite is told too. A hit needs no stamp: its fingerprint is not read.
+            // before the loop looks in the store. (What a read would store is stamped by the
+            // lane that reads it, `InfoJob.stampBeforeRead`: a hit reads no fingerprint.)
             if case .rewritten = SourceContinuity.check(source, store: store) {
                 Log.info("event=source-rewritten path=\(Log.quote(source.path)) detail=\"same identity, other content\"")
             }
-            let stored = store.makeReader().contains(MediaInfoRecord.key(for: source.identity))
-            return .infoOpened(ref, result, stored ? nil : InfoStamp.of(source))
+            return .infoOpened(ref, result)
         }
     }
 
     /// An INFO's file is open (or is not): answered from the store, from a recorded failure,
     /// or by a worker's read of its header.
-    func infoOpened(_ ref: RequestRef, _ result: Result<SourceFile, RenderError>, stamp: InfoStamp? = nil) {
+    func infoOpened(_ ref: RequestRef, _ result: Result<SourceFile, RenderError>) {
         let opening = infoOpening[ref.connection, default: 1] - 1
         infoOpening[ref.connection] = opening > 0 ? opening : nil
         guard let connection = connections.byID[ref.connection] else { return }
@@ -67,7 +66,7 @@ extension Daemon {
             stats.negativeHits += 1
             return send(connection, .error(ErrorReply(rawCode: failure.code, message: failure.message)), requestID: ref.id)
         }
-        guard let job = pendingInfo.wait(ref, key: key, source: source, stamp: stamp) else {
+        guard let job = pendingInfo.wait(ref, key: key, source: source) else {
             stats.infoCoalesced += 1
             return
         }

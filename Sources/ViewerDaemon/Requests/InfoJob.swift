@@ -1,3 +1,4 @@
+import Locking
 import Rendering
 import RenditionStore
 import ViewerProtocol
@@ -19,30 +20,37 @@ struct InfoStamp: Sendable {
 }
 
 /// One read of a file's media info in a worker (INFO that missed the store): every INFO
-/// of the same file identity waiting at once shares it. Immutable; the waiters are the
-/// event loop's (`PendingInfo`).
+/// of the same file identity waiting at once shares it. Immutable but for its stamp, which
+/// the reading lane takes; the waiters are the event loop's (`PendingInfo`).
 final class InfoJob: Sendable {
     let source: SourceFile
     /// The store key its answer goes under (`MediaInfoRecord.key`).
     let key: RenditionKey
-    /// What the file was before the read; nil when its fingerprint could not be read: then
-    /// nothing is stored, since a later rewrite that keeps the identity could not be told.
-    let stamp: InfoStamp?
+    /// What the file was before the read (`stampBeforeRead`); nil until then, or when its
+    /// fingerprint could not be read: then nothing is stored, since a later rewrite that keeps
+    /// the identity could not be told.
+    private let stamp = Locked<InfoStamp?>(nil)
     /// Unique among jobs the worker slots see: info jobs count down from the top, render
     /// jobs up from 1, so a cancel meant for a render never reaches an info job.
     let sequence: UInt64
 
-    init(source: SourceFile, key: RenditionKey, sequence: UInt64, stamp: InfoStamp? = nil) {
+    init(source: SourceFile, key: RenditionKey, sequence: UInt64) {
         self.source = source
         self.key = key
         self.sequence = sequence
-        self.stamp = stamp
+    }
+
+    /// Takes the file's stamp, on the lane that reads it, right before the read: only a miss
+    /// pays for the fingerprint, and never on the loop.
+    func stampBeforeRead() {
+        let taken = InfoStamp.of(source)
+        stamp.withLock { $0 = taken }
     }
 
     /// The stamp to store the answer with, when it may be stored at all: the file did not
     /// change during the read, as far as its timestamps can tell (as `RenderJob.sourceWasSteady`).
     var storableStamp: SourceStamp? {
-        guard let stamp, source.wasSteady(since: stamp.takenNanos) else { return nil }
+        guard let stamp = stamp.withLock({ $0 }), source.wasSteady(since: stamp.takenNanos) else { return nil }
         return stamp.stamp
     }
 }
@@ -63,12 +71,12 @@ struct PendingInfo {
     var count: Int { waiters.count }
 
     /// Adds a waiter; returns the job to start when none reads this file yet.
-    mutating func wait(_ ref: RequestRef, key: RenditionKey, source: SourceFile, stamp: InfoStamp? = nil) -> InfoJob? {
+    mutating func wait(_ ref: RequestRef, key: RenditionKey, source: SourceFile) -> InfoJob? {
         if waiters[key] != nil {
             waiters[key]!.requests.append(ref)
             return nil
         }
-        let job = InfoJob(source: source, key: key, sequence: nextSequence, stamp: stamp)
+        let job = InfoJob(source: source, key: key, sequence: nextSequence)
         nextSequence -= 1
         waiters[key] = (job, [ref])
         return job

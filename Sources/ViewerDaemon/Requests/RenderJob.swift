@@ -146,5 +146,5 @@ enum SourceEvent: Sendable {
     /// The identities of the files of a connection's STOP_PREFETCH that exist.
     case stopPrefetchIdentified(connection: UInt64, [AssetIdentity])
     /// An INFO's file, opened (or why not), and its stamp when the store has no INFO of it.
-    case infoOpened(RequestRef, Result<SourceFile, RenderError>, InfoStamp?)
+    case infoOpened(RequestRef, Result<SourceFile, RenderError>)
 }

@@ -99,8 +99,8 @@ extension Daemon {
             guard case .stopPrefetch(_, let request)? = controlSteps[id]?.first else { return }
             finishControlStep(of: id, count: stopPrefetch(identities, spec: request.spec.normalized(), connection: id))
             startControlSteps(of: id)
-        case .infoOpened(let ref, let result, let stamp):
-            infoOpened(ref, result, stamp: stamp)
+        case .infoOpened(let ref, let result):
+            infoOpened(ref, result)
             if let connection = connections.byID[ref.connection] { openingFinished(on: connection) }
         }
     }

@@ -250,6 +250,7 @@ final class WorkerPool: Sendable {
             }
             switch work {
             case .info(let job):
+                job.stampBeforeRead()
                 onEvent(.info(job, previewSlot.info(job)))
                 previewSlot.retireIfSpent()
             case .preview(let job): if let preview = previewSlot.preview(job) { onEvent(.preview(job, preview)) }
