@@ -30,6 +30,7 @@ public struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertib
     public static let nameTooLong = Errno(rawValue: ENAMETOOLONG)
     public static let notDirectory = Errno(rawValue: ENOTDIR)
     public static let timedOut = Errno(rawValue: ETIMEDOUT)
+    public static let connectionAborted = Errno(rawValue: ECONNABORTED)
 
     /// A descriptor that is not open or an address outside the process: a bug in the caller,
     /// which the wrappers trap on instead of throwing (as swift-system does).

@@ -57,6 +57,14 @@ extension Posix {
         try check("socket") { socket(AF_UNIX, Int32(type.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
     }
 
+    /// A connected pair of close-on-exec `AF_UNIX` sockets of `type`: one end for this
+    /// process, the other for a child or another thread.
+    public static func socketPair(_ type: __socket_type = SOCK_STREAM) throws(SystemError) -> (Int32, Int32) {
+        var pair: [Int32] = [-1, -1]
+        try check("socketpair") { socketpair(AF_UNIX, Int32(type.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) }
+        return (pair[0], pair[1])
+    }
+
     /// A blocking, close-on-exec stream socket connected to `path`.
     ///
     /// ```swift
@@ -94,11 +102,26 @@ extension Posix {
 
     /// The next connection on a listening socket, blocking. Close-on-exec is set after the
     /// accept (Glibc does not export accept4): a process that spawns while it accepts on
-    /// another thread uses the daemon's `vd_accept` instead.
+    /// another thread uses `acceptPending` (accept4) instead.
     public static func accept(_ fd: Int32) throws(SystemError) -> Int32 {
         let connection = try check("accept") { Glibc.accept(fd, nil, nil) }
         _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
         return connection
+    }
+
+    /// The next pending connection on a non-blocking listening socket, itself non-blocking
+    /// and close-on-exec from the start (accept4: no other thread's spawn can inherit it).
+    /// Returns nil when none is pending.
+    ///
+    /// - Throws: `SystemError`; ECONNABORTED when a client gave up while queued (the next may
+    ///   be there), EMFILE when the descriptor table is full.
+    public static func acceptPending(_ fd: Int32) throws(SystemError) -> Int32? {
+        let connection = vd_accept(fd)
+        if connection >= 0 { return connection }
+        let code = Errno.current
+        if code == .wouldBlock { return nil }
+        trapIfProgrammerError(code, "accept4")
+        throw SystemError("accept4", code)
     }
 
     /// Sends what the socket takes now. Returns the count sent; 0 when it would block (a
@@ -107,9 +130,23 @@ extension Posix {
     /// unless `dontWait`.
     public static func send(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, descriptor: Int32? = nil,
                             dontWait: Bool = false) throws(SystemError) -> Int {
+        if let descriptor { return try send(fd, buffer, descriptors: [descriptor]) }
         let n = try transfer("send") {
-            if let descriptor { return vd_send_with_fd(fd, buffer.baseAddress, buffer.count, descriptor) }
-            return Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL) | (dontWait ? Int32(MSG_DONTWAIT) : 0))
+            Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL) | (dontWait ? Int32(MSG_DONTWAIT) : 0))
+        }
+        return n ?? 0
+    }
+
+    /// The most descriptors one send attaches (`send(_:_:descriptors:)`).
+    public static let maxPassedDescriptors = Int(VD_MAX_PASSED_FDS)
+
+    /// Sends what the socket takes now, with `descriptors` (at most `maxPassedDescriptors`,
+    /// in order) attached to the first byte sent. Returns the count sent; 0 when it would block.
+    public static func send(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, descriptors: [Int32]) throws(SystemError) -> Int {
+        guard !descriptors.isEmpty else { return try send(fd, buffer) }
+        precondition(descriptors.count <= maxPassedDescriptors, "send: \(descriptors.count) descriptors, at most \(maxPassedDescriptors)")
+        let n = try transfer("sendmsg") {
+            descriptors.withUnsafeBufferPointer { vd_send_with_fds(fd, buffer.baseAddress, buffer.count, $0.baseAddress, Int32($0.count)) }
         }
         return n ?? 0
     }
@@ -117,11 +154,24 @@ extension Posix {
     /// Sends all of `bytes`, the first with `descriptor` if given, waiting for room when the
     /// socket is non-blocking and full.
     public static func sendAll(_ fd: Int32, _ bytes: [UInt8], descriptor: Int32? = nil) throws(SystemError) {
+        try sendAll(fd, bytes, descriptors: descriptor.map { [$0] } ?? [])
+    }
+
+    /// Sends all of `bytes`, the first byte with `descriptors` attached (SCM_RIGHTS; the
+    /// kernel duplicates them into the receiver, the caller keeps its own), waiting for room
+    /// when the socket is non-blocking and full.
+    ///
+    /// ```swift
+    /// try Posix.sendAll(worker, frame.bytes, descriptors: [source, base])   // EPIPE: the worker is gone
+    /// ```
+    public static func sendAll(_ fd: Int32, _ bytes: [UInt8], descriptors: [Int32]) throws(SystemError) {
         var offset = 0
-        var pending = descriptor
+        var pending = descriptors
         while offset < bytes.count {
             let n = try bytes.withUnsafeBytes { raw in
-                Result { () throws(SystemError) in try send(fd, UnsafeRawBufferPointer(rebasing: raw[offset...]), descriptor: pending) }
+                Result { () throws(SystemError) in
+                    try send(fd, UnsafeRawBufferPointer(rebasing: raw[offset...]), descriptors: pending)
+                }
             }.get()
             if n == 0 {
                 // A blocking socket says EAGAIN only when its SO_SNDTIMEO expired.
@@ -129,7 +179,7 @@ extension Posix {
                 _ = wait(fd, for: Int16(POLLOUT), timeout: nil)
                 continue
             }
-            pending = nil
+            pending = []
             offset += n
         }
     }

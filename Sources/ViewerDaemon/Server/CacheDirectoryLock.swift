@@ -1,4 +1,3 @@
-import CPosix
 import SystemCalls
 #if canImport(Glibc)
 import Glibc
@@ -21,13 +20,14 @@ final class CacheDirectoryLock {
         let path = directory + "/" + Self.fileName
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw StartupError("cannot open \(path): \(SystemError("open"))") }
-        guard vd_try_lock(fd) == 0 else {
-            let e = errno
+        switch Result(catching: { () throws(SystemError) in try Posix.tryLock(fd) }) {
+        case .success(true): break
+        case .success(false):
             Posix.close(fd)
-            if e == EWOULDBLOCK {
-                throw StartupError("another viewerd is using the cache directory \(directory) (\(Self.fileName) is locked)")
-            }
-            throw StartupError("cannot lock \(path): \(SystemError("flock", e))")
+            throw StartupError("another viewerd is using the cache directory \(directory) (\(Self.fileName) is locked)")
+        case .failure(let error):
+            Posix.close(fd)
+            throw StartupError("cannot lock \(path): \(error)")
         }
         self.fd = fd
     }

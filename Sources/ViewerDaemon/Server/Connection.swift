@@ -1,5 +1,4 @@
 import SystemCalls
-import CPosix
 import Rendering
 import RenditionStore
 import ViewerProtocol
@@ -139,14 +138,13 @@ final class Connection {
 
     /// One read: bytes into the frame decoder, descriptors into `descriptors`.
     func read(into scratch: inout [UInt8], descriptors received: inout [Int32]) -> ReadResult {
-        var count: Int32 = 0
-        let n = scratch.withUnsafeMutableBytes { buffer in
-            received.withUnsafeMutableBufferPointer { fds in
-                vd_recv_with_fds(fd, buffer.baseAddress, buffer.count, fds.baseAddress, Int32(fds.count), &count)
+        let read = scratch.withUnsafeMutableBytes { buffer in
+            Result { () throws(SystemError) in
+                try Posix.receive(fd, into: buffer, descriptors: &descriptors, maxDescriptors: received.count)
             }
         }
-        descriptors.append(contentsOf: received.prefix(Int(count)))
-        if n < 0 { return errno == EAGAIN ? .wouldBlock : .closed }
+        guard case .success(let count) = read else { return .closed }
+        guard let n = count else { return .wouldBlock }
         if n == 0 { return .closed }
         scratch.withUnsafeBytes { decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
         return .read(more: n == scratch.count)

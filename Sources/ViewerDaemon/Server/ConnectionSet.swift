@@ -1,4 +1,3 @@
-import CPosix
 import Foundation
 import SystemCalls
 import ViewerProtocol
@@ -77,18 +76,20 @@ final class ConnectionSet {
     /// one other than "no more pending" did (EMFILE when the descriptor table is full).
     private func acceptPending(from listener: Int32, maxRequestBody: UInt32) -> SystemError? {
         while true {
-            let fd = vd_accept(listener)
-            if fd < 0 {
-                // ECONNABORTED: that client gave up while queued; the next may be there.
-                if errno == ECONNABORTED { continue }
-                return errno == EAGAIN ? nil : SystemError("accept4")
+            let fd: Int32
+            do throws(SystemError) {
+                guard let accepted = try Posix.acceptPending(listener) else { return nil }
+                fd = accepted
+            } catch where error.code == .connectionAborted {
+                continue  // that client gave up while queued; the next may be there
+            } catch {
+                return error
             }
             let connection = Connection(id: nextID, fd: fd, maxRequestBody: maxRequestBody)
             nextID += 1
-            var pid: pid_t = 0, uid: uid_t = 0, gid: gid_t = 0
-            if vd_peer_credentials(fd, &pid, &uid, &gid) == 0 {
-                connection.peerUID = uid
-                connection.peerPID = pid
+            if let peer = try? Posix.peerCredentials(fd) {
+                connection.peerUID = peer.uid
+                connection.peerPID = peer.pid
             }
             if case .refused(let logRefusals) = perUser.admit(connection.peerUID, at: .now) {
                 refuse(connection, logRefusals: logRefusals)

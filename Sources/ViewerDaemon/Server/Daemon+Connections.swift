@@ -1,5 +1,4 @@
 import SystemCalls
-import CPosix
 import Foundation
 import ViewerProtocol
 

@@ -1,4 +1,3 @@
-import CPosix
 import Foundation
 import Rendering
 import RenditionStore
@@ -127,8 +126,7 @@ public final class Daemon {
                     wakeup.drain()
                     deliverCompletions()
                 } else if fd == signalFD {
-                    let signal = vd_signalfd_read(signalFD)
-                    if signal != 0 { beginShutdown(reason: "signal signal=\(signal)") }
+                    if let signal = Posix.nextSignal(signalFD) { beginShutdown(reason: "signal signal=\(signal)") }
                 } else if let connection = connections.byFD[fd] {
                     handle(connection, events: events)
                 }

@@ -1,4 +1,3 @@
-import CPosix
 import Foundation
 import RenditionStore
 import SystemCalls
@@ -28,8 +27,8 @@ struct DaemonResources {
     /// - Parameter hooks: a test executable's faults (the store's map size); none in the product.
     static func open(_ configuration: Configuration, hooks: TestHooks) throws(StartupError) -> DaemonResources {
         // Before any thread starts, so every thread inherits the blocked mask.
-        let signalFD = vd_signalfd_for_termination()
-        guard signalFD >= 0 else { throw StartupError("signalfd: \(SystemError("signalfd"))") }
+        let signalFD: Int32
+        do throws(SystemError) { signalFD = try Posix.terminationSignals() } catch { throw StartupError("\(error)") }
         // Still before any thread: these unset the variables they read (workers must not
         // take the listening socket or talk to the service manager as if they were us).
         let activationEnvironment = SocketActivation.environment()
@@ -43,7 +42,7 @@ struct DaemonResources {
         }
         // Every queued render holds its source open (the descriptor that proves access and
         // pins the identity): allow as many as the system lets us.
-        _ = vd_raise_nofile()
+        Posix.raiseDescriptorLimit()
         var configuration = configuration
         if let inherited {
             if inherited.ignored > 0 { Log.warning("event=socket-activation ignored_descriptors=\(inherited.ignored)") }

@@ -1,4 +1,3 @@
-import CPosix
 import SystemCalls
 #if canImport(Glibc)
 import Glibc
@@ -43,11 +42,14 @@ final class Listener {
         let lockPath = path + ".lock"
         let lockFD = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard lockFD >= 0 else { throw .system(SystemError("open \(lockPath)")) }
-        guard vd_try_lock(lockFD) == 0 else {
-            let e = errno
+        switch Result(catching: { () throws(SystemError) in try Posix.tryLock(lockFD) }) {
+        case .success(true): break
+        case .success(false):
             Posix.close(lockFD)
-            if e == EWOULDBLOCK { throw .alreadyRunning(path) }
-            throw .system(SystemError("flock \(lockPath)", e))
+            throw .alreadyRunning(path)
+        case .failure(let error):
+            Posix.close(lockFD)
+            throw .system(SystemError("flock \(lockPath)", error.code))
         }
         self.lockFD = lockFD
         switch Self.probe(path) {

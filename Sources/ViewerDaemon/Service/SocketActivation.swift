@@ -1,4 +1,3 @@
-import CPosix
 import SystemCalls
 #if canImport(Glibc)
 import Glibc

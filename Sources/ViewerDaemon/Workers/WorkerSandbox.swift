@@ -1,4 +1,3 @@
-import CPosix
 import CSandbox
 import Foundation
 import Rendering
@@ -103,7 +102,7 @@ enum WorkerSandbox {
         var ok = vd_set_limit(Int32(VD_RLIMIT_CORE), 0, 0) == 0  // no core dump of a user's pixels
         ok = vd_not_dumpable() == 0 && ok  // nor a ptrace attach by another process of the user
         if limits.addressSpace > 0 && !sanitized {
-            ok = vd_limit_address_space(limits.addressSpace) == 0 && ok
+            ok = (try? Posix.limitAddressSpace(limits.addressSpace)) != nil && ok
         }
         if limits.cpuSeconds > 0 {
             // SIGXCPU at the soft limit (the worker dies of it: the file is blamed); the hard
