@@ -54,7 +54,7 @@ let package = Package(
         // CRC-32C with the CPU's instruction, for verifying stored renditions.
         .target(name: "CChecksum"),
         // Server, scheduler, render execution, configuration.
-        .target(name: "ViewerDaemon", dependencies: ["ViewerProtocol", "Rendering", "RenditionStore", "SystemCalls", "CPosix", "CSandbox", "Locking"]),
+        .target(name: "ViewerDaemon", dependencies: ["ViewerProtocol", "Rendering", "RenditionStore", "SystemCalls", "CSandbox", "Locking"]),
         // epoll, eventfd, signalfd, SO_PEERCRED: Linux calls Swift's Glibc does not export.
         .target(name: "CPosix"),
         // The one layer of system-call wrappers every target uses: EINTR retried, typed errno,

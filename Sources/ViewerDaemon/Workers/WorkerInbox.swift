@@ -1,32 +1,36 @@
 import Dispatch
 import Locking
 import Rendering
+import SystemCalls
 import ViewerProtocol
-#if canImport(Glibc)
-import Glibc
-#endif
 
-/// One job in a worker process, with the descriptors that came with its command.
+/// One job in a worker process: the daemon's command, kept as it came (the worker serves by
+/// switching on it), with the descriptors that came with it.
 struct WorkerJob {
-    let id: UInt32
-    let request: RenderRequest
+    /// What the daemon asked; never `cancel`, which is not a job.
+    let command: WorkerCommand
     /// The source file (for a derivation too: its plan gives the size to make).
     let source: Int32
     /// A sealed memfd of a stored rendition of the source, or -1: for a derivation the one
     /// to render from; else the one to make the PREVIEW from.
     let base: Int32
-    let isDerivation: Bool
-    /// Only the PREVIEW is wanted, as the job's result (the preview lane).
-    var previewOnly = false
-    /// Only the media info is wanted (the info lane): `request.path` names the file.
-    var infoOnly = false
-    /// Every tile of the request's level is wanted (`WorkerCommand.renderLevel`).
-    var wholeLevel = false
+
+    var id: UInt32 { command.id }
+
+    /// The job of `command` with its `descriptors`, as many as its kind carries in the order
+    /// it says; nil for a cancel or when the count does not match (the caller closes them).
+    init?(_ command: WorkerCommand, descriptors: [Int32]) {
+        let count = command.kind.descriptorCount
+        guard count > 0, descriptors.count == count else { return nil }
+        self.command = command
+        self.source = descriptors[0]
+        self.base = count > 1 ? descriptors[1] : -1
+    }
 
     /// For a job that is never served (cancelled while queued).
     func closeDescriptors() {
-        if source >= 0 { Glibc.close(source) }
-        if base >= 0 { Glibc.close(base) }
+        Posix.close(source)
+        if base >= 0 { Posix.close(base) }
     }
 }
 

@@ -1,7 +1,6 @@
-import CPosix
 import Foundation
 import Rendering
-import Locking
+import SystemCalls
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +14,8 @@ import Glibc
 /// cancelled. One job at a time. A reader thread takes commands as they come so that a
 /// cancel can stop the render in progress; the main thread renders.
 public enum WorkerProcess {
-    static let channel: Int32 = 3
+    /// Descriptor 3, as the daemon started it (`Posix.spawnWorker`).
+    static let channel = WorkerChannel(socket: 3, readSize: 65536)
 
     /// A test's act inside a job, after the source is open and before the render: the test
     /// executable's worker (`viewerd-testing --worker`, Tests/DaemonTesting) passes one that
@@ -28,13 +28,13 @@ public enum WorkerProcess {
         // A worker must not outlive its daemon, even stuck in a decode: the kernel kills it
         // when the daemon's thread that started it ends (the slot thread, which lives until
         // the pool stops). The daemon may have died before this line: then ours is gone.
-        if let parent = value(of: "--parent", in: arguments).flatMap({ pid_t($0) }), vd_die_with_parent(parent) != 0 {
+        if let parent = value(of: "--parent", in: arguments).flatMap({ pid_t($0) }), !Posix.dieWithParent(parent) {
             return 0
         }
         // Render workers run below the preview lane (WorkerPool): set while this is the only
         // thread, so every thread libvips starts inherits it.
         if let nice = value(of: "--nice", in: arguments).flatMap({ Int32($0) }), nice != 0 {
-            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice)
+            try? Posix.setNice(nice)  // a worker that keeps the daemon's priority still renders
         }
         // The sandbox (WorkerSandbox): namespaces while the process has one thread, limits,
         // then libvips warmed, then the filter, all before the first command is read.
@@ -52,7 +52,7 @@ public enum WorkerProcess {
         // One render at a time needs one heap: per-thread arenas each keep their freed
         // memory, and a worker's resident size grew with every file it had decoded (make
         // bench: 499 MiB peak for two workers; with one arena, under the budget).
-        _ = vd_limit_malloc_arenas(1)
+        Posix.limitMallocArenas(1)
         var sandboxLimits = WorkerSandbox.Limits()
         sandboxLimits.addressSpace = value(of: "--memory-limit", in: arguments).flatMap({ UInt64($0) }) ?? 0
         sandboxLimits.cpuSeconds = value(of: "--cpu-limit", in: arguments).flatMap({ UInt64($0) }) ?? 0
@@ -75,15 +75,15 @@ public enum WorkerProcess {
         var listener: Int32 = -1
         if sandboxed {
             WorkerSandbox.warmUp(renderer, text: !protections.contains(.filesystem))
-            let confined = WorkerSandbox.confine(channel: channel, filesConfined: protections.contains(.filesystem),
+            let confined = WorkerSandbox.confine(channel: channel.socket, filesConfined: protections.contains(.filesystem),
                                                  superviseOpens: superviseOpens)
             protections.formUnion(confined.0)
             listener = confined.listener
         }
         // The filter's listener goes to the daemon with this first frame, before any job
         // (no file has been seen yet), and is closed here: only the daemon answers it.
-        send(.sandbox(protections), descriptor: listener)
-        if listener >= 0 { Glibc.close(listener) }
+        send(.sandbox(protections), descriptors: listener >= 0 ? [listener] : [])
+        if listener >= 0 { Posix.close(listener) }
         let jobs = WorkerInbox()
         let reader = Thread { readCommands(into: jobs) }
         reader.name = "viewerd-worker-reader"
@@ -94,7 +94,7 @@ public enum WorkerProcess {
             // worker's resident size follows the job it runs, not the largest it ever ran. A
             // header read grows nothing worth the walk of the heap, which would delay the
             // next INFO of a grid being laid out.
-            if !job.infoOnly { _ = vd_release_free_memory() }
+            if job.command.kind != .info { Posix.releaseFreeMemory() }
         }
         return 0
     }
@@ -108,25 +108,12 @@ public enum WorkerProcess {
     /// answered ERROR `malformed-frame` at once; a stream it cannot follow any more (a bad
     /// header, descriptors it cannot match to frames) ends the worker.
     private static func readCommands(into jobs: WorkerInbox) {
-        var decoder = FrameDecoder(maxBodyLength: WorkerWire.maxBodyLength)
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        var received = [Int32](repeating: -1, count: 8)
-        var descriptors: [Int32] = []
         defer { jobs.close() }
-        while true {
-            var count: Int32 = 0
-            let n = buffer.withUnsafeMutableBytes { raw in
-                received.withUnsafeMutableBufferPointer { fds in
-                    vd_recv_with_fds(channel, raw.baseAddress, raw.count, fds.baseAddress, Int32(fds.count), &count)
-                }
-            }
-            descriptors.append(contentsOf: received.prefix(Int(count)))
-            guard n > 0 else { return }
-            decoder.append(buffer[0..<n])
+        while (try? channel.receive()) == true {  // a failed read ends the stream as its end does
             while true {
                 let frame: Frame
                 do throws(ProtocolError) {
-                    guard let next = try decoder.next() else { break }
+                    guard let next = try channel.nextFrame() else { break }
                     frame = next
                 } catch {
                     protocolFailure("event=worker-wire-broken error=\(Log.quote(error.description))")
@@ -134,39 +121,21 @@ public enum WorkerProcess {
                 // The descriptors of this frame: as many as its kind carries, if it says so.
                 let expected = frame.flags & FrameFlags.descriptor != 0
                     ? WorkerWire.Kind(rawValue: frame.type)?.descriptorCount ?? -1 : 0
-                guard expected >= 0, expected <= descriptors.count else {
+                guard expected >= 0, let attached = channel.claimDescriptors(expected) else {
                     send(.error(id: frame.requestID, ErrorReply(.malformedFrame, "worker: descriptors do not match the frame")))
                     protocolFailure("event=worker-wire-broken error=\"descriptors do not match frame type \(frame.type)\"")
                 }
-                let attached = Array(descriptors.prefix(expected))
-                descriptors.removeFirst(expected)
                 do throws(WorkerWireError) {
-                    switch try WorkerWire.decodeCommand(frame) {
-                    case .render(let id, let request) where attached.count == 1:
-                        jobs.put(WorkerJob(id: id, request: request, source: attached[0], base: -1, isDerivation: false))
-                    case .derive(let id, let request) where attached.count == 2:
-                        jobs.put(WorkerJob(id: id, request: request, source: attached[0], base: attached[1], isDerivation: true))
-                    case .renderWithPreviewBase(let id, let request) where attached.count == 2:
-                        jobs.put(WorkerJob(id: id, request: request, source: attached[0], base: attached[1], isDerivation: false))
-                    case .previewOnly(let id, let request) where attached.count == 1:
-                        jobs.put(WorkerJob(id: id, request: request, source: attached[0], base: -1, isDerivation: false,
-                                           previewOnly: true))
-                    case .previewOnlyWithBase(let id, let request) where attached.count == 2:
-                        jobs.put(WorkerJob(id: id, request: request, source: attached[0], base: attached[1], isDerivation: false,
-                                           previewOnly: true))
-                    case .cancel(let id):
+                    let command = try WorkerWire.decodeCommand(frame)
+                    if case .cancel(let id) = command {
                         if jobs.cancel(id) { send(.cancelled(id: id)) }
-                    case .info(let id, let request) where attached.count == 1:
-                        jobs.put(WorkerJob(id: id, request: RenderRequest(path: request.path, spec: RenditionSpec(width: 1, height: 1)),
-                                           source: attached[0], base: -1, isDerivation: false, infoOnly: true))
-                    case .renderLevel(let id, let request) where attached.count == 1:
-                        jobs.put(WorkerJob(id: id, request: request, source: attached[0], base: -1, isDerivation: false,
-                                           wholeLevel: true))
-                    case .render, .derive, .renderWithPreviewBase, .previewOnly, .previewOnlyWithBase, .info, .renderLevel:
+                    } else if let job = WorkerJob(command, descriptors: attached) {
+                        jobs.put(job)
+                    } else {
                         throw WorkerWireError(description: "a command without its descriptors")
                     }
                 } catch {
-                    for fd in attached { Glibc.close(fd) }
+                    for fd in attached { Posix.close(fd) }
                     send(.error(id: frame.requestID, ErrorReply(.malformedFrame, "worker: \(error.description)")))
                 }
             }
@@ -179,59 +148,63 @@ public enum WorkerProcess {
         exit(WorkerWire.protocolErrorStatus)
     }
 
-    /// Renders one job and answers it. The job's descriptors are closed by then: the source
+    /// Serves one job and answers it. The job's descriptors are closed by then: the source
     /// by the `SourceFile` that takes it over, the base here.
     private static func serve(_ job: WorkerJob, cancellation: RenderCancellation, renderer: Renderer, levelBudget: Int,
                               hook: JobHook?) {
-        defer { if job.base >= 0 { Glibc.close(job.base) } }
-        if job.infoOnly {
+        defer { if job.base >= 0 { Posix.close(job.base) } }
+        let outcome: Result<Rendition, RenderError>
+        switch job.command {
+        case .info(let id, let request):
             let info = Result { () throws(RenderError) in
-                try renderer.mediaInfo(SourceFile(descriptor: job.source, path: job.request.path))
+                try renderer.mediaInfo(SourceFile(descriptor: job.source, path: request.path))
             }
             switch info {
-            case .success(let info): send(.info(id: job.id, info))
-            case .failure where cancellation.isCancelled: send(.cancelled(id: job.id))
-            case .failure(let error): send(.error(id: job.id, ErrorReply(error.code, error.description)))
+            case .success(let info): send(.info(id: id, info))
+            case .failure where cancellation.isCancelled: send(.cancelled(id: id))
+            case .failure(let error): send(.error(id: id, ErrorReply(error.code, error.description)))
             }
             return
-        }
-        let outcome: Result<Rendition, RenderError>
-        if job.wholeLevel {
+        case .renderLevel(_, let request):
             // The tiles go as they are cut; the job ends with a result of no pixels.
             outcome = Result { () throws(RenderError) in
-                let source = try SourceFile(descriptor: job.source, path: job.request.path)
-                try hook?(job.request.path)
-                let grid = try renderer.renderLevel(source, spec: job.request.spec, memoryBudget: levelBudget,
+                let source = try SourceFile(descriptor: job.source, path: request.path)
+                try hook?(request.path)
+                let grid = try renderer.renderLevel(source, spec: request.spec, memoryBudget: levelBudget,
                                                     cancellation: cancellation) { address, tile in
                     send(.tile(id: job.id, address, tile))
                 }
                 // No pixels: the level's grid, which tells the daemon the tiles past its edge.
-                return Rendition(format: job.request.spec.format, width: UInt32(grid.columns), height: UInt32(grid.rows), bytes: [])
+                return Rendition(format: request.spec.format, width: UInt32(grid.columns), height: UInt32(grid.rows), bytes: [])
             }
-        } else if job.isDerivation {
-            outcome = Result { () throws(RenderError) in try derive(job, cancellation: cancellation, renderer: renderer) }
-        } else if job.previewOnly {
+        case .derive(_, let request):
             outcome = Result { () throws(RenderError) in
-                let source = try SourceFile(descriptor: job.source, path: job.request.path)
+                try derive(request, source: job.source, base: job.base, cancellation: cancellation, renderer: renderer)
+            }
+        case .previewOnly(_, let request), .previewOnlyWithBase(_, let request):
+            outcome = Result { () throws(RenderError) in
+                let source = try SourceFile(descriptor: job.source, path: request.path)
                 let stored = job.base >= 0 ? try? readBase(job.base) : nil
-                guard let preview = try renderer.preview(source, spec: job.request.spec, stored: stored, cancellation: cancellation) else {
-                    throw .invalidSpec("no source of a preview is cheap enough (\(job.request.path))")
+                guard let preview = try renderer.preview(source, spec: request.spec, stored: stored, cancellation: cancellation) else {
+                    throw .invalidSpec("no source of a preview is cheap enough (\(request.path))")
                 }
                 return preview
             }
-        } else {
+        case .render(_, let request), .renderWithPreviewBase(_, let request):
             outcome = Result { () throws(RenderError) in
-                let source = try SourceFile(descriptor: job.source, path: job.request.path)
-                try hook?(job.request.path)
-                if job.request.delivery == .opportunistic {
+                let source = try SourceFile(descriptor: job.source, path: request.path)
+                try hook?(request.path)
+                if request.delivery == .opportunistic {
                     // A preview is optional: when it fails, the final render says why.
                     let stored = job.base >= 0 ? try? readBase(job.base) : nil
-                    if let preview = try? renderer.preview(source, spec: job.request.spec, stored: stored, cancellation: cancellation) {
+                    if let preview = try? renderer.preview(source, spec: request.spec, stored: stored, cancellation: cancellation) {
                         send(.preview(id: job.id, preview))
                     }
                 }
-                return try renderer.render(source, spec: job.request.spec, cancellation: cancellation)
+                return try renderer.render(source, spec: request.spec, cancellation: cancellation)
             }
+        case .cancel:
+            preconditionFailure("a cancel is not a job (WorkerJob)")
         }
         switch outcome {
         case .success(let rendition): send(.result(id: job.id, rendition))
@@ -243,26 +216,27 @@ public enum WorkerProcess {
     /// Renders from the stored rendition in the base memfd, the size a direct render of the
     /// source would have (libvips' plan). Without that plan (the original no longer reads),
     /// the derivation sizes itself from the rendition, which may differ by a pixel.
-    private static func derive(_ job: WorkerJob, cancellation: RenderCancellation, renderer: Renderer) throws(RenderError) -> Rendition {
-        if job.request.spec.region != nil {
+    private static func derive(_ request: RenderRequest, source descriptor: Int32, base: Int32, cancellation: RenderCancellation,
+                               renderer: Renderer) throws(RenderError) -> Rendition {
+        if request.spec.region != nil {
             // A region of a stored rendition of the whole image, sized by the source's upright
             // size; from the source itself when the rendition is too small after all.
-            let source = try SourceFile(descriptor: job.source, path: job.request.path)
+            let source = try SourceFile(descriptor: descriptor, path: request.path)
             let header = try renderer.header(of: source)
-            if header.isVideo, let refusal = Renderer.zoomRefusedForVideo(job.request.spec, path: job.request.path) { throw refusal }
+            if header.isVideo, let refusal = Renderer.zoomRefusedForVideo(request.spec, path: request.path) { throw refusal }
             let image = Renderer.upright(header)
-            if let region = try renderer.renderRegion(fromBase: readBase(job.base), spec: job.request.spec, image: image,
+            if let region = try renderer.renderRegion(fromBase: readBase(base), spec: request.spec, image: image,
                                                       cancellation: cancellation) { return region }
-            return try renderer.render(source, spec: job.request.spec, cancellation: cancellation)
+            return try renderer.render(source, spec: request.spec, cancellation: cancellation)
         }
         var size: (width: Int, height: Int)?
         do throws(RenderError) {
-            size = try renderer.plannedSize(SourceFile(descriptor: job.source, path: job.request.path), spec: job.request.spec)
+            size = try renderer.plannedSize(SourceFile(descriptor: descriptor, path: request.path), spec: request.spec)
         } catch {
             size = nil
         }
-        let base = try readBase(job.base)
-        return try renderer.render(bytes: base, spec: job.request.spec, size: size, cancellation: cancellation)
+        let base = try readBase(base)
+        return try renderer.render(bytes: base, spec: request.spec, size: size, cancellation: cancellation)
     }
 
     /// The bytes of a sealed memfd (its size cannot change while it is read).
@@ -286,28 +260,15 @@ public enum WorkerProcess {
         return bytes
     }
 
-    /// Writes whole frames, one at a time: the main thread's answers and the reader thread's
-    /// (CANCELLED of a queued job, ERROR of a malformed command) must not interleave.
-    /// It holds the count of frames written (not `Locked<Void>`: see `Log.lock`).
-    private static let writeLock = Locked<UInt64>(0)
-
-    static func send(_ reply: WorkerReply, descriptor: Int32 = -1) {
-        let bytes = WorkerWire.encode(reply)
-        writeLock.withLock { frames in
-            frames &+= 1
-            var offset = 0
-            if descriptor >= 0 {
-                // The descriptor travels with the frame's first byte (SCM_RIGHTS).
-                var passed = descriptor
-                guard bytes.withUnsafeBytes({ vd_send_with_fds(channel, $0.baseAddress, 1, &passed, 1) }) == 1 else { exit(0) }
-                offset = 1
-            }
-            while offset < bytes.count {
-                let n = bytes.withUnsafeBytes { Glibc.send(channel, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { exit(0) }  // the daemon is gone
-                offset += n
-            }
+    /// Sends one reply, whole: the main thread's answers and the reader thread's (CANCELLED
+    /// of a queued job, ERROR of a malformed command) never interleave (`WorkerChannel`). A
+    /// reply the daemon cannot take means it is gone: nobody is left to serve, and the worker
+    /// exits (a call the sandbox allows, unlike a shutdown of the socket).
+    static func send(_ reply: WorkerReply, descriptors: [Int32] = []) {
+        do throws(SystemError) {
+            try channel.send(WorkerWire.encode(reply), descriptors: descriptors)
+        } catch {
+            exit(0)
         }
     }
 }

@@ -33,6 +33,20 @@ enum WorkerCommand: Sendable, Equatable {
              .previewOnlyWithBase(let id, _), .cancel(let id), .info(let id, _), .renderLevel(let id, _): id
         }
     }
+
+    /// The frame type it travels as, which says how many descriptors come with it.
+    var kind: WorkerWire.Kind {
+        switch self {
+        case .render: .render
+        case .derive: .derive
+        case .renderWithPreviewBase: .renderWithPreviewBase
+        case .previewOnly: .previewOnly
+        case .previewOnlyWithBase: .previewOnlyWithBase
+        case .cancel: .cancel
+        case .info: .info
+        case .renderLevel: .renderLevel
+        }
+    }
 }
 
 /// What a worker answers: `sandbox` once, before it reads its first command; then for each
@@ -107,22 +121,13 @@ enum WorkerWire {
 
     static func encode(_ command: WorkerCommand) -> [UInt8] {
         switch command {
-        case .render(let id, let request):
-            frame(.render, id: id, body: Message.render(request).body(), descriptors: true)
-        case .derive(let id, let request):
-            frame(.derive, id: id, body: Message.render(request).body(), descriptors: true)
-        case .renderWithPreviewBase(let id, let request):
-            frame(.renderWithPreviewBase, id: id, body: Message.render(request).body(), descriptors: true)
-        case .previewOnly(let id, let request):
-            frame(.previewOnly, id: id, body: Message.render(request).body(), descriptors: true)
-        case .previewOnlyWithBase(let id, let request):
-            frame(.previewOnlyWithBase, id: id, body: Message.render(request).body(), descriptors: true)
+        case .render(let id, let request), .derive(let id, let request), .renderWithPreviewBase(let id, let request),
+             .previewOnly(let id, let request), .previewOnlyWithBase(let id, let request), .renderLevel(let id, let request):
+            frame(command.kind, id: id, body: Message.render(request).body(), descriptors: true)
         case .cancel(let id):
             frame(.cancel, id: id, body: [], descriptors: false)
         case .info(let id, let request):
             frame(.info, id: id, body: Message.info(request).body(), descriptors: true)
-        case .renderLevel(let id, let request):
-            frame(.renderLevel, id: id, body: Message.render(request).body(), descriptors: true)
         }
     }
 
