@@ -71,6 +71,41 @@ struct WorkerWireTests {
         #expect(WorkerWire.Kind(rawValue: level.type)?.descriptorCount == 1 && level.type != render.type)
     }
 
+    @Test("every command travels as its own kind, flagged when descriptors come with it", arguments: commands)
+    func commandKind(_ command: WorkerCommand) throws {
+        let frame = try #require(try frames(WorkerWire.encode(command)).first)
+        #expect(frame.type == command.kind.rawValue)
+        #expect((frame.flags & FrameFlags.descriptor != 0) == (command.kind.descriptorCount > 0))
+    }
+
+    @Test("the worker keeps the command it was sent: a job is a command with as many descriptors as its kind carries",
+          arguments: commands)
+    func job(_ command: WorkerCommand) {
+        let count = command.kind.descriptorCount
+        let job = WorkerJob(command, descriptors: Array(Int32(10)..<Int32(10 + count)))
+        if case .cancel = command {
+            #expect(job == nil)  // a cancel stops a job, it is none
+            return
+        }
+        #expect(job?.command == command)
+        #expect(job?.source == 10)
+        #expect(job?.base == (count > 1 ? 11 : -1))
+        #expect(WorkerJob(command, descriptors: Array(Int32(10)..<Int32(9 + count))) == nil)
+        #expect(WorkerJob(command, descriptors: Array(Int32(10)...Int32(10 + count))) == nil)
+    }
+
+    @Test("INFO stays an info read of its path on the worker's side, not a render of a 1x1 spec")
+    func infoJob() throws {
+        let command = WorkerCommand.info(id: 9, InfoRequest(path: "/videos/c d.mp4"))
+        let decoded = try #require(try frames(WorkerWire.encode(command)).first.map { try WorkerWire.decodeCommand($0) })
+        let job = try #require(WorkerJob(decoded, descriptors: [10]))
+        guard case .info(9, let request) = job.command else {
+            Issue.record("the job's command: \(job.command)")
+            return
+        }
+        #expect(request.path == "/videos/c d.mp4")
+    }
+
     @Test("a tile reply too short for its address is an error")
     func shortTile() throws {
         var frame = try #require(try frames(WorkerWire.encode(.tile(id: 2, TileAddress(level: 1, column: 0, row: 0),
