@@ -41,4 +41,30 @@ extension Posix {
         try check("fstat \(fd)") { fstat(fd, &st) }
         return st
     }
+
+    /// The whole content of a regular file that cannot change while it is read (a sealed
+    /// memfd), read from offset 0 with pread: the descriptor's own offset is left alone.
+    ///
+    /// - Throws: `SystemError`; with EIO when the file ends before the size it had.
+    public static func readWhole(_ fd: Int32) throws(SystemError) -> [UInt8] {
+        let count = Int(try status(fd).st_size)
+        var failure: SystemError?
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            while initialized < count {
+                do throws(SystemError) {
+                    let n = try transfer("pread") { pread(fd, buffer.baseAddress! + initialized, count - initialized, off_t(initialized)) }
+                    guard let n, n > 0 else {
+                        failure = SystemError("pread", n == 0 ? Errno(rawValue: EIO) : .wouldBlock)
+                        return
+                    }
+                    initialized += n
+                } catch {
+                    failure = error
+                    return
+                }
+            }
+        }
+        if let failure { throw failure }
+        return bytes
+    }
 }

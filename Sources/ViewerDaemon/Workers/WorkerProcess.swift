@@ -241,23 +241,11 @@ public enum WorkerProcess {
 
     /// The bytes of a sealed memfd (its size cannot change while it is read).
     private static func readBase(_ fd: Int32) throws(RenderError) -> [UInt8] {
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw .unreadable(path: "<derivation base>", errno: errno) }
-        let count = Int(info.st_size)
-        var failure: Int32 = 0
-        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            while initialized < count {
-                let n = pread(fd, buffer.baseAddress! + initialized, count - initialized, off_t(initialized))
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else {
-                    failure = n == 0 ? EIO : errno
-                    return
-                }
-                initialized += n
-            }
+        do throws(SystemError) {
+            return try Posix.readWhole(fd)
+        } catch {
+            throw .unreadable(path: "<derivation base>", errno: error.errno)
         }
-        guard failure == 0 else { throw .unreadable(path: "<derivation base>", errno: failure) }
-        return bytes
     }
 
     /// Sends one reply, whole: the main thread's answers and the reader thread's (CANCELLED
