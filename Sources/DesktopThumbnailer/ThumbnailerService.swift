@@ -1,6 +1,7 @@
 import CDBusShim
 import CSDBus
 import Foundation
+import DesktopThumbnails
 import FreedesktopThumbnails
 import Locking
 import SystemCalls

@@ -104,8 +104,8 @@ public struct ThumbnailWriter: Sendable {
         } catch ViewerClientError.server(let reply) where reply.code == .unsupportedFormat && helpers != nil {
             // A type the daemon does not read: the desktop's thumbnailer for it, if one is installed.
             var guessed = source.mimeType
-            if guessed == nil {
-                let guess = await FileWork.run { Result { () throws(DesktopThumbnailers.UnreadableFile) in try DesktopThumbnailers.guessMimeType(path: path) } }
+            if guessed == nil, let helpers {
+                let guess = await FileWork.run { Result { () throws(DesktopThumbnailers.UnreadableFile) in try helpers.guessMimeType(path) } }
                 switch guess {
                 case .success(let type): guessed = type
                 case .failure(let problem): return .failed(.otherErrorDomain, problem.description)
