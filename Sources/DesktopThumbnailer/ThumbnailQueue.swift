@@ -78,9 +78,12 @@ struct ThumbnailQueue {
 
     typealias JobID = UInt64
 
-    struct JobKey: Hashable {
+    struct JobKey: Hashable, Comparable {
         let uri: String
         let flavor: ThumbnailFlavor
+
+        /// An order for the actions of a set of jobs, the same on every run.
+        static func < (a: JobKey, b: JobKey) -> Bool { (a.uri, a.flavor.rawValue) < (b.uri, b.flavor.rawValue) }
     }
 
     private struct Job {
@@ -182,7 +185,7 @@ struct ThumbnailQueue {
         guard let request = handles[handle], request.origin == origin else { return [] }
         handles[handle] = nil
         var actions: [Action] = []
-        for key in request.jobs.sorted(by: { ($0.uri, $0.flavor.rawValue) < ($1.uri, $1.flavor.rawValue) }) {
+        for key in request.jobs.sorted() {
             guard var job = jobs[key] else { continue }
             job.waiters.removeAll { $0.handle == handle }
             if job.waiters.isEmpty {
@@ -206,7 +209,7 @@ struct ThumbnailQueue {
         var actions: [Action] = []
         var lowered = Set<JobKey>()
         for handle in left {
-            for key in handles[handle]!.jobs.sorted(by: { ($0.uri, $0.flavor.rawValue) < ($1.uri, $1.flavor.rawValue) }) {
+            for key in handles[handle]!.jobs.sorted() {
                 guard var job = jobs[key], !lowered.contains(key),
                       job.waiters.allSatisfy({ handles[$0.handle]?.gone ?? true }) else { continue }
                 lowered.insert(key)
