@@ -66,17 +66,25 @@ let package = Package(
         // read as GNOME, KDE and Xfce apps expect (issue 21).
         .target(name: "FreedesktopThumbnails", dependencies: ["CGLib", "CZlib", "ViewerProtocol"]),
 
+        // The desktop's thumbnail of a file, bus-free: the cache checked, the daemon's pixels or a
+        // desktop thumbnailer's, the standard's PNG written. viewerd-thumbnailer's and
+        // `viewerctl export-xdg`'s; no sd-bus, no GIO (the MIME guess is the bus front's).
+        .target(name: "DesktopThumbnails", dependencies: ["CSandbox", "FreedesktopThumbnails", "ViewerClient", "ViewerProtocol",
+                                                        "SystemCalls", "Locking"]),
+
         // The D-Bus Thumbnailer1 and Cache1 objects: sd-bus's vtable macros, which Swift cannot expand.
         .target(name: "CDBusShim", dependencies: ["CSDBus"]),
         // The desktop's thumbnail service: Thumbnailer1 and Cache1 on the session bus, a front
-        // of the daemon writing the freedesktop cache (issue 21).
-        .target(name: "DesktopThumbnailer", dependencies: ["CSDBus", "CDBusShim", "CGio", "CPosix", "CSandbox", "FreedesktopThumbnails",
+        // of the daemon writing the freedesktop cache (issue 21). `ThumbnailQueue` holds
+        // Thumbnailer1's rules, passive; `ThumbnailerService` is their sd-bus shell.
+        .target(name: "DesktopThumbnailer", dependencies: ["CSDBus", "CDBusShim", "CGio", "DesktopThumbnails", "FreedesktopThumbnails",
                                                          "ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
 
         .executableTarget(name: "viewerd", dependencies: ["ViewerDaemon"]),
-        .executableTarget(name: "viewerd-thumbnailer", dependencies: ["DesktopThumbnailer", "FreedesktopThumbnails", "ViewerClient"]),
+        .executableTarget(name: "viewerd-thumbnailer", dependencies: ["DesktopThumbnailer", "DesktopThumbnails", "FreedesktopThumbnails",
+                                                                  "ViewerClient"]),
         .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "Locking", "FreedesktopThumbnails",
-                                                    "DesktopThumbnailer"]),
+                                                    "DesktopThumbnails"]),
         .executableTarget(name: "viewerd-bench", dependencies: ["ViewerProtocol", "RenditionStore", "Rendering", "SystemCalls", "Locking",
                                                          "ViewerTestSupport", "FreedesktopThumbnails"]),
         // make torture: hostile files, clients, load and faults against the real daemon (issue 9).
@@ -104,7 +112,7 @@ let package = Package(
                                                         "FreedesktopThumbnails"]),
         .testTarget(name: "ViewerClientTests", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
-        .testTarget(name: "DesktopThumbnailerTests", dependencies: ["DesktopThumbnailer", "ViewerTestSupport"]),
+        .testTarget(name: "DesktopThumbnailerTests", dependencies: ["DesktopThumbnailer", "DesktopThumbnails", "ViewerTestSupport"]),
         .testTarget(name: "FreedesktopThumbnailsTests", dependencies: ["FreedesktopThumbnails", "Rendering", "ViewerTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

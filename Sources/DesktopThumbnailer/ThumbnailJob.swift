@@ -1,3 +1,4 @@
+import DesktopThumbnails
 import FreedesktopThumbnails
 import Locking
 import ViewerClient

@@ -1,6 +1,7 @@
 import CDBusShim
 import CSDBus
 import Foundation
+import DesktopThumbnails
 import FreedesktopThumbnails
 import Locking
 import SystemCalls
@@ -12,20 +13,17 @@ import ViewerProtocol
 /// daemon shares with every other client, written to the desktop's cache
 /// (`ThumbnailCache`) as the Thumbnail Managing Standard says.
 ///
-/// - `Queue` answers a handle at once, then `Started`; each file ends in `Ready` (written,
-///   or valid already) or `Error` (Tumbler's codes); `Finished` when none is left. The files
-///   of a handle render in parallel; the same file in the same flavor, queued by several
-///   handles or callers, renders once. Signals go to the caller alone, as Tumbler sends them.
-/// - `foreground` is the daemon's `visible` lane (newest first), `background` its
-///   `background`, `default` (and names it does not know) `normal`.
-/// - `Dequeue` and `handle_to_unqueue` cancel what no other request waits for; no Error is
-///   sent for the cancelled files, `Finished` is. The files of a caller that leaves the bus
-///   are still made, at background priority.
+/// Thumbnailer1's rules (handles, who may dequeue what, one job per file and flavor, what each
+/// caller hears) are `ThumbnailQueue`'s; this is their sd-bus shell, as Tumbler's
+/// tumbler-service.c is its schedulers': it reads the calls and the bus's news into the queue's
+/// events, carries its actions out (replies, signals, `ThumbnailJob`s started, cancelled,
+/// re-prioritized), and brings the jobs' outcomes back. The files of a handle render in
+/// parallel, each a task of the `ThumbnailWriter`.
 ///
-/// Threading: the bus (sd-bus is not thread-safe) and the request state are confined to the
-/// thread that calls `run()`; the renders run as tasks, and post their outcomes to `inbox`
-/// (a `Locked`) and wake the loop through `wakeup`. Cache1's file work runs on `cacheWork`,
-/// whose replies go through the inbox too. Hence `@unchecked Sendable`.
+/// Threading: the bus (sd-bus is not thread-safe), the queue and the jobs table are confined
+/// to the thread that calls `run()`; the renders run as tasks, and post their outcomes to
+/// `inbox` (a `Locked`) and wake the loop through `wakeup`. Cache1's file work runs on
+/// `cacheWork`, whose replies go through the inbox too. Hence `@unchecked Sendable`.
 ///
 /// ```swift
 /// let service = try ThumbnailerService(writer: ThumbnailWriter(client: client, cache: cache))
@@ -52,41 +50,25 @@ public final class ThumbnailerService: @unchecked Sendable {
 
     // The bus thread's alone.
     private let bus: SessionBus
-    private var requests: [UInt32: QueuedRequest] = [:]
-    private var jobs: [JobKey: JobEntry] = [:]
-    private var lastHandle: UInt32 = 0
+    private var queue = ThumbnailQueue()
+    /// The jobs the queue started and has not seen end or cancelled.
+    private var jobs: [ThumbnailQueue.JobID: ThumbnailJob] = [:]
     private var pendingCalls: [UInt64: PendingCall] = [:]
     private var lastCall: UInt64 = 0
     private var idleSince = ContinuousClock.now
-    private var stopping = false
+    /// Leaving at the idle exit (the queue's own `stopping` is a stop or a name taken).
+    private var leaving = false
     /// Whether the names are still ours (false once the idle exit released them: the bus then
     /// tells NameLost of our own release, which is not a name taken).
     private var ownsNames = false
 
     private enum Event: Sendable {
-        case outcome(ThumbnailJob, ThumbnailOutcome)
+        case outcome(ThumbnailQueue.JobID, ThumbnailOutcome)
         /// Cache1's work is done: answer the call kept under this id.
         case answer(UInt64)
         /// One of the names was taken from this service.
         case nameLost
         case stop
-    }
-
-    struct JobKey: Hashable, Sendable {
-        let uri: String
-        let flavor: ThumbnailFlavor
-    }
-
-    private struct JobEntry {
-        let job: ThumbnailJob
-        var waiters: [(handle: UInt32, uri: String)]
-    }
-
-    private struct QueuedRequest {
-        let origin: String
-        var jobs: Set<JobKey> = []
-        /// The caller left the bus: its files are made all the same, nothing is sent.
-        var gone = false
     }
 
     /// Connects to the bus (`busAddress`, else the session bus). `idleExit`: how long to stay
@@ -127,21 +109,21 @@ public final class ThumbnailerService: @unchecked Sendable {
         while true {
             while try bus.process() {}
             drain()
-            if stopping && requests.isEmpty { break }
+            if (leaving || queue.stopping) && queue.isIdle { break }
             let now = ContinuousClock.now
-            if ownsNames, let idleExit, requests.isEmpty, now - idleSince >= idleExit {
+            if ownsNames, let idleExit, queue.isIdle, now - idleSince >= idleExit {
                 // Released first, so that a Queue sent meanwhile starts a new service; one
                 // already delivered to this one is still served before it leaves.
                 _ = sd_bus_release_name(bus.bus, Self.thumbnailerName)
                 _ = sd_bus_release_name(bus.bus, Self.cacheName)
                 ownsNames = false
-                stopping = true
+                leaving = true
                 continue
             }
             let state = bus.pollState()
             var fds = [pollfd(fd: state.fd, events: state.events, revents: 0), pollfd(fd: wakeup.fd, events: Int16(POLLIN), revents: 0)]
             var timeout = state.timeout
-            if ownsNames, let idleExit, requests.isEmpty {
+            if ownsNames, let idleExit, queue.isIdle {
                 let left = idleExit - (now - idleSince)
                 timeout = timeout.map { min($0, left) } ?? left
             }
@@ -169,11 +151,12 @@ public final class ThumbnailerService: @unchecked Sendable {
         let call = PendingCall(message.message)
         switch message.member {
         case "Queue":
-            queue(message, call)
+            let uris = message.readStrings(), mimeTypes = message.readStrings()
+            let flavor = message.readString(), scheduler = message.readString(), unqueue = message.readUInt32()
+            perform(queue.queue(uris, mimeTypes: mimeTypes, flavor: flavor, scheduler: scheduler, unqueue: unqueue,
+                                from: message.sender), replying: call)
         case "Dequeue":
-            let handle = message.readUInt32()
-            dequeue(handle, by: message.sender, silently: false)
-            call.reply()
+            perform(queue.dequeue(message.readUInt32(), by: message.sender), replying: call)
         case "GetSupported":
             let types = mimeTypes
             call.reply { $0.append(Array(repeating: "file", count: types.count)); $0.append(types) }
@@ -188,73 +171,27 @@ public final class ThumbnailerService: @unchecked Sendable {
         }
     }
 
-    private func queue(_ message: BusMessage, _ call: PendingCall) {
-        let uris = message.readStrings(), mimeTypes = message.readStrings()
-        let flavorName = message.readString(), scheduler = message.readString(), unqueue = message.readUInt32()
-        let origin = message.sender
-        lastHandle = lastHandle == .max ? 1 : lastHandle + 1
-        let handle = lastHandle
-        call.reply { $0.append(handle) }
-        signal("Started", to: origin) { $0.append(handle) }
-
-        var refused: [(uri: String, code: TumblerError, text: String)] = []
-        var request = QueuedRequest(origin: origin)
-        if let flavor = ThumbnailFlavor(rawValue: flavorName) {
-            let priority: Priority = switch scheduler {
-            case "foreground": .visible
-            case "background": .background
-            default: .normal
-            }
-            var refusedURIs = Set<String>()
-            for (index, uri) in uris.enumerated() {
-                guard let path = ThumbnailCache.path(ofURI: uri) else {
-                    if refusedURIs.insert(uri).inserted {
-                        refused.append((uri, .unsupported, "Only local files are supported: \(uri)"))
-                    }
-                    continue
-                }
-                // By the URI as the caller spelled it: the thumbnail goes where the caller will
-                // look (the MD5 of its URI). A URI twice in one Queue is answered once.
-                let key = JobKey(uri: uri, flavor: flavor)
-                guard !request.jobs.contains(key) else { continue }
-                if jobs[key] == nil {
-                    let mime = index < mimeTypes.count ? mimeTypes[index] : nil
-                    let job = ThumbnailJob(path: path, uri: uri, flavor: flavor, mimeType: mime, priority: priority)
-                    jobs[key] = JobEntry(job: job, waiters: [])
-                    job.start(writer) { [weak self] outcome in self?.post(.outcome(job, outcome)) }
-                } else {
-                    jobs[key]!.job.raise(to: priority)
-                }
-                jobs[key]!.waiters.append((handle, uri))
-                request.jobs.insert(key)
-            }
-        } else {
-            refused = uris.map { ($0, .unsupportedFlavor, "Unsupported thumbnail flavor requested: \(flavorName)") }
-        }
-        if !request.jobs.isEmpty { requests[handle] = request }
-        // Replaced after the new request waits on its files, so that the files both ask for
-        // keep their work: the replacement is one step as the caller sees it.
-        if unqueue != 0 { dequeue(unqueue, by: origin, silently: false) }
-        for (uri, code, text) in refused { signalError(handle, [uri], code, text, to: origin) }
-        if request.jobs.isEmpty { signal("Finished", to: origin) { $0.append(handle) } }
-    }
-
-    /// Ends `handle` of `origin` (another caller's handles are not its to end): the jobs no
-    /// other request waits for are cancelled, and `Finished` is sent unless `silently`.
-    private func dequeue(_ handle: UInt32, by origin: String, silently: Bool) {
-        guard let request = requests[handle], request.origin == origin else { return }
-        requests[handle] = nil
-        for key in request.jobs {
-            guard var entry = jobs[key] else { continue }
-            entry.waiters.removeAll { $0.handle == handle }
-            if entry.waiters.isEmpty {
-                entry.job.cancel()
-                jobs[key] = nil
-            } else {
-                jobs[key] = entry
+    /// Carries out the queue's actions; `call` is the method call being handled, if any.
+    private func perform(_ actions: [ThumbnailQueue.Action], replying call: PendingCall? = nil) {
+        for action in actions {
+            switch action {
+            case .reply(let handle):
+                if let handle { call?.reply { $0.append(handle) } } else { call?.reply() }
+            case .signal(let signal, let origin):
+                send(signal, to: origin)
+            case .start(let id, let request):
+                let job = ThumbnailJob(path: request.path, uri: request.uri, flavor: request.flavor, mimeType: request.mimeType,
+                                       priority: request.priority)
+                jobs[id] = job
+                job.start(writer) { [weak self] outcome in self?.post(.outcome(id, outcome)) }
+            case .cancel(let id):
+                jobs.removeValue(forKey: id)?.cancel()
+            case .raise(let id, let priority):
+                jobs[id]?.raise(to: priority)
+            case .lower(let id):
+                jobs[id]?.lower(to: .background)
             }
         }
-        if !silently { signal("Finished", to: origin) { $0.append(handle) } }
     }
 
     // MARK: Outcomes (on the bus thread, between sd_bus_process calls)
@@ -264,71 +201,47 @@ public final class ThumbnailerService: @unchecked Sendable {
         wakeup.signal()
     }
 
-    /// Answers what the tasks finished: one `Ready` per handle for every file that became
-    /// ready meanwhile, an `Error` per failed file, `Finished` for handles with none left.
+    /// Hands the queue what the tasks finished (and the stops) in one batch, answers Cache1's
+    /// calls whose work is done.
     private func drain() {
         let events = inbox.withLock { events -> [Event] in defer { events = [] }; return events }
         guard !events.isEmpty else { return }
-        var ready: [UInt32: [String]] = [:]
-        var failed: [(handle: UInt32, uri: String, code: TumblerError, text: String)] = []
-        var touched = Set<UInt32>()
-        // Every waiter of a job that ended hears its outcome.
-        func finish(_ key: JobKey, _ outcome: ThumbnailOutcome) {
-            guard let entry = jobs.removeValue(forKey: key) else { return }
-            for (handle, uri) in entry.waiters {
-                requests[handle]?.jobs.remove(key)
-                touched.insert(handle)
-                switch outcome {
-                case .written, .kept: ready[handle, default: []].append(uri)
-                case .failed(let code, let text): failed.append((handle, uri, code, text))
-                case .failedBefore(let text): failed.append((handle, uri, .noContent, text))
-                // Only the last waiter's dequeue cancels; a cancel by anyone else is an error.
-                case .cancelled: failed.append((handle, uri, .connectionError, "\(uri): the render was cancelled"))
-                }
-            }
-        }
+        var batch: [ThumbnailQueue.Event] = []
         for event in events {
             switch event {
             case .answer(let id):
                 pendingCalls.removeValue(forKey: id)?.reply()
-            // Stopping, or another service took a name (it was not ours to give; the idle exit's
-            // own release is not that): every file still queued is answered, the service leaves.
-            case .stop, .nameLost where ownsNames:
-                stopping = true
-                for (key, entry) in jobs {
-                    entry.job.cancel()
-                    finish(key, .failed(.shuttingDown, "The thumbnailer service is shutting down"))
-                }
+            case .stop:
+                batch.append(.stop)
+            // Another service took a name (it was not ours to give; the idle exit's own
+            // release is not that): every file still queued is answered, the service leaves.
+            case .nameLost where ownsNames:
+                batch.append(.nameLost)
             case .nameLost:
                 break
-            case .outcome(let job, let outcome):
-                let key = JobKey(uri: job.uri, flavor: job.flavor)
-                if jobs[key]?.job === job { finish(key, outcome) }  // else dequeued meanwhile
+            case .outcome(let id, let outcome):
+                jobs[id] = nil
+                batch.append(.outcome(id, outcome))
             }
         }
-        for (handle, uris) in ready.sorted(by: { $0.key < $1.key }) {
-            guard let request = requests[handle], !request.gone else { continue }
-            let origin = request.origin
-            signal("Ready", to: origin) { $0.append(handle); $0.append(uris) }
-        }
-        for (handle, uri, code, text) in failed {
-            guard let request = requests[handle], !request.gone else { continue }
-            signalError(handle, [uri], code, text, to: request.origin)
-        }
-        for handle in touched.sorted() {
-            guard let request = requests[handle], request.jobs.isEmpty else { continue }
-            requests[handle] = nil
-            if !request.gone { signal("Finished", to: request.origin) { $0.append(handle) } }
-        }
+        perform(queue.receive(batch))
         idleSince = .now
     }
 
-    private func signal(_ member: String, to origin: String, _ fill: (BusMessage) -> Void) {
+    private func send(_ signal: ThumbnailQueue.Signal, to origin: String) {
+        let member: String
+        let fill: (BusMessage) -> Void
+        switch signal {
+        case .started(let handle):
+            (member, fill) = ("Started", { $0.append(handle) })
+        case .ready(let handle, let uris):
+            (member, fill) = ("Ready", { $0.append(handle); $0.append(uris) })
+        case .error(let handle, let uris, let code, let text):
+            (member, fill) = ("Error", { $0.append(handle); $0.append(uris); $0.append(code.rawValue); $0.append(text) })
+        case .finished(let handle):
+            (member, fill) = ("Finished", { $0.append(handle) })
+        }
         bus.signal(path: Self.thumbnailerPath, interface: Self.thumbnailerName, member: member, to: origin, fill)
-    }
-
-    private func signalError(_ handle: UInt32, _ uris: [String], _ code: TumblerError, _ text: String, to origin: String) {
-        signal("Error", to: origin) { $0.append(handle); $0.append(uris); $0.append(code.rawValue); $0.append(text) }
     }
 
     // MARK: Callers that leave, names taken
@@ -348,20 +261,8 @@ public final class ThumbnailerService: @unchecked Sendable {
         return 0
     }
 
-    /// A caller gone from the bus: its files are still made (the cache is shared: the next
-    /// app, or the same one started again, finds them), at background priority unless another
-    /// caller waits for them too; nothing more is sent to it.
-    private func callerLeft(_ origin: String) {
-        let handles = requests.filter { $0.value.origin == origin }.map(\.key)
-        guard !handles.isEmpty else { return }
-        for handle in handles { requests[handle]!.gone = true }
-        for handle in handles {
-            for key in requests[handle]!.jobs {
-                guard let entry = jobs[key], entry.waiters.allSatisfy({ requests[$0.handle]?.gone ?? true }) else { continue }
-                entry.job.lower(to: .background)
-            }
-        }
-    }
+    /// A caller gone from the bus: nothing more is sent to it, its files are still made.
+    private func callerLeft(_ origin: String) { perform(queue.callerLeft(origin)) }
 
     // MARK: Cache1
 

@@ -2,17 +2,20 @@ import CZlib
 
 /// Encodes 8-bit RGBA pixels as the PNG the Thumbnail Managing Standard asks for: 8 bits a
 /// sample, non-interlaced, with full alpha. Each row is filtered with PNG's Paeth predictor
-/// (what suits photographs best on average) and deflated by zlib (see `deflate`).
+/// (what suits photographs best on average) and deflated by zlib (see `deflate`). Text pairs
+/// (a thumbnail's keys) are written as `tEXt` chunks right after the header, as
+/// `PNGText.adding` would put them, without parsing the PNG again (`ThumbnailPNG`).
 ///
 /// ```swift
-/// let png = try PNGEncoder.rgba(pixels, width: 256, height: 171)
+/// let png = try PNGEncoder.rgba(pixels, width: 256, height: 171, text: [("Thumb::URI", uri)])
 /// ```
 public enum PNGEncoder {
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
     }
 
-    public static func rgba(_ pixels: [UInt8], width: Int, height: Int) throws(Failure) -> [UInt8] {
+    public static func rgba(_ pixels: [UInt8], width: Int, height: Int,
+                            text: [(key: String, value: String)] = []) throws(Failure) -> [UInt8] {
         guard width > 0, height > 0, width <= 1 << 20, height <= 1 << 20, pixels.count == width * height * 4 else {
             throw Failure(description: "\(pixels.count) bytes are not \(width)x\(height) RGBA pixels")
         }
@@ -37,12 +40,18 @@ public enum PNGEncoder {
                 }
             }
         }
+        let textChunks: [UInt8]
+        do throws(PNGText.Malformed) {
+            textChunks = try PNGText.chunks(text)
+        } catch {
+            throw Failure(description: error.description)
+        }
         let compressed = try deflate(filtered)
         var header: [UInt8] = []
         header.appendBigEndian(UInt32(width))
         header.appendBigEndian(UInt32(height))
         header += [8, 6, 0, 0, 0]  // 8 bits, RGBA, deflate, adaptive filtering, not interlaced
-        return PNGText.signature + PNGText.chunk("IHDR", header)
+        return PNGText.signature + PNGText.chunk("IHDR", header) + textChunks
             + PNGText.chunk("IDAT", compressed) + PNGText.chunk("IEND", [])
     }
 

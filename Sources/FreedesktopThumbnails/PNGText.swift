@@ -2,6 +2,8 @@ import CZlib
 
 /// The text chunks (`tEXt`) of a PNG: how the Thumbnail Managing Standard stores a thumbnail's
 /// keys (`Thumb::URI`, `Thumb::MTime`, ...) in the thumbnail itself.
+/// Read here (a thumbnail's validity), set here (Cache1's Move and Copy); a new thumbnail's
+/// are written by `PNGEncoder` itself.
 ///
 /// ```swift
 /// let tagged = try PNGText.adding([("Thumb::URI", uri), ("Thumb::MTime", "1700000000")], to: png)
@@ -22,6 +24,15 @@ public enum PNGText {
         guard png.count >= 33, Array(png.prefix(8)) == signature, Array(png[12..<16]) == Array("IHDR".utf8) else {
             throw Malformed(description: "not a PNG that starts with its header chunk")
         }
+        let chunks = try chunks(pairs)
+        let headerEnd = 8 + 12 + Int(UInt32(bigEndian: png, at: 8))
+        guard headerEnd <= png.count else { throw Malformed(description: "a PNG header chunk longer than the file") }
+        return Array(png[..<headerEnd]) + chunks + Array(png[headerEnd...])
+    }
+
+    /// The text chunks of `pairs`, in order (what `adding` puts after the header, and
+    /// `PNGEncoder` writes there itself).
+    static func chunks(_ pairs: [(key: String, value: String)]) throws(Malformed) -> [UInt8] {
         var chunks: [UInt8] = []
         for (key, value) in pairs {
             guard let keyBytes = latin1(key), (1...79).contains(keyBytes.count), !value.utf8.contains(0) else {
@@ -34,9 +45,7 @@ public enum PNGText {
                 chunks += chunk("iTXt", keyBytes + [0, 0, 0, 0, 0] + Array(value.utf8))
             }
         }
-        let headerEnd = 8 + 12 + Int(UInt32(bigEndian: png, at: 8))
-        guard headerEnd <= png.count else { throw Malformed(description: "a PNG header chunk longer than the file") }
-        return Array(png[..<headerEnd]) + chunks + Array(png[headerEnd...])
+        return chunks
     }
 
     /// `png` with each key of `pairs` set to its value: the text chunks (`tEXt`, `zTXt`,

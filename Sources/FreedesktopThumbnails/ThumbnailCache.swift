@@ -73,7 +73,8 @@ public struct ThumbnailSource: Sendable, Equatable {
 /// ```swift
 /// let cache = ThumbnailCache.forUser()
 /// if cache.validThumbnail(of: source, flavor: .large) == nil {
-///     try cache.store(png: rendered, of: source, flavor: .large)
+///     try cache.store(ThumbnailPNG(rgba: pixels, width: 256, height: 171, of: source, software: "viewerd 0.1.0"),
+///                     flavor: .large)
 /// }
 /// ```
 public struct ThumbnailCache: Sendable {
@@ -141,20 +142,25 @@ public struct ThumbnailCache: Sendable {
         return Self.keys(at: path).map(source.isDescribed) == true ? path : nil
     }
 
-    /// Stores `png` (the thumbnail, fitted in the flavor's box) for `source`, with the standard's
-    /// keys and `Software`; returns its path.
+    /// Stores `png` (the thumbnail, fitted in the flavor's box, its keys written in) for its
+    /// source; returns its path.
     @discardableResult
-    public func store(png: [UInt8], of source: ThumbnailSource, flavor: ThumbnailFlavor,
-                      software: String) throws(ThumbnailCacheError) -> String {
-        let path = path(of: source.uri, flavor: flavor)
-        try write(Self.tagged(png, source, software: software), to: path)
+    public func store(_ png: ThumbnailPNG, flavor: ThumbnailFlavor) throws(ThumbnailCacheError) -> String {
+        let path = path(of: png.source.uri, flavor: flavor)
+        try write(png.bytes, to: path)
         return path
     }
 
     /// Records that `software` could not make a thumbnail of `source` (the standard's failure
-    /// file: a 1×1 PNG with the keys), so it is not tried again until the file changes.
-    public func storeFailure(of source: ThumbnailSource, software: String, png: [UInt8]) throws(ThumbnailCacheError) {
-        try write(Self.tagged(png, source, software: software), to: failurePath(of: source.uri, software: software))
+    /// file: a transparent 1×1 PNG with the keys), so it is not tried again until the file changes.
+    public func storeFailure(of source: ThumbnailSource, software: String) throws(ThumbnailCacheError) {
+        let png: ThumbnailPNG
+        do throws(PNGEncoder.Failure) {
+            png = try ThumbnailPNG(rgba: [0, 0, 0, 0], width: 1, height: 1, of: source, software: software)
+        } catch {
+            throw .malformed(error.description)
+        }
+        try write(png.bytes, to: failurePath(of: source.uri, software: software))
     }
 
     /// Whether `software` failed on this version of `source` before.
@@ -163,21 +169,6 @@ public struct ThumbnailCache: Sendable {
     }
 
     // MARK: Writing
-
-    static func tagged(_ png: [UInt8], _ source: ThumbnailSource, software: String) throws(ThumbnailCacheError) -> [UInt8] {
-        var keys: [(key: String, value: String)] = [("Thumb::URI", source.uri), ("Thumb::MTime", String(source.mtime))]
-        if let size = source.size { keys.append(("Thumb::Size", String(size))) }
-        if let mime = source.mimeType { keys.append(("Thumb::Mimetype", mime)) }
-        if let width = source.imageWidth, let height = source.imageHeight {
-            keys += [("Thumb::Image::Width", String(width)), ("Thumb::Image::Height", String(height))]
-        }
-        keys.append(("Software", software))
-        do throws(PNGText.Malformed) {
-            return try PNGText.adding(keys, to: png)
-        } catch {
-            throw .malformed(error.description)
-        }
-    }
 
     /// Writes `bytes` to a temporary 0600 file beside `path` and renames it over `path`,
     /// creating the directories 0700 on the way.

@@ -1,4 +1,4 @@
-import DesktopThumbnailer
+import DesktopThumbnails
 import Foundation
 import FreedesktopThumbnails
 import Locking

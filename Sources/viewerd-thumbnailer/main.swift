@@ -1,6 +1,7 @@
 // viewerd-thumbnailer: the desktop's thumbnail service (org.freedesktop.thumbnails.Thumbnailer1
 // and Cache1 on the session bus), a front of viewerd. See docs/man/viewerd-thumbnailer.1.
 import DesktopThumbnailer
+import DesktopThumbnails
 import Dispatch
 import Foundation
 import FreedesktopThumbnails
@@ -92,7 +93,8 @@ guard let cache = cacheRoot.map({ ThumbnailCache(root: $0) }) ?? ThumbnailCache.
 let client = ViewerClient(socketPath: socket, clientName: "viewerd-thumbnailer")
 let service: ThumbnailerService
 do {
-    let helpers = useHelpers ? HelperRunner(helpers: DesktopThumbnailers.installed(environment: environment), timeout: helperTimeout,
+    let helpers = useHelpers ? HelperRunner(helpers: DesktopThumbnailers.installed(environment: environment),
+                                           guessMimeType: DesktopThumbnailers.guessMimeType, timeout: helperTimeout,
                                            concurrency: helperJobs) : nil
     let writer = ThumbnailWriter(client: client, cache: cache, helpers: helpers)
     service = try ThumbnailerService(writer: writer, busAddress: busAddress, idleExit: idleExit)

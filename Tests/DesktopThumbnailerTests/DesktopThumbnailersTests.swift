@@ -1,4 +1,5 @@
-@testable import DesktopThumbnailer
+import DesktopThumbnailer
+@testable import DesktopThumbnails
 import Foundation
 import Testing
 import ViewerTestSupport
@@ -94,7 +95,7 @@ struct DesktopThumbnailersTests {
         try "#!/bin/sh\nhead -c 16 \"$1\" > /dev/null\necho ran > \"$2\"\n".write(toFile: script, atomically: true, encoding: .utf8)
         #expect(chmod(script, 0o755) == 0)
         let helper = DesktopThumbnailers.Helper(file: "/f", program: script, arguments: ["%i", "%o"], mimeTypes: ["application/pdf"])
-        let runner = HelperRunner(helpers: DesktopThumbnailers(helpers: [helper]), timeout: .seconds(20), concurrency: 1)
+        let runner = HelperRunner(helpers: DesktopThumbnailers(helpers: [helper]), guessMimeType: DesktopThumbnailers.guessMimeType, timeout: .seconds(20), concurrency: 1)
         defer { runner.stop() }
         let run = await runner.run(helper, path: fifo, uri: "file://" + fifo, size: 128)
         guard case .failure(.unreadable(let why)) = run else {
@@ -114,7 +115,7 @@ struct DesktopThumbnailersTests {
             .write(toFile: script, atomically: true, encoding: .utf8)
         #expect(chmod(script, 0o755) == 0)
         let helper = DesktopThumbnailers.Helper(file: "/f", program: script, arguments: ["%i", "%o"], mimeTypes: ["application/x-doc"])
-        let runner = HelperRunner(helpers: DesktopThumbnailers(helpers: [helper]), timeout: .seconds(20), concurrency: 1)
+        let runner = HelperRunner(helpers: DesktopThumbnailers(helpers: [helper]), guessMimeType: DesktopThumbnailers.guessMimeType, timeout: .seconds(20), concurrency: 1)
         defer { runner.stop() }
 
         // When it runs, on a thread of its own (the test pool's threads may all be held by

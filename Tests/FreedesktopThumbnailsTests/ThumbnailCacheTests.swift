@@ -48,8 +48,9 @@ struct ThumbnailCacheTests {
         var source = try #require(ThumbnailSource(path: photo, mimeType: "image/jpeg"))
         (source.imageWidth, source.imageHeight) = (6000, 4000)
         #expect(cache.validThumbnail(of: source, flavor: .large) == nil)
-        let png = try PNGEncoder.rgba([UInt8](repeating: 128, count: 4 * 4 * 4), width: 4, height: 4)
-        let path = try cache.store(png: png, of: source, flavor: .large, software: "viewerd 0.1.0")
+        let png = try ThumbnailPNG(rgba: [UInt8](repeating: 128, count: 4 * 4 * 4), width: 4, height: 4, of: source,
+                                   software: "viewerd 0.1.0")
+        let path = try cache.store(png, flavor: .large)
         #expect(path == cache.path(of: source.uri, flavor: .large))
         let keys = PNGText.read(Array(try Data(contentsOf: URL(fileURLWithPath: path))))
         #expect(keys == ["Thumb::URI": source.uri, "Thumb::MTime": String(source.mtime), "Thumb::Size": "3",
@@ -74,7 +75,7 @@ struct ThumbnailCacheTests {
         #expect(cache.validThumbnail(of: later, flavor: .large) == nil)
 
         // Failures are remembered per program and version of the file
-        try cache.storeFailure(of: source, software: "viewerd-0.1.0", png: png)
+        try cache.storeFailure(of: source, software: "viewerd-0.1.0")
         #expect(cache.failedBefore(source, software: "viewerd-0.1.0") && !cache.failedBefore(later, software: "viewerd-0.1.0"))
         #expect(FileManager.default.fileExists(atPath: cache.failurePath(of: source.uri, software: "viewerd-0.1.0")))
 
@@ -82,6 +83,27 @@ struct ThumbnailCacheTests {
         #expect(cache.contains(path: path) && cache.contains(path: directory.path + "/cache/thumbnails/./large/x.png"))
         #expect(!cache.contains(path: photo) && !cache.contains(path: directory.path + "/cache/thumbnails-other/x.png"))
         #expect(ThumbnailSource(path: directory.path + "/missing.jpg") == nil)
+    }
+
+    @Test("the encoder writes a thumbnail's keys itself: the very bytes of encoding, then adding them after the header")
+    func encoderWritesText() throws {
+        var pixels = [UInt8](repeating: 0, count: 9 * 5 * 4)
+        for i in pixels.indices { pixels[i] = UInt8(i * 7 % 256) }
+        let source = ThumbnailSource(uri: "file:///home/me/%C3%A9t%C3%A9.jpg", mtime: 1_700_000_000, size: 123_456,
+                                     mimeType: "image/jpeg", imageWidth: 6000, imageHeight: 4000)
+        let keys = ThumbnailPNG.keys(of: source, software: "viewerd 0.1.0")
+        #expect(keys.map(\.key) == ["Thumb::URI", "Thumb::MTime", "Thumb::Size", "Thumb::Mimetype", "Thumb::Image::Width",
+                                    "Thumb::Image::Height", "Software"])
+        // Then the PNG made in one pass is byte for byte the one made in two (the chunks in the same order)
+        let png = try ThumbnailPNG(rgba: pixels, width: 9, height: 5, of: source, software: "viewerd 0.1.0")
+        #expect(png.bytes == (try PNGText.adding(keys, to: PNGEncoder.rgba(pixels, width: 9, height: 5))))
+        // a value beyond Latin-1 too (its iTXt), and the keys read back
+        let unescaped = [("Thumb::URI", "file:///home/me/日本.png"), ("Software", "viewerd")]
+        let direct = try PNGEncoder.rgba(pixels, width: 9, height: 5, text: unescaped)
+        #expect(direct == (try PNGText.adding(unescaped, to: PNGEncoder.rgba(pixels, width: 9, height: 5))))
+        #expect(PNGText.read(direct) == ["Thumb::URI": "file:///home/me/日本.png", "Software": "viewerd"])
+        #expect(try ImageFixtures.decode(direct).pixels == pixels)
+        #expect(throws: PNGEncoder.Failure.self) { try PNGEncoder.rgba(pixels, width: 9, height: 5, text: [("k", "a\u{0}b")]) }
     }
 
     @Test("a PNG's text chunks are added after its header and read back; bad input is refused")
@@ -140,7 +162,7 @@ struct ThumbnailCacheTests {
     @Test("Cache1's work: thumbnails move and copy with their files (a folder's too), are deleted, cleaned up when the file is gone")
     func maintenance() throws {
         let scene = try CacheScene(prefix: "xdg-cache1")
-        let (directory, cache, png, uri) = (scene.directory, scene.cache, scene.png, scene.uri)
+        let (directory, cache, uri) = (scene.directory, scene.cache, scene.uri)
         func store(_ name: String, _ flavors: [ThumbnailFlavor] = [.normal, .large]) throws { try scene.store(name, flavors) }
         func keys(_ name: String, _ flavor: ThumbnailFlavor = .normal) -> [String: String]? {
             (try? Data(contentsOf: URL(fileURLWithPath: cache.path(of: uri(name), flavor: flavor)))).map { PNGText.read(Array($0)) }
@@ -164,7 +186,7 @@ struct ThumbnailCacheTests {
         #expect(keys("album 2/x.jpg")?["Thumb::URI"] == uri("album 2/x.jpg") && keys("album 2/sub/y.jpg") != nil)
         #expect(keys("album/x.jpg") == nil && keys("albums/z.jpg") != nil)
         // Delete: every flavor, and failure records
-        try cache.storeFailure(of: ThumbnailSource(uri: uri("b2.jpg"), mtime: 100), software: "viewerd-0.1.0", png: png)
+        try cache.storeFailure(of: ThumbnailSource(uri: uri("b2.jpg"), mtime: 100), software: "viewerd-0.1.0")
         #expect(cache.delete([uri("b2.jpg")]) == 2)
         #expect(keys("b2.jpg", .large) == nil && keys("b.jpg", .large) != nil)
         // Cleanup: only files that are gone, only under the base, only older than `since` when given
@@ -269,12 +291,10 @@ struct ThumbnailCacheTests {
 struct CacheScene {
     let directory: TemporaryDirectory
     let cache: ThumbnailCache
-    let png: [UInt8]
 
     init(prefix: String) throws {
         directory = try TemporaryDirectory(prefix: prefix)
         cache = ThumbnailCache(root: directory.path + "/thumbnails")
-        png = try PNGEncoder.rgba([0, 0, 0, 255], width: 1, height: 1)
     }
 
     /// The URI of `name` in the directory.
@@ -283,7 +303,8 @@ struct CacheScene {
     /// Stores a thumbnail of `name` (mtime 100) in each of `flavors`.
     func store(_ name: String, _ flavors: [ThumbnailFlavor] = [.normal, .large]) throws {
         for flavor in flavors {
-            try cache.store(png: png, of: ThumbnailSource(uri: uri(name), mtime: 100), flavor: flavor, software: "test")
+            try cache.store(ThumbnailPNG(rgba: [0, 0, 0, 255], width: 1, height: 1, of: ThumbnailSource(uri: uri(name), mtime: 100),
+                                         software: "test"), flavor: flavor)
         }
     }
 }

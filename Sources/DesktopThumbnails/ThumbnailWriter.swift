@@ -104,8 +104,8 @@ public struct ThumbnailWriter: Sendable {
         } catch ViewerClientError.server(let reply) where reply.code == .unsupportedFormat && helpers != nil {
             // A type the daemon does not read: the desktop's thumbnailer for it, if one is installed.
             var guessed = source.mimeType
-            if guessed == nil {
-                let guess = await FileWork.run { Result { () throws(DesktopThumbnailers.UnreadableFile) in try DesktopThumbnailers.guessMimeType(path: path) } }
+            if guessed == nil, let helpers {
+                let guess = await FileWork.run { Result { () throws(DesktopThumbnailers.UnreadableFile) in try helpers.guessMimeType(path) } }
                 switch guess {
                 case .success(let type): guessed = type
                 case .failure(let problem): return .failed(.otherErrorDomain, problem.description)
@@ -126,15 +126,15 @@ public struct ThumbnailWriter: Sendable {
         } catch {
             return await failure(error, source: source, path: path, failureName: failureName)
         }
-        let png: [UInt8]
+        let png: ThumbnailPNG
         do {
-            png = try PNGEncoder.rgba(raw.bytes, width: Int(raw.width), height: Int(raw.height))
+            png = try ThumbnailPNG(rgba: raw.bytes, width: Int(raw.width), height: Int(raw.height), of: source, software: software)
         } catch {
             return .failed(.noContent, "\(path): \(error)")
         }
-        let stored = await FileWork.run { [source] () -> Result<String, ThumbnailCacheError> in
+        let stored = await FileWork.run { () -> Result<String, ThumbnailCacheError> in
             do throws(ThumbnailCacheError) {
-                return .success(try cache.store(png: png, of: source, flavor: flavor, software: software))
+                return .success(try cache.store(png, flavor: flavor))
             } catch {
                 return .failure(error)
             }
@@ -193,7 +193,7 @@ public struct ThumbnailWriter: Sendable {
     private func record(failureOf source: ThumbnailSource, as failureName: String) async {
         let cache = self.cache
         let written = await FileWork.run { () -> Result<Void, any Error> in
-            Result { try cache.storeFailure(of: source, software: failureName, png: PNGEncoder.rgba([0, 0, 0, 0], width: 1, height: 1)) }
+            Result { try cache.storeFailure(of: source, software: failureName) }
         }
         if case .failure(let error) = written, !Self.failureRecordUnwritten.exchange(true, ordering: .relaxed) {
             FileHandle.standardError.write(Data(("viewerd-thumbnailer: event=failure-record-unwritten uri=\(source.uri) " +

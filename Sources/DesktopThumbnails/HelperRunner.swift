@@ -1,4 +1,3 @@
-import CPosix
 import CSandbox
 import Foundation
 import Locking
@@ -19,6 +18,9 @@ import SystemCalls
 /// their own, never the task pool.
 public final class HelperRunner: Sendable {
     public let helpers: DesktopThumbnailers
+    /// The desktop's guess of a file's type, for a file the daemon does not read and the
+    /// caller gave no type of: the front's (GIO, in the bus module, so that this one links none).
+    public let guessMimeType: MimeTypeGuess
     public let timeout: Duration
     private let slots: DispatchSemaphore
     /// Where a protection the kernel does not give is said, once (the service's stderr).
@@ -40,10 +42,15 @@ public final class HelperRunner: Sendable {
         case cancelled
     }
 
-    public init(helpers: DesktopThumbnailers, timeout: Duration = .seconds(30),
+    /// A file's MIME type by its name and first bytes; `UnreadableFile` when it is not a
+    /// regular file now.
+    public typealias MimeTypeGuess = @Sendable (String) throws(DesktopThumbnailers.UnreadableFile) -> String
+
+    public init(helpers: DesktopThumbnailers, guessMimeType: @escaping MimeTypeGuess, timeout: Duration = .seconds(30),
                 concurrency: Int = ProcessInfo.processInfo.activeProcessorCount,
                 warn: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data("viewerd-thumbnailer: \($0)\n".utf8)) }) {
         self.helpers = helpers
+        self.guessMimeType = guessMimeType
         self.timeout = timeout
         self.warn = warn
         slots = DispatchSemaphore(value: max(1, concurrency))
@@ -148,15 +155,16 @@ public final class HelperRunner: Sendable {
         // after the fork must not miss a child that has not run yet.
         setpgid(pid, pid)
         // Waits in slices, to see a cancel; the pidfd is readable once the helper has exited.
-        let pidfd = vd_pidfd_open(pid)
+        // Without one (a kernel before 5.3) it is killed and said to have timed out.
+        let pidfd = try? Posix.pidfdOpen(pid)
         let deadline = ContinuousClock.now + timeout
         var exited = false, wasCancelled = false
-        while pidfd >= 0 && !exited && ContinuousClock.now < deadline {
+        while let pidfd, !exited && ContinuousClock.now < deadline {
             wasCancelled = cancelled.withLock { $0 } || state.withLock { $0.stopped }
             if wasCancelled { break }
             exited = Posix.wait(pidfd, for: Int16(POLLIN), timeout: min(.milliseconds(100), deadline - .now)) != 0
         }
-        if pidfd >= 0 { close(pidfd) }
+        if let pidfd { Posix.close(pidfd) }
         kill(-pid, SIGKILL)  // past the timeout or cancelled; else what it left running in its group
         if !exited { kill(pid, SIGKILL) }
         var status: Int32 = 0

@@ -1,4 +1,3 @@
-import CGio
 import Foundation
 import SystemCalls
 
@@ -106,25 +105,11 @@ public struct DesktopThumbnailers: Sendable {
         return path.split(separator: ":").map { "\($0)/\(name)" }.first { access($0, X_OK) == 0 }
     }
 
-    /// The file's MIME type as the desktop guesses it: by its name and first bytes
-    /// (shared-mime-info, through GIO).
-    ///
-    /// - Throws: `UnreadableFile` when the name is not a regular file now (a FIFO, a device,
-    ///   a directory swapped in since the daemon looked) or cannot be opened: refused at once.
-    public static func guessMimeType(path: String) throws(UnreadableFile) -> String {
-        let head = try head(ofRegularFile: path)
-        let type = head.withUnsafeBytes { g_content_type_guess(path, $0.baseAddress?.assumingMemoryBound(to: guchar.self), gsize(head.count), nil) }
-        defer { g_free(type) }
-        guard let type, let mime = g_content_type_get_mime_type(type) else { return "application/octet-stream" }
-        defer { g_free(mime) }
-        return String(cString: mime)
-    }
-
     /// The first `count` bytes of the regular file at `path` (fewer when it is shorter): how the
     /// front opens a file a caller named. Without blocking, so that a FIFO put under the name
     /// (by another user, in a shared folder) cannot hold the thread waiting for a writer, and
     /// refused unless the descriptor is a regular file.
-    static func head(ofRegularFile path: String, count: Int = 4096) throws(UnreadableFile) -> [UInt8] {
+    package static func head(ofRegularFile path: String, count: Int = 4096) throws(UnreadableFile) -> [UInt8] {
         do {
             let fd = try Posix.openForReading(path)
             defer { close(fd) }
