@@ -136,13 +136,15 @@ extension ViewerClient {
     /// let wide = try await client.render("/pictures/a.jpg", spec: spec)
     /// ```
     public func render(_ path: String, spec: RenditionSpec, priority: Priority = .normal,
-                       delivery: DeliveryMode = .final, allowLarger: Bool = false) async throws -> RenderResult {
+                       delivery: DeliveryMode = .final, allowLarger: Bool = false,
+                       sourceInfo: Bool = false) async throws -> RenderResult {
         try Task.checkCancellation()
         // On a new connection, learn whose daemon it is first, so that `request` can pass a
         // descriptor to another user's daemon. A failed handshake fails the request below.
         let connection = connection()
         if connection.servesAnotherUser == nil { _ = try? await connection.welcome() }
-        return try await request(path, spec: spec, priority: priority, delivery: delivery, allowLarger: allowLarger).result
+        return try await request(path, spec: spec, priority: priority, delivery: delivery, allowLarger: allowLarger,
+                                 sourceInfo: sourceInfo).result
     }
 
     /// Renders one rendition of the file open at `descriptor` (see
