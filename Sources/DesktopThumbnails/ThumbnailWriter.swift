@@ -93,9 +93,12 @@ public struct ThumbnailWriter: Sendable {
         var raw: RenderResult
         do {
             raw = try await pixels(of: path, flavor: flavor, priority: priority, started: started)
-            // The original's size and type for the optional keys: the daemon keeps media info
-            // by the file's identity, so this is a lookup after the render has read the header.
-            if let info = try? await client.info(path: path) {
+            // The original's size and type for the optional keys, carried by the RESULT (one
+            // round trip); INFO only when the daemon did not know them (a store from before
+            // renders kept media info, a daemon without RENDER's `source_info`).
+            var original = raw.source
+            if original == nil { original = try? await client.info(path: path) }
+            if let info = original {
                 (source.imageWidth, source.imageHeight) = (Int(info.width), Int(info.height))
                 if source.mimeType == nil { source.mimeType = Self.mimeType(info.format) }
             }
@@ -175,7 +178,8 @@ public struct ThumbnailWriter: Sendable {
     private func pixels(of path: String, flavor: ThumbnailFlavor, priority: Priority,
                         started: @Sendable (RenderRequestHandle) -> Void) async throws -> RenderResult {
         let side = UInt32(flavor.side)
-        let request = client.request(path, spec: RenditionSpec(width: side, height: side, format: .raw), priority: priority)
+        let request = client.request(path, spec: RenditionSpec(width: side, height: side, format: .raw), priority: priority,
+                                     sourceInfo: true)
         started(request)
         return try await request.result
     }

@@ -56,7 +56,7 @@ extension Renderer {
     /// FFmpeg decodes (at `spec.timeMillis`, else a representative one) goes to libvips as
     /// memory and is resized, turned upright and converted like a photo.
     func videoThumbnail(_ source: SourceFile, container: ImageSignature, spec: RenditionSpec,
-                        cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
+                        cancellation: RenderCancellation?, original: inout MediaInfo?) throws(RenderError) -> VipsImageRef {
         if let problem = spec.validate(maxSide: limits.maxOutputSide) { throw .invalidSpec(problem) }
         try Self.checkSampleTables(source, container: container)
         var info = vv_info()
@@ -70,6 +70,7 @@ extension Renderer {
         }
         try Self.videoStatus(status, message: message, path: source.path)
         guard let frame else { throw .corrupt(path: source.path, detail: "no frame") }
+        original = Self.mediaInfo(Self.videoInfo(info, container: container))
         // Already the size libvips resizes to: it crops and turns it, and converts nothing.
         let image = VipsImageRef(frame)
         var out: OpaquePointer?

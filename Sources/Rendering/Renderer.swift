@@ -89,12 +89,16 @@ public struct Rendition: Sendable, Equatable {
     public var width: UInt32
     public var height: UInt32
     public var bytes: [UInt8]
+    /// The original's media info, from the header the render read anyway (what INFO answers):
+    /// set by a render of the source itself, nil for one made from bytes (a derivation, a preview).
+    public var source: MediaInfo?
 
-    public init(format: OutputFormat, width: UInt32, height: UInt32, bytes: [UInt8]) {
+    public init(format: OutputFormat, width: UInt32, height: UInt32, bytes: [UInt8], source: MediaInfo? = nil) {
         self.format = format
         self.width = width
         self.height = height
         self.bytes = bytes
+        self.source = source
     }
 }
 
@@ -246,23 +250,28 @@ public struct Renderer: Sendable {
 
     private func renderUngated(_ source: SourceFile, spec: RenditionSpec, cancellation: RenderCancellation?) throws(RenderError) -> Rendition {
         let spec = spec.normalized()
-        return try encode(thumbnailUngated(source, spec: spec, cancellation: cancellation), spec: spec, path: source.path,
-                          cancellation: cancellation)
+        var original: MediaInfo?
+        let image = try thumbnailUngated(source, spec: spec, cancellation: cancellation, original: &original)
+        var rendition = try encode(image, spec: spec, path: source.path, cancellation: cancellation)
+        rendition.source = original
+        return rendition
     }
 
     /// The admitted source's thumbnail pipeline for a normalized spec: built, not yet computed
     /// (but for the partial decodes of `dcDecode` and `alphaShrunk`, done here).
     /// `cancellation` also reaches its reads of the source (a decode the kill flag cannot stop).
-    func thumbnailUngated(_ source: SourceFile, spec: RenditionSpec,
-                                  cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
+    /// `original` gets the source's media info from the header read on the way (`Rendition.source`).
+    func thumbnailUngated(_ source: SourceFile, spec: RenditionSpec, cancellation: RenderCancellation?,
+                          original: inout MediaInfo?) throws(RenderError) -> VipsImageRef {
         // A video is admitted by its decode, which reads the headers once (a long video's
         // index is megabytes) and checks them against the limits.
         let signature = ImageSignature.detect(descriptor: source.descriptor)
         if let signature, signature.isVideo {
             if let refusal = Self.zoomRefusedForVideo(spec, path: source.path) { throw refusal }
-            return try videoThumbnail(source, container: signature, spec: spec, cancellation: cancellation)
+            return try videoThumbnail(source, container: signature, spec: spec, cancellation: cancellation, original: &original)
         }
         let header = try admitUngated(source, spec: spec, signature: signature)
+        original = Self.mediaInfo(header, format: Self.formatName(header.loader, descriptor: source.descriptor))
         if spec.region != nil || spec.tile != nil {
             return try zoomedThumbnail(source, header: header, spec: spec, cancellation: cancellation)
         }

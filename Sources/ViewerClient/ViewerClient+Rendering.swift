@@ -16,12 +16,19 @@ extension ViewerClient {
     ///     `RenderRequestHandle.renditions()`), or `.cacheOnly` (fails with `not-cached`
     ///     rather than render).
     ///   - allowLarger: Whether a cached rendition slightly larger than the box may answer.
+    ///   - sourceInfo: Whether the result should also carry the original's media info
+    ///     (`RenderResult.source`: kind, upright size, format), saving an `info(path:)` round
+    ///     trip; nil in the result when the daemon does not know it (then ask `info(path:)`).
     ///
     /// ```swift
     /// let request = client.request("/pictures/a.jpg", spec: RenditionSpec(width: 256, height: 256),
     ///                              priority: .prefetch)
     /// request.setPriority(.visible)          // the cell scrolled into view
     /// let thumbnail = try await request.result
+    ///
+    /// let labelled = try await client.request("/pictures/a.jpg", spec: RenditionSpec(width: 256, height: 256),
+    ///                                         sourceInfo: true).result
+    /// let original = labelled.source          // e.g. photo jpeg 4000x3000
     /// ```
     ///
     /// When the daemon runs as another user (the system service), which serves our paths only
@@ -30,12 +37,14 @@ extension ViewerClient {
     /// made during the very first handshake goes by path). A file this process cannot open
     /// goes by path, so that the daemon's error names it.
     public func request(_ path: String, spec: RenditionSpec, priority: Priority = .normal,
-                        delivery: DeliveryMode = .final, allowLarger: Bool = false) -> RenderRequestHandle {
+                        delivery: DeliveryMode = .final, allowLarger: Bool = false,
+                        sourceInfo: Bool = false) -> RenderRequestHandle {
         // The daemon takes absolute paths only: a relative one is this process's, resolved here.
         let path = path.hasPrefix("/") ? path
             : URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath,
                                                          isDirectory: true)).standardizedFileURL.path
-        let request = RenderRequest(path: path, spec: spec, priority: priority, delivery: delivery, allowLarger: allowLarger)
+        let request = RenderRequest(path: path, spec: spec, priority: priority, delivery: delivery, allowLarger: allowLarger,
+                                    sourceInfo: sourceInfo)
         if connection().servesAnotherUser == true, let descriptor = try? Posix.openForReading(path) {
             return start(request, descriptor: descriptor)  // the connection owns it from here
         }
@@ -127,13 +136,15 @@ extension ViewerClient {
     /// let wide = try await client.render("/pictures/a.jpg", spec: spec)
     /// ```
     public func render(_ path: String, spec: RenditionSpec, priority: Priority = .normal,
-                       delivery: DeliveryMode = .final, allowLarger: Bool = false) async throws -> RenderResult {
+                       delivery: DeliveryMode = .final, allowLarger: Bool = false,
+                       sourceInfo: Bool = false) async throws -> RenderResult {
         try Task.checkCancellation()
         // On a new connection, learn whose daemon it is first, so that `request` can pass a
         // descriptor to another user's daemon. A failed handshake fails the request below.
         let connection = connection()
         if connection.servesAnotherUser == nil { _ = try? await connection.welcome() }
-        return try await request(path, spec: spec, priority: priority, delivery: delivery, allowLarger: allowLarger).result
+        return try await request(path, spec: spec, priority: priority, delivery: delivery, allowLarger: allowLarger,
+                                 sourceInfo: sourceInfo).result
     }
 
     /// Renders one rendition of the file open at `descriptor` (see

@@ -126,14 +126,18 @@ public struct RenderRequest: Sendable, Equatable {
     public var delivery: DeliveryMode
     /// A cached rendition up to 25 % larger than the box may answer (PhotoKit's `.fast`).
     public var allowLarger: Bool
+    /// The RESULT should also carry the original's media info (`RenderResult.source`), when the
+    /// server knows it: what INFO would answer, without a second round trip.
+    public var sourceInfo: Bool
 
     public init(path: String, spec: RenditionSpec, priority: Priority = .normal, delivery: DeliveryMode = .final,
-                allowLarger: Bool = false) {
+                allowLarger: Bool = false, sourceInfo: Bool = false) {
         self.path = path
         self.spec = spec
         self.priority = priority
         self.delivery = delivery
         self.allowLarger = allowLarger
+        self.sourceInfo = sourceInfo
     }
 }
 
@@ -168,14 +172,19 @@ public struct RenderResult: Sendable, Equatable {
     public var height: UInt32
     /// True when the bytes came from the store, false when rendered for this request.
     public var fromCache: Bool
+    /// The original's media info (what INFO answers), when the RENDER asked for it
+    /// (`RenderRequest.sourceInfo`) and the server knew it; nil otherwise (then ask INFO).
+    public var source: MediaInfo?
     /// Rendition bytes; for `raw`, RGBA rows of `width × 4` bytes.
     public var bytes: [UInt8]
 
-    public init(format: OutputFormat, width: UInt32, height: UInt32, fromCache: Bool, bytes: [UInt8]) {
+    public init(format: OutputFormat, width: UInt32, height: UInt32, fromCache: Bool, source: MediaInfo? = nil,
+                bytes: [UInt8]) {
         self.format = format
         self.width = width
         self.height = height
         self.fromCache = fromCache
+        self.source = source
         self.bytes = bytes
     }
 }

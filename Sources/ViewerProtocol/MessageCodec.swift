@@ -13,6 +13,7 @@ enum Tag {
         static let crop: UInt16 = 5, format: UInt16 = 6, quality: UInt16 = 7, background: UInt16 = 8
         static let page: UInt16 = 9, upscale: UInt16 = 10, priority: UInt16 = 11, delivery: UInt16 = 12
         static let allowLarger: UInt16 = 13, time: UInt16 = 14, region: UInt16 = 15, tile: UInt16 = 16
+        static let sourceInfo: UInt16 = 17
     }
     /// PREFETCH and STOP_PREFETCH: tag 1 is the list of paths, 2-10 the spec, 11 the priority.
     enum Prefetch { static let paths: UInt16 = 1 }
@@ -22,7 +23,7 @@ enum Tag {
     enum Trim { static let bytes: UInt16 = 1 }
     enum Result {
         static let format: UInt16 = 1, width: UInt16 = 2, height: UInt16 = 3, fromCache: UInt16 = 4
-        static let bytes: UInt16 = 5
+        static let bytes: UInt16 = 5, source: UInt16 = 6
     }
     enum Error { static let code: UInt16 = 1, message: UInt16 = 2 }
     enum Stats { static let counters: UInt16 = 1 }
@@ -61,6 +62,7 @@ extension Message {
             w.put(Tag.Render.delivery, m.delivery.rawValue)
             if m.allowLarger { w.put(Tag.Render.allowLarger, true) }
             Self.putSpecAdditions(m.spec, into: &w)
+            if m.sourceInfo { w.put(Tag.Render.sourceInfo, true) }
         case .setPriority(let priority):
             w.put(Tag.SetPriority.priority, priority.rawValue)
         case .prefetch(let m), .stopPrefetch(let m):
@@ -82,7 +84,7 @@ extension Message {
             w.put(Tag.Trim.bytes, bytes)
         case .result(let m), .preview(let m):
             return RenderResult.body(format: m.format, width: m.width, height: m.height,
-                                     fromCache: m.fromCache, bytes: m.bytes)
+                                     fromCache: m.fromCache, source: m.source, bytes: m.bytes)
         case .info(let m):
             w.put(Tag.Info.path, m.path)
         case .infoReply(let m):
@@ -168,7 +170,8 @@ extension Message {
         let priority = try enumValue(Priority.self, r, Tag.Render.priority, "priority", default: .normal)
         let delivery = try enumValue(DeliveryMode.self, r, Tag.Render.delivery, "delivery mode", default: .final)
         return RenderRequest(path: try r.requiredString(Tag.Render.path), spec: try decodeSpec(r), priority: priority,
-                             delivery: delivery, allowLarger: try r.bool(Tag.Render.allowLarger) ?? false)
+                             delivery: delivery, allowLarger: try r.bool(Tag.Render.allowLarger) ?? false,
+                             sourceInfo: try r.bool(Tag.Render.sourceInfo) ?? false)
     }
 
     private static func decodeSpec(_ r: FieldReader) throws(ProtocolError) -> RenditionSpec {
@@ -225,6 +228,7 @@ extension Message {
         return RenderResult(format: format, width: try r.required(Tag.Result.width),
                             height: try r.required(Tag.Result.height),
                             fromCache: try r.bool(Tag.Result.fromCache) ?? false,
+                            source: try r.bytes(Tag.Result.source).map { (body) throws(ProtocolError) in try MediaInfo(body: body) },
                             bytes: Array(try r.requiredBytes(Tag.Result.bytes)))
     }
 
@@ -259,21 +263,24 @@ extension RenderResult {
     /// Encodes a RESULT body. Bytes are the last field so that a sender can write the
     /// prefix and then the rendition straight from where it lives (see `bodyPrefix`).
     public static func body(format: OutputFormat, width: UInt32, height: UInt32, fromCache: Bool,
-                            bytes: [UInt8]) -> [UInt8] {
+                            source: MediaInfo? = nil, bytes: [UInt8]) -> [UInt8] {
         var out = bodyPrefix(format: format, width: width, height: height, fromCache: fromCache,
-                             byteCount: bytes.count)
+                             source: source, byteCount: bytes.count)
         out.append(contentsOf: bytes)
         return out
     }
 
-    /// Every byte of a RESULT body up to (not including) the rendition bytes.
+    /// Every byte of a RESULT body up to (not including) the rendition bytes. `source`, the
+    /// original's media info for a RENDER that asked for it, goes before the bytes (tag 6 ahead
+    /// of tag 5), so the bytes stay last; without it the prefix is the usual 40 bytes.
     public static func bodyPrefix(format: OutputFormat, width: UInt32, height: UInt32, fromCache: Bool,
-                                  byteCount: Int) -> [UInt8] {
+                                  source: MediaInfo? = nil, byteCount: Int) -> [UInt8] {
         var w = FieldWriter()
         w.put(Tag.Result.format, format.rawValue)
         w.put(Tag.Result.width, width)
         w.put(Tag.Result.height, height)
         w.put(Tag.Result.fromCache, fromCache)
+        if let source { w.put(Tag.Result.source, bytes: source.body()) }
         var out = w.bytes
         out.appendLE(Tag.Result.bytes)
         out.appendLE(UInt32(byteCount))

@@ -34,7 +34,7 @@ struct DescriptorNamedSourceTests {
         let request = RenderRequest(path: "/etc/shadow", spec: RenditionSpec(width: 32, height: 32))
         let first = try client.render(request, descriptor: fd)
         #expect(first.width == 32 && first.height == 24)
-        #expect(try eventually { try client.stats()["store_entries"] == 1 })
+        #expect(try eventually { try client.stats()["store_entries"] == 2 })  // its rendition and the file's media info
 
         // When its owner invalidates the name it sent
         let removed = try client.invalidate("/etc/shadow")

@@ -40,7 +40,7 @@ struct RenamedSourceTests {
         let original = try client.render(RenderRequest(path: first, spec: Self.spec))
         let originalHit = original.fromCache
         #expect(!originalHit)
-        #expect(try eventually { try client.stats()["store_entries"] == 1 })
+        #expect(try eventually { try client.stats()["store_entries"] == 2 })
 
         // When it is renamed in its folder
         let renamed = dir + "/holiday.png"
@@ -71,7 +71,7 @@ struct RenamedSourceTests {
         #expect(sweptHit, "the sweep dropped the renditions of a moved file")
         #expect(try Self.renders(client) == 1)
         // And INVALIDATE of the new path removes it
-        #expect(try client.invalidate(filed) == 1)
+        #expect(try client.invalidate(filed) == 2)  // its rendition and its media info
         let afterInvalidate = try client.render(RenderRequest(path: filed, spec: Self.spec))
         let invalidatedHit = afterInvalidate.fromCache
         #expect(!invalidatedHit)
@@ -88,7 +88,7 @@ struct RenamedSourceTests {
         try Data(try CoarseTimestampTests.png(60, in: dir)).write(to: URL(fileURLWithPath: first))
         let client = try daemon.connect()
         _ = try client.render(RenderRequest(path: first, spec: Self.spec))
-        #expect(try eventually { try client.stats()["store_entries"] == 1 })
+        #expect(try eventually { try client.stats()["store_entries"] == 2 })
 
         // When it is moved into a folder and the sweep finds its old path gone before anyone
         // asks for it again
@@ -102,7 +102,7 @@ struct RenamedSourceTests {
         let movedHit = moved.fromCache
         #expect(movedHit, "the sweep dropped the renditions of a file moved meanwhile")
         #expect(try Self.renders(client) == 1)
-        #expect(try client.invalidate(filed) == 1)
+        #expect(try client.invalidate(filed) == 2)  // its rendition and its media info
     }
 
     @Test("a same-size rewrite in place whose modification time is put back is rendered anew")
@@ -122,7 +122,7 @@ struct RenamedSourceTests {
         let client = try daemon.connect()
         let dark = try client.render(RenderRequest(path: path, spec: Self.spec))
         #expect(CoarseTimestampTests.mean(dark.bytes) < 100)
-        #expect(try eventually { try client.stats()["store_entries"] == 1 })
+        #expect(try eventually { try client.stats()["store_entries"] == 2 })
         let storedHit = try client.render(RenderRequest(path: path, spec: Self.spec)).fromCache
         #expect(storedHit)
 
@@ -144,6 +144,6 @@ struct RenamedSourceTests {
         #expect(try Self.renders(client) == 2)
         // And the new rendition is stored in place of the old one
         #expect(try eventually { try client.render(RenderRequest(path: path, spec: Self.spec)).fromCache })
-        #expect(try eventually { try client.stats()["store_entries"] == 1 })
+        #expect(try eventually { try client.stats()["store_entries"] == 2 })
     }
 }

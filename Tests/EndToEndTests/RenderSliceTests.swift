@@ -42,8 +42,8 @@ struct RenderSliceTests {
         #expect(stats["misses"] == 3)
         #expect(stats["hits"] == 3)
         #expect(stats["errors"] == 0)
-        // Committed by the writer thread a moment later.
-        #expect(try eventually { try client.stats()["store_entries"] == 3 })
+        // Committed by the writer thread a moment later: each rendition and its file's media info.
+        #expect(try eventually { try client.stats()["store_entries"] == 6 })
         #expect(daemon.stop() == 0)
     }
 

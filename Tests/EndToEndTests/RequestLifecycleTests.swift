@@ -136,10 +136,10 @@ struct RequestLifecycleTests {
         #expect(try connection.read() == (2, .ack(count: 0)))
 
         try connection.send(.invalidate(InvalidateRequest(path: paths[0])), id: 3)
-        #expect(try connection.read() == (3, .ack(count: 1)))
+        #expect(try connection.read() == (3, .ack(count: 2)))  // its rendition and its media info
         #expect(try client.render(RenderRequest(path: paths[0], spec: spec())).fromCache == false)
         try connection.send(.invalidate(InvalidateRequest(path: daemon.directory, recursive: true)), id: 4)
-        #expect(try connection.read() == (4, .ack(count: 6)))
+        #expect(try connection.read() == (4, .ack(count: 12)))
         #expect(try client.render(RenderRequest(path: paths[3], spec: spec())).fromCache == false)
         daemon.stop()
     }
@@ -203,7 +203,7 @@ struct RequestLifecycleTests {
         try connection.send(.render(RenderRequest(path: gridded, spec: RenditionSpec(width: 128, height: 128))), id: 1)
         guard case .result = try connection.read().message else { Issue.record("expected the grid's RESULT"); return }
         // The grid's rendition is a preview's source once it is in the store.
-        #expect(try eventually { try daemon.connect().stats()["store_entries"] == 1 })
+        #expect(try eventually { try daemon.connect().stats()["store_entries"] == 2 })
         try connection.send(.render(RenderRequest(path: gridded, spec: pager, delivery: .opportunistic)), id: 2)
         // Bounded reads: a missing PREVIEW fails the test instead of hanging the suite.
         let first = try connection.read(timeout: .seconds(30)), second = try connection.read(timeout: .seconds(30))
@@ -238,7 +238,7 @@ struct RequestLifecycleTests {
             (photo, box, size) = (try Fixtures.write(daemon.directory + "/gridded.jpg", width: 2400, height: 1600), 500, (500, 333))
             try connection.send(.render(RenderRequest(path: photo, spec: RenditionSpec(width: 128, height: 128))), id: 9)
             guard case .result = try connection.read().message else { Issue.record("expected the grid's RESULT"); return }
-            try #require(eventually { try daemon.connect().stats()["store_entries"] == 1 })
+            try #require(eventually { try daemon.connect().stats()["store_entries"] == 2 })
         } else {
             (photo, box, size) = (try Fixtures.cameraJPEG(daemon.directory + "/camera.jpg", width: 3000, height: 2000), 256, (256, 171))
         }
@@ -338,7 +338,7 @@ struct AllowLargerTests {
         let photo = try Fixtures.write(daemon.directory + "/p.jpg", width: 1200, height: 800)
         let client = try daemon.connect()
         _ = try client.render(RenderRequest(path: photo, spec: RenditionSpec(width: 300, height: 300)))
-        #expect(try eventually { try client.stats()["store_entries"] == 1 })
+        #expect(try eventually { try client.stats()["store_entries"] == 2 })
         let near = try client.render(RenderRequest(path: photo, spec: RenditionSpec(width: 256, height: 256), allowLarger: true))
         #expect(near.fromCache && (near.width, near.height) == (300, 200))
         let strict = try client.render(RenderRequest(path: photo, spec: RenditionSpec(width: 256, height: 256)))

@@ -173,7 +173,7 @@ struct ViewerctlSubcommandTests {
         let paths = try (0..<4).map { try Fixtures.write(daemon.directory + "/s\($0).jpg", width: 500, height: 400, seed: $0) }
         let client = try daemon.connect()
         for path in paths { _ = try client.render(RenderRequest(path: path, spec: RenditionSpec(width: 100, height: 100))) }
-        #expect(try eventually { try client.stats()["store_entries"] == 4 })
+        #expect(try eventually { try client.stats()["store_entries"] == 8 })  // 4 renditions, 4 files' media info
 
         let status = try runTool(viewerctl, socket + ["status", "--json"])
         #expect(status.status == 0)
@@ -183,9 +183,9 @@ struct ViewerctlSubcommandTests {
         #expect(try runTool(viewerctl, socket + ["status"]).stdout.contains("workers"))
 
         let invalidate = try runTool(viewerctl, socket + ["invalidate", paths[0]])
-        #expect(invalidate.stdout.contains("removed 1 entry for"), "\(invalidate.stdout)")
+        #expect(invalidate.stdout.contains("removed 2 entries for"), "\(invalidate.stdout)")
         let trim = try runTool(viewerctl, socket + ["trim", "--to", "0"])
-        #expect(trim.status == 0 && trim.stdout.contains("evicted 3 renditions"), "\(trim.stdout)")
+        #expect(trim.status == 0 && trim.stdout.contains("evicted 6 renditions"), "\(trim.stdout)")
         #expect(try runTool(viewerctl, socket + ["clear"]).stdout.contains("removed 0 renditions"))
         #expect(try runTool(viewerctl, socket + ["trim", "--to", "lots"]).status == 64)
         #expect(try runTool(viewerctl, socket + ["warm", daemon.directory]).status == 64)  // no --size

@@ -48,6 +48,19 @@ struct RendererMediaInfoTests {
         #expect((pdf.kind, pdf.width, pdf.height, pdf.pages, pdf.format) == (.vector, 300, 150, 1, "pdf"))
     }
 
+    @Test("a render of the source carries its media info, what INFO answers, from the header it read; one from bytes none")
+    func renditionSource() throws {
+        let scratch = try Scratch()
+        for (name, bands, orientation) in [("o.jpg", 3, 6), ("a.png", 4, 1)] {
+            let path = try scratch.image(name, width: 64, height: 40, bands: bands, orientation: orientation)
+            let rendition = try renderer.render(SourceFile(path: path), spec: RenditionSpec(width: 16, height: 16))
+            #expect(rendition.source == (try info(path)), "\(name)")
+            #expect(try renderer.render(bytes: rendition.bytes, spec: RenditionSpec(width: 8, height: 8)).source == nil)
+        }
+        let pdf = try scratch.file("d.pdf", TestDocuments.pdf(width: 300, height: 150))
+        #expect(try renderer.render(SourceFile(path: pdf), spec: RenditionSpec(width: 32, height: 32)).source == (try info(pdf)))
+    }
+
     @Test("text is unsupported-format; a PNG signature with garbage after it is corrupt")
     func errors() throws {
         let scratch = try Scratch()

@@ -107,6 +107,23 @@ struct ViewerClientTests {
                          Rendition(result: final, isDegraded: false)])
     }
 
+    @Test("sourceInfo asks for the original's media info with the RENDER, and the result carries what the server sends")
+    func sourceInfo() async throws {
+        let server = try ScriptedServer()
+        defer { server.stop() }
+        let client = try await ViewerClient.connect(socketPath: server.path)
+        let original = MediaInfo(kind: .photo, width: 4000, height: 3000, format: "jpeg")
+        let render = Task { try await client.render("/s.jpg", spec: RenditionSpec(width: 64, height: 64), sourceInfo: true) }
+        let asked = try await server.inbox.next()
+        #expect(asked.render?.sourceInfo == true)
+        asked.answer(.result(RenderResult(format: .jpeg, width: 64, height: 48, fromCache: false, source: original, bytes: [1])))
+        #expect(try await within { try await render.value }.source == original)
+        // And by default it is not asked for
+        let plain = client.request("/s.jpg", spec: RenditionSpec(width: 64, height: 64))
+        #expect(try await server.inbox.next().render?.sourceInfo == false)
+        plain.cancel()
+    }
+
     @Test("an error from the server ends renditions() by throwing it")
     func renditionsError() async throws {
         let server = try ScriptedServer()

@@ -25,6 +25,8 @@ struct WorkerWireTests {
         .error(id: 6, ErrorReply(.corruptImage, "corrupt image: bad (x.jpg)")), .cancelled(id: 7),
         .info(id: 8, MediaInfo(kind: .animated, width: 640, height: 480, frames: 12, format: "gif", hasAlpha: true)),
         .tile(id: 9, TileAddress(level: 12, column: 23, row: 15, size: 512, overlap: 0), rendition),
+        .result(id: 10, Rendition(format: .jpeg, width: 3, height: 4, bytes: [7],
+                                  source: MediaInfo(kind: .photo, width: 300, height: 400, format: "jpeg"))),
     ]
 
     /// Feeds `bytes` one byte at a time and returns the frames.

@@ -26,6 +26,10 @@ struct MessageCodecTests {
         .invalidate(InvalidateRequest(path: "/pictures/a.jpg")),
         .invalidate(InvalidateRequest(path: "/pictures", recursive: true)),
         .result(RenderResult(format: .raw, width: 1, height: 1, fromCache: false, bytes: [1, 2, 3, 4])),
+        .result(RenderResult(format: .png, width: 2, height: 3, fromCache: true,
+                             source: MediaInfo(kind: .animated, width: 64, height: 48, frames: 5, format: "gif", hasAlpha: true),
+                             bytes: [9])),
+        .render(RenderRequest(path: "/a.jpg", spec: RenditionSpec(width: 64, height: 0, timeMillis: 0), sourceInfo: true)),
         .preview(RenderResult(format: .webp, width: 10, height: 20, fromCache: false, bytes: [])),
         .error(ErrorReply(rawCode: 999, message: "from a newer server")),
         .cancelled,
@@ -275,6 +279,20 @@ struct MessageCodecTests {
             w.put(1, UInt8(3)); w.put(2, UInt32(2)); w.put(3, UInt32(1)); w.put(5, bytes: [9])
         }
         #expect(message == .preview(RenderResult(format: .png, width: 2, height: 1, fromCache: false, bytes: [9])))
+    }
+
+    @Test("RESULT's source is an INFO_REPLY body: absent is nil, one without its required fields makes the body malformed")
+    func resultSource() throws {
+        let plain = try decode(.result) { w in
+            w.put(1, UInt8(1)); w.put(2, UInt32(2)); w.put(3, UInt32(1)); w.put(5, bytes: [9])
+        }
+        #expect(plain == .result(RenderResult(format: .jpeg, width: 2, height: 1, fromCache: false, bytes: [9])))
+        #expect(throws: ProtocolError.missingField(tag: 2, message: "infoReply")) {
+            try decode(.result) { w in
+                w.put(1, UInt8(1)); w.put(2, UInt32(2)); w.put(3, UInt32(1)); w.put(6, bytes: [1, 0, 1, 0, 0, 0, 0])
+                w.put(5, bytes: [9])
+            }
+        }
     }
 
     // MARK: - PREFETCH path lists

@@ -50,6 +50,24 @@ struct VectorTests {
         #expect(prefix + result.bytes == Array(try vector.bytes.dropFirst(FrameHeader.size)))
     }
 
+    @Test("a RESULT that carries the source's info keeps the bytes last: the source field comes between from_cache and them")
+    func resultSourceBeforeBytes() throws {
+        // Given the RESULT vector with the original's media info
+        let vector = try #require(GoldenVector.all.first { $0.name == "result-source" })
+        guard case .result(let result) = vector.message, let source = result.source else { Issue.record("no source"); return }
+
+        // When its prefix is built without the rendition bytes
+        let prefix = RenderResult.bodyPrefix(format: result.format, width: result.width, height: result.height,
+                                             fromCache: result.fromCache, source: source, byteCount: result.bytes.count)
+
+        // Then prefix + bytes is the whole body: the usual 34 bytes of fields, the INFO_REPLY body
+        // under tag 6, then tag 5's header and the bytes
+        let body = Array(try vector.bytes.dropFirst(FrameHeader.size))
+        #expect(prefix + result.bytes == body)
+        #expect(prefix.count == 40 + 6 + source.body().count)
+        #expect(Array(body[34..<40]) == [6, 0] + [UInt8(source.body().count), 0, 0, 0])
+    }
+
     @Test("every message type has a vector, and every vector file is listed")
     func coverage() throws {
         // Every type, both directions, appears in at least one vector

@@ -60,6 +60,7 @@ extension Daemon {
         }
         entry.request.path = source.path
         let request = entry.request
+        if request.sourceInfo { connection.sourceInfoAsked[ref.id] = MediaInfoRecord.key(for: source.identity) }
         switch continuity {
         case .unchanged: break
         case .moved(let from) where from != source.path:
@@ -190,12 +191,23 @@ extension Daemon {
 
     /// Queues the stored rendition of `key` as a RESULT; false when the store lacks it.
     func enqueueStored(_ key: RenditionKey, requestID: UInt32, on connection: Connection) -> Bool {
-        reader.withRendition(key) { meta, payload in
+        let source = askedSourceInfo(requestID, on: connection)  // read first: no read inside another
+        return reader.withRendition(key) { meta, payload in
             guard let format = OutputFormat(rawValue: meta.format) else { return false }
             connection.enqueueRendition(.result, requestID: requestID, format: format, width: meta.width,
-                                        height: meta.height, fromCache: true, payload: payload)
+                                        height: meta.height, fromCache: true, source: source, payload: payload)
             return true
         } == true
+    }
+
+    /// The original's media info for the RESULT of `requestID`, when its RENDER asked for it
+    /// (`RenderRequest.sourceInfo`): what its render read (`Rendition.source`), else the
+    /// file's stored `MediaInfoRecord` (one read, only when asked); nil when neither knows it
+    /// (a store from before renders kept it): the client then asks INFO.
+    func askedSourceInfo(_ requestID: UInt32, on connection: Connection, rendered: MediaInfo? = nil) -> MediaInfo? {
+        guard let key = connection.sourceInfoAsked[requestID] else { return nil }
+        if let rendered { return rendered }
+        return reader.withRendition(key) { _, bytes in MediaInfoRecord.decode(bytes) } ?? nil
     }
 
     /// The job for `key`: from a larger stored rendition when there is one to derive from,
@@ -255,7 +267,9 @@ extension Daemon {
         case .result(let output):
             let rendition = output.rendition
             connection.enqueueRendition(.result, requestID: request.id, format: rendition.format, width: rendition.width,
-                                        height: rendition.height, sharing: rendition.bytes)
+                                        height: rendition.height,
+                                        source: askedSourceInfo(request.id, on: connection, rendered: rendition.source),
+                                        sharing: rendition.bytes)
         case .preview where connection.mustDefer(limit: configuration.clientOutboundLimit):
             stats.previewsDropped += 1  // the final answer will do
         case .preview(let output):

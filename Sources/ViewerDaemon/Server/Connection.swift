@@ -46,6 +46,10 @@ final class Connection {
     /// when they have not grown while answers waited (`ConnectionSet.closeStalled`). Kept by
     /// that look alone, so queueing and sending an answer cost no clock reading.
     var stall: (sent: UInt64, since: ContinuousClock.Instant)?
+    /// RENDERs whose RESULT is to carry the original's media info (`RenderRequest.sourceInfo`),
+    /// by request id, with the store key of the file's `MediaInfoRecord`; dropped with the
+    /// request's terminal answer.
+    var sourceInfoAsked: [UInt32: RenditionKey] = [:]
 
     init(id: UInt64, fd: Int32, maxRequestBody: UInt32) {
         self.id = id
@@ -59,6 +63,7 @@ final class Connection {
 
     /// Appends a whole frame.
     func enqueue(_ message: Message, requestID: UInt32) {
+        if message.isTerminal { sourceInfoAsked[requestID] = nil }
         let body = message.body()
         outbound.appendFrame(FrameHeader(type: message.type.rawValue, requestID: requestID, bodyLength: UInt32(body.count))) {
             $0.append(contentsOf: body)
@@ -76,10 +81,12 @@ final class Connection {
 
     /// Appends a RESULT or PREVIEW frame whose rendition bytes are copied from `payload` (for
     /// a hit, the store's mapped page: the one copy on the hit path, straight into the queue).
+    /// `source`: the original's media info, for a RESULT whose RENDER asked for it.
     func enqueueRendition(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
-                          fromCache: Bool, payload: UnsafeRawBufferPointer) {
+                          fromCache: Bool, source: MediaInfo? = nil, payload: UnsafeRawBufferPointer) {
+        if type == .result { sourceInfoAsked[requestID] = nil }
         let prefix = RenderResult.bodyPrefix(format: format, width: width, height: height,
-                                             fromCache: fromCache, byteCount: payload.count)
+                                             fromCache: fromCache, source: source, byteCount: payload.count)
         let header = FrameHeader(type: type.rawValue, requestID: requestID, bodyLength: UInt32(prefix.count + payload.count))
         outbound.appendFrame(header, reserving: prefix.count + payload.count) {
             $0.append(contentsOf: prefix)
@@ -90,9 +97,10 @@ final class Connection {
     /// Appends a RESULT or PREVIEW frame that shares `payload` with every other waiter of the
     /// same render: only the header and the field prefix are this connection's own bytes.
     func enqueueRendition(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
-                          sharing payload: [UInt8]) {
+                          source: MediaInfo? = nil, sharing payload: [UInt8]) {
+        if type == .result { sourceInfoAsked[requestID] = nil }
         let prefix = RenderResult.bodyPrefix(format: format, width: width, height: height,
-                                             fromCache: false, byteCount: payload.count)
+                                             fromCache: false, source: source, byteCount: payload.count)
         let header = FrameHeader(type: type.rawValue, requestID: requestID, bodyLength: UInt32(prefix.count + payload.count))
         outbound.appendFrame(header) { $0.append(contentsOf: prefix) }
         outbound.append(shared: payload)

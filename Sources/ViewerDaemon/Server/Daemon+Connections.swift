@@ -136,7 +136,9 @@ extension Daemon {
             switch answer.content {
             case .unstored(let rendition):
                 connection.enqueueRendition(.result, requestID: answer.requestID, format: rendition.format,
-                                            width: rendition.width, height: rendition.height, sharing: rendition.bytes)
+                                            width: rendition.width, height: rendition.height,
+                                            source: askedSourceInfo(answer.requestID, on: connection, rendered: rendition.source),
+                                            sharing: rendition.bytes)
             case .stored(let key):
                 if !enqueueStored(key, requestID: answer.requestID, on: connection) {
                     send(connection, .error(HeldBackLoss.evicted.reply), requestID: answer.requestID)

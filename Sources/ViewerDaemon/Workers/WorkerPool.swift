@@ -326,12 +326,19 @@ final class WorkerPool: Sendable {
 }
 
 extension WorkerPool {
-    /// Queues a rendition of `job`'s source for the store's writer.
+    /// Queues a rendition of `job`'s source for the store's writer, and the source's media info
+    /// the render read on the way (`Rendition.source`), so that an INFO of the file, or a RENDER
+    /// asking for it, finds it stored (one header read per file, not one per question).
     private func store(_ rendition: Rendition, key: RenditionKey, of job: RenderJob, stamp: SourceStamp) {
+        let now = UInt64(Date().timeIntervalSince1970)
         store.put(key, path: job.source.path,
                   metadata: RenditionMetadata(format: rendition.format.rawValue, width: rendition.width,
-                                              height: rendition.height, created: UInt64(Date().timeIntervalSince1970)),
+                                              height: rendition.height, created: now),
                   bytes: rendition.bytes, source: stamp)
+        if let info = rendition.source {
+            store.put(MediaInfoRecord.key(for: job.source.identity), path: job.source.path,
+                      metadata: MediaInfoRecord.metadata(info, now: now), bytes: MediaInfoRecord.encoded(info), source: stamp)
+        }
     }
 }
 

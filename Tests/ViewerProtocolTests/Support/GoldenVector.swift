@@ -100,6 +100,11 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
         GoldenVector("render-tile", requestID: 21, .render(RenderRequest(
             path: "/pictures/a.jpg", spec: RenditionSpec(width: 0, height: 0, tile: TileAddress(level: 12, column: 11, row: 7)),
             priority: .visible))),
+        GoldenVector("render-source-info", requestID: 22, .render(RenderRequest(
+            path: "/pictures/a.jpg", spec: RenditionSpec(width: 256, height: 256), priority: .visible, sourceInfo: true))),
+        GoldenVector("result-source", requestID: 22, .result(RenderResult(
+            format: .jpeg, width: 256, height: 192, fromCache: false,
+            source: MediaInfo(kind: .photo, width: 4000, height: 3000, format: "jpeg"), bytes: [0xFF, 0xD8, 0xFF, 0xD9]))),
     ]
 
     /// Every vector file back to back, as a peer would send them on one connection.

@@ -73,6 +73,19 @@ class ClientTests(DaemonTestCase):
         self.assertTrue(second.from_cache)
         self.assertEqual(second.data, first.data)
 
+    def test_a_render_asking_for_source_info_answers_it_in_one_round_trip(self) -> None:
+        """PROTOCOL.md, RENDER's source_info and RESULT's source: the original's media info with
+        the rendition, cold and from the cache, and no INFO read by a worker."""
+        source = self.image("source.jpg", 800, 600)
+        expected = p.InfoReply(p.MediaKind.PHOTO, 800, 600, 0, 1, 1, "jpeg", False)
+        cold = self.client.render(source, 128, 128, source_info=True)
+        self.assertEqual((cold.width, cold.height, cold.from_cache, cold.source), (128, 96, False, expected))
+        hit = self.client.render(source, 128, 128, source_info=True)
+        self.assertEqual((hit.from_cache, hit.source), (True, expected))
+        self.assertIsNone(self.client.render(source, 128, 128).source)
+        self.assertEqual(self.client.info(source), expected)
+        self.assertEqual(self.client.stats()["info_reads"], 0)
+
     def test_errors_carry_the_stable_code(self) -> None:
         with self.assertRaises(viewerd.ViewerError) as caught:
             self.client.render(os.path.join(self.images, "missing.jpg"), 64)

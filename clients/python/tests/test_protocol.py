@@ -13,7 +13,7 @@ from viewerd import protocol as p
 VECTOR_ORDER = ["hello", "welcome", "render", "render-minimal", "result", "error", "stats", "stats-reply", "ping",
                 "pong", "render-descriptor", "preview", "cancel", "cancelled", "set-priority", "prefetch", "ack",
                 "trim", "stop-prefetch", "stop-prefetch-all", "invalidate", "render-video", "info", "info-reply",
-                "render-region", "render-tile"]
+                "render-region", "render-tile", "render-source-info", "result-source"]
 
 EXPECTED = {
     "hello": (0, p.Hello(1, 1, "example")),
@@ -45,6 +45,9 @@ EXPECTED = {
     "render-region": (20, p.Render("/pictures/a.jpg", p.Spec(500, 500, region=(2000, 1000, 1000, 1000)),
                                    p.Priority.VISIBLE)),
     "render-tile": (21, p.Render("/pictures/a.jpg", p.Spec(tile=p.TileAddress(12, 11, 7)), p.Priority.VISIBLE)),
+    "render-source-info": (22, p.Render("/pictures/a.jpg", p.Spec(256, 256), p.Priority.VISIBLE, source_info=True)),
+    "result-source": (22, p.Result(p.Format.JPEG, 256, 192, b"\xff\xd8\xff\xd9", False,
+                                   p.InfoReply(p.MediaKind.PHOTO, 4000, 3000, format="jpeg"))),
 }
 
 
@@ -95,6 +98,19 @@ class VectorTests(unittest.TestCase):
             decoder = p.FrameDecoder()
             frames = decoder.feed(stream[:cut]) + decoder.feed(stream[cut:])
             self.assertEqual(len(frames), len(VECTOR_ORDER), f"cut at {cut}")
+
+
+class ResultSourceTests(unittest.TestCase):
+    def test_the_source_comes_before_the_bytes_which_stay_last(self) -> None:
+        frame = p.FrameDecoder().feed(read_vector("result-source"))[0]
+        fields = p.parse_fields(frame.body)
+        self.assertEqual(list(fields), [1, 2, 3, 4, 6, 5])
+        self.assertTrue(frame.body.endswith(b"\x05\x00\x04\x00\x00\x00\xff\xd8\xff\xd9"))
+
+    def test_a_result_without_it_keeps_the_40_byte_prefix(self) -> None:
+        body = p.encode_body(p.Result(p.Format.JPEG, 1, 1, b"xy"))[1]
+        self.assertEqual(len(body), 40 + 2)
+        self.assertIsNone(p.decode(p.Frame(p.MessageType.RESULT, 1, body)).source)
 
 
 class BodyRuleTests(unittest.TestCase):

@@ -24,10 +24,11 @@ def make_spec(width: int = 0, height: int = 0, fit: FitLike = p.Fit.FIT, crop: U
 
 
 def make_render(path: Optional[str], fd: Optional[int], spec: p.Spec, priority: Union[p.Priority, int, str],
-                delivery: Union[p.Delivery, int, str], allow_larger: bool) -> p.Render:
+                delivery: Union[p.Delivery, int, str], allow_larger: bool, source_info: bool = False) -> p.Render:
     if path is None and fd is None:
         raise ValueError("render needs a path or a descriptor")
-    return p.Render(path or "", spec, _enum(p.Priority, priority), _enum(p.Delivery, delivery), allow_larger)
+    return p.Render(path or "", spec, _enum(p.Priority, priority), _enum(p.Delivery, delivery), allow_larger,
+                    source_info)
 
 
 def raise_if_error(message: p.Message, request_id: int) -> None:

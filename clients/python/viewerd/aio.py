@@ -230,10 +230,10 @@ class AsyncClient:
                            fd: Optional[int] = None, fit="fit", crop="centre", format="jpeg", quality: int = 0,
                            background: int = 0xFFFFFF, page: int = 0, upscale: bool = False, priority="normal",
                            delivery="final", allow_larger: bool = False, region: Optional[Tuple[int, int, int, int]] = None,
-                           tile: Optional[p.TileAddress] = None) -> AsyncRenderRequest:
+                           tile: Optional[p.TileAddress] = None, source_info: bool = False) -> AsyncRenderRequest:
         spec = make_spec(width, height, fit, crop, format, quality, background, page, upscale,
                          region=region, tile=tile)
-        message = make_render(path, fd, spec, priority, delivery, allow_larger)
+        message = make_render(path, fd, spec, priority, delivery, allow_larger, source_info)
         connection = await self._current()
         rid = connection.register()
         await connection.send(p.encode(message, rid, p.FLAG_DESCRIPTOR if fd is not None else 0), fd)

@@ -240,12 +240,14 @@ class Client:
                      fit="fit", crop="centre", format="jpeg", quality: int = 0, background: int = 0xFFFFFF,
                      page: int = 0, upscale: bool = False, priority="normal", delivery="final",
                      allow_larger: bool = False, region: Optional[Tuple[int, int, int, int]] = None,
-                     tile: Optional[p.TileAddress] = None) -> RenderRequest:
+                     tile: Optional[p.TileAddress] = None, source_info: bool = False) -> RenderRequest:
         """Sends a RENDER of ``path`` (absolute), or of the open file ``fd`` (passed to the
-        daemon; ``path`` then only names it), and returns at once."""
+        daemon; ``path`` then only names it), and returns at once. With ``source_info``, the
+        RESULT's ``source`` is the original's media info when the daemon knows it (else None:
+        ask :meth:`info`), saving a round trip."""
         spec = make_spec(width, height, fit, crop, format, quality, background, page, upscale,
                          region=region, tile=tile)
-        message = make_render(path, fd, spec, priority, delivery, allow_larger)
+        message = make_render(path, fd, spec, priority, delivery, allow_larger, source_info)
         connection = self._current()
         rid = connection.register()
         flags = p.FLAG_DESCRIPTOR if fd is not None else 0

@@ -424,17 +424,22 @@ class Render:
     priority: Priority = Priority.NORMAL
     delivery: Delivery = Delivery.FINAL
     allow_larger: bool = False
+    #: Ask for the original's media info in the RESULT (tag 17; ``Result.source``).
+    source_info: bool = False
 
 
 @dataclass
 class Rendition:
-    """A RESULT or a PREVIEW: the image bytes in ``format``, ``width`` × ``height``."""
+    """A RESULT or a PREVIEW: the image bytes in ``format``, ``width`` × ``height``. ``source``:
+    the original's media info (what INFO answers), in the RESULT of a RENDER that asked for it
+    (``source_info``) when the server knew it; else None (ask INFO)."""
 
     format: Format
     width: int
     height: int
     data: bytes
     from_cache: bool = False
+    source: Optional[InfoReply] = None
 
 
 @dataclass
@@ -569,10 +574,14 @@ def encode_body(message: Message) -> Tuple[MessageType, bytes]:
         if message.allow_larger:
             w.u8(13, 1)
         message.spec._write_additions(w)
+        if message.source_info:
+            w.u8(17, 1)
         return MessageType.RENDER, w.bytes()
     if isinstance(message, Rendition):
-        (w.u8(1, message.format).u32(2, message.width).u32(3, message.height).u8(4, int(message.from_cache))
-         .raw(5, message.data))
+        w.u8(1, message.format).u32(2, message.width).u32(3, message.height).u8(4, int(message.from_cache))
+        if message.source is not None:
+            w.raw(6, encode_body(message.source)[1])  # before the bytes: they stay the last field
+        w.raw(5, message.data)
         return (MessageType.PREVIEW if isinstance(message, Preview) else MessageType.RESULT), w.bytes()
     if isinstance(message, Error):
         w.u16(1, message.code).string(2, message.message)
@@ -630,10 +639,12 @@ def decode(frame: Frame) -> Message:
     if t == MessageType.WELCOME:
         return Welcome(r.u16(1), r.u32(3), r.u32(4), r.string(2, ""), Capability(r.u64(5, 0)), r.u32(6, 0))
     if t == MessageType.RENDER:
-        return Render(r.string(1), Spec._read(r), r.enum(11, Priority, 2), r.enum(12, Delivery, 0), r.bool(13))
+        return Render(r.string(1), Spec._read(r), r.enum(11, Priority, 2), r.enum(12, Delivery, 0), r.bool(13),
+                      r.bool(17))
     if t in (MessageType.RESULT, MessageType.PREVIEW):
         kind = Result if t == MessageType.RESULT else Preview
-        return kind(r.enum(1, Format), r.u32(2), r.u32(3), r.raw(5), r.bool(4))
+        source = _read_info(_Reader(r.raw(6))) if 6 in r.fields else None
+        return kind(r.enum(1, Format), r.u32(2), r.u32(3), r.raw(5), r.bool(4), source)
     if t == MessageType.ERROR:
         return Error(r.u16(1), r.string(2, ""))
     if t == MessageType.SET_PRIORITY:
@@ -652,6 +663,11 @@ def decode(frame: Frame) -> Message:
     if t == MessageType.INFO:
         return Info(r.string(1))
     if t == MessageType.INFO_REPLY:
-        return InfoReply(r.enum(1, MediaKind), r.u32(2), r.u32(3), r.u64(4, 0), r.u32(5, 1), r.u32(6, 1),
-                         r.string(7, ""), r.bool(8))
+        return _read_info(r)
     raise ValueError(f"unassigned message type 0x{t:02x}")
+
+
+def _read_info(r: _Reader) -> InfoReply:
+    """An INFO_REPLY body's fields: also RESULT's ``source``, which holds one."""
+    return InfoReply(r.enum(1, MediaKind), r.u32(2), r.u32(3), r.u64(4, 0), r.u32(5, 1), r.u32(6, 1),
+                     r.string(7, ""), r.bool(8))

@@ -1,0 +1,132 @@
+import Foundation
+import FreedesktopThumbnails
+import Rendering
+import Testing
+import ViewerClient
+import ViewerProtocol
+import ViewerTestSupport
+
+/// A render reads the original's header anyway: it stores the source's media info, and a
+/// RENDER that asks (`source_info`) has it in its RESULT, so a desktop thumbnail, which needs
+/// the original's size and type, is one round trip (issue 30, item 3; review 8439786 §2d,
+/// Thumbnailer1 item 2).
+@Suite("The source's media info with a render", .serialized)
+struct SourceInfoTests {
+    /// A 400x300 JPEG turned upright by EXIF 6: its media info says 300x400.
+    static let turned = MediaInfo(kind: .photo, width: 300, height: 400, frames: 1, pages: 1, format: "jpeg")
+
+    static func request(_ path: String, side: UInt32 = 64, sourceInfo: Bool) -> RenderRequest {
+        RenderRequest(path: path, spec: RenditionSpec(width: side, height: side), sourceInfo: sourceInfo)
+    }
+
+    @Test("after a render of a cold file, its INFO is answered from the store: no worker reads the header again")
+    func renderStoresMediaInfo() throws {
+        // Given a cold file, rendered once
+        let daemon = try DaemonProcess()
+        let path = try MediaInfoTests.write(daemon.directory + "/turned.jpg", width: 400, height: 300, orientation: 6)
+        let client = try daemon.connect()
+        _ = try client.render(Self.request(path, sourceInfo: false))
+
+        // When its info is asked for
+        let info = try client.info(path: path)
+
+        // Then it is the upright size and format, a hit of the store, and no worker read it
+        #expect(info == Self.turned)
+        let stats = try client.stats()
+        #expect(stats["info_hits"] == 1, "\(stats.counters)")
+        #expect(stats["info_reads"] == 0, "\(stats.counters)")
+        daemon.stop()
+    }
+
+    @Test("a RENDER asking for the source's info has it in its RESULT: rendered, from the store, and only when asked")
+    func resultCarriesSourceInfo() throws {
+        // Given a cold file
+        let daemon = try DaemonProcess()
+        let path = try MediaInfoTests.write(daemon.directory + "/turned.jpg", width: 400, height: 300, orientation: 6)
+        let client = try daemon.connect()
+
+        // When it is rendered, asking for the original's info
+        let rendered = try client.render(Self.request(path, sourceInfo: true))
+
+        // Then the RESULT says the original's upright size and format, from one job and no header read of INFO
+        #expect(!rendered.fromCache && rendered.source == Self.turned)
+        var stats = try client.stats()
+        #expect((stats["renders"], stats["info_requests"], stats["info_reads"]) == (1, 0, 0), "\(stats.counters)")
+
+        // And a hit says it too (read from the store), while a RENDER that does not ask hears nothing of it
+        let hit = try client.render(Self.request(path, sourceInfo: true))
+        #expect(hit.fromCache && hit.source == Self.turned)
+        let plain = try client.render(Self.request(path, sourceInfo: false))
+        #expect(plain.fromCache && plain.source == nil)
+        // And a second size, rendered from the original, says it as well
+        let other = try client.render(Self.request(path, side: 200, sourceInfo: true))
+        #expect(other.source == Self.turned)
+        stats = try client.stats()
+        #expect((stats["info_requests"], stats["info_reads"]) == (0, 0), "\(stats.counters)")
+        daemon.stop()
+    }
+
+    @Test("on the wire: the RESULT keeps its 40-byte prefix unless asked; asked, the source field comes before the bytes")
+    func layout() throws {
+        let daemon = try DaemonProcess()
+        let path = try MediaInfoTests.write(daemon.directory + "/turned.jpg", width: 400, height: 300, orientation: 6)
+        let raw = try RawSocket.greeted(path: daemon.socketPath)
+        for (id, asked) in [(UInt32(1), true), (2, false), (3, true)] {
+            try raw.send(.render(Self.request(path, sourceInfo: asked)), id: id)
+            let frame = try raw.readFrame()
+            #expect(frame.requestID == id && frame.type == MessageType.result.rawValue)
+            let reader = try FieldReader(frame.body, message: "result")
+            let payload = try #require(reader.bytes(5))
+            // The rendition's bytes end the body, whatever else it holds
+            #expect(payload.endIndex == frame.body.count)
+            #expect((payload.startIndex == 40) == !asked, "request \(id): bytes start at \(payload.startIndex)")
+            #expect(reader.has(6) == asked)
+        }
+        daemon.stop()
+    }
+
+    @Test("a video's RENDER answers its kind, upright size and duration with the poster",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: VideoClips.ffmpeg)))
+    func video() throws {
+        let clip = try #require(try VideoClips.shared().first)
+        let daemon = try DaemonProcess()
+        let client = try daemon.connect()
+        let rendered = try client.render(Self.request(clip.path, sourceInfo: true))
+        // What INFO says of it: read from the store now, not by a worker
+        let info = try client.info(path: clip.path)
+        #expect(rendered.source == info)
+        #expect(info.kind == .video && info.durationMillis > 0, "\(info.summary)")
+        #expect(try client.stats()["info_reads"] == 0)
+        daemon.stop()
+    }
+
+    @Test("a desktop thumbnail is one request: viewerctl export-xdg renders each file once and asks no INFO")
+    func desktopThumbnailIsOneRoundTrip() throws {
+        // Given a folder of two cold files
+        let daemon = try DaemonProcess()
+        let folder = daemon.directory + "/photos"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let turned = try MediaInfoTests.write(folder + "/turned.jpg", width: 400, height: 300, orientation: 6)
+        let small = try Fixtures.write(folder + "/small.png", width: 60, height: 90)
+        let root = daemon.directory + "/cache/thumbnails"
+
+        // When their desktop thumbnails are made
+        let export = try runTool(DaemonProcess.executable("viewerctl"),
+                                 ["--socket", daemon.socketPath, "export-xdg", folder, "--flavor", "normal", "--cache", root])
+        #expect(export.status == 0 && export.stdout.contains("2 written"), "\(export.stdout) \(export.stderr)")
+
+        // Then each cost the daemon one RENDER and nothing else
+        let stats = try daemon.stats()
+        #expect((stats["requests"], stats["renders"], stats["info_requests"]) == (2, 2, 0), "\(stats)")
+        // And the thumbnails still say the original's size and type
+        let cache = ThumbnailCache(root: root)
+        for (path, original, type) in [(turned, (300, 400), "image/jpeg"), (small, (60, 90), "image/png")] {
+            let source = try #require(ThumbnailSource(path: path))
+            let file = try #require(cache.validThumbnail(of: source, flavor: .normal), "\(path)")
+            let keys = PNGText.read(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
+            #expect(keys["Thumb::Image::Width"] == String(original.0) && keys["Thumb::Image::Height"] == String(original.1), "\(keys)")
+            #expect(keys["Thumb::Mimetype"] == type, "\(keys)")
+        }
+        daemon.stop()
+    }
+}
