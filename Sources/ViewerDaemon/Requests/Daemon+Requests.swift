@@ -346,7 +346,7 @@ extension Daemon {
                 case .failed(let error, let cause):
                     Log.info("event=render-failed code=\(error.code.name) path=\(Log.quote(job.source.path)) " +
                              "detail=\(Log.quote(error.description))")
-                    remember(error, cause: cause, of: job)
+                    RequestOutcomes(store: store).failed(error, cause: cause, of: job)
                     perform(inFlight.finished(job.sequence, .failed(ErrorReply(error.code, error.description))))
                 case .cancelled:
                     perform(inFlight.finished(job.sequence, .cancelled))
@@ -360,22 +360,6 @@ extension Daemon {
                 infoRead(job, result)
             }
         }
-    }
-
-    /// Remembers a failure when `FailurePolicy` says the file is to blame, so it is not
-    /// decoded again for nothing (or only after a backoff).
-    func remember(_ error: RenderError, cause: FailureCause, of job: RenderJob) {
-        // A file still being written (a download) fails now and decodes in a moment: where the
-        // timestamps cannot tell, its failure is not remembered.
-        guard job.sourceWasSteady, let stamp = job.stamp else { return }
-        let identity = job.source.identity.bytes
-        // A region or a tile that fails says little about the file (an address, a scale).
-        let partial = job.derivedFrom != nil || job.spec.region != nil || job.spec.tile != nil
-        guard let memory = FailurePolicy.memory(for: error, cause: cause, derivation: partial,
-                                                previous: store.failureHistory(source: identity)) else { return }
-        store.recordFailure(source: identity, path: job.source.path, code: error.code.rawValue,
-                            message: error.description, permanent: memory.permanent, attempts: memory.attempts,
-                            stamp: stamp)
     }
 
     /// What a request for a tile a level's job did not cut hears: past the level's edge (the
