@@ -3,6 +3,11 @@ import CLMDB
 /// Reads renditions, reusing one LMDB read transaction (reset between reads, so a reader
 /// never pins old pages for long).
 ///
+/// A request's decision is one read, `lookup(_:siblingsAt:_:)`: a hit, or a miss carrying
+/// the file's failure and its other renditions. Every read says what it is (`ReadUse`): only
+/// a rendition served is a hit and raises its S3-FIFO frequency; a look that serves nobody is
+/// a `peek`, counted neither way.
+///
 /// Threads: use each reader from one thread at a time (it owns `txn`). A hit is recorded for
 /// the eviction policy in the writer's bounded hit buffer, never as a write transaction; hit
 /// and miss counts are atomics.
@@ -58,7 +63,8 @@ public final class StoreReader {
     }
 
     /// Whether the store has a value under `key` (committed or still with the writer),
-    /// without reading or checking it: for an answer that is sent later, and checked then.
+    /// without reading or checking it, nor counting (a peek): for an answer that is sent
+    /// later, and checked then.
     public func contains(_ key: RenditionKey) -> Bool {
         lookUp(key) { found in
             if case .absent = found { return false }
