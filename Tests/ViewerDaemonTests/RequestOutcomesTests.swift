@@ -10,19 +10,11 @@ import ViewerTestSupport
 @Suite("RequestOutcomes")
 struct RequestOutcomesTests {
     final class Fixture {
-        let directory: TemporaryDirectory
-        let store: RenditionStore
-        let source: SourceFile
+        let stored: StoreWithFile
+        var store: RenditionStore { stored.store }
+        var source: SourceFile { stored.source }
 
-        init() throws {
-            directory = try TemporaryDirectory()
-            var configuration = StoreConfiguration(directory: directory.path, budgetBytes: 1 << 30)
-            configuration.syncCommits = false
-            store = try RenditionStore(configuration)
-            let path = directory.path + "/photo.jpg"
-            FileManager.default.createFile(atPath: path, contents: Data([1, 2, 3]))
-            source = try SourceFile(path: path)
-        }
+        init() throws { stored = try StoreWithFile() }
 
         /// A job of `spec` that began now, with the file's stamp (or none).
         func job(_ spec: RenditionSpec, stamped: Bool = true) -> RenderJob {

@@ -13,19 +13,14 @@ import ViewerTestSupport
 struct StoredRenditionsStoreTests {
     /// A store holding ten renditions of one file (fit JPEGs of 300 to 750 pixels), and the file.
     final class Fixture {
-        let directory: TemporaryDirectory
-        let store: RenditionStore
-        let source: SourceFile
+        let stored: StoreWithFile
+        var store: RenditionStore { stored.store }
+        var source: SourceFile { stored.source }
         let keys: [RenditionKey]
 
         init() throws {
-            directory = try TemporaryDirectory()
-            var configuration = StoreConfiguration(directory: directory.path, budgetBytes: 1 << 30)
-            configuration.syncCommits = false
-            store = try RenditionStore(configuration)
-            let path = directory.path + "/photo.jpg"
-            FileManager.default.createFile(atPath: path, contents: Data([1, 2, 3]))
-            source = try SourceFile(path: path)
+            stored = try StoreWithFile()
+            let source = stored.source, store = stored.store, path = source.path
             let sides: [UInt32] = (0..<10).map { 300 + 50 * UInt32($0) }
             let identity = source.identity.bytes
             keys = sides.map { side in RenditionKey(identity: identity, spec: RenditionSpec(width: side, height: side)) }
