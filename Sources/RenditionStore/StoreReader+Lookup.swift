@@ -51,8 +51,9 @@ public struct StoredSibling: Sendable, Equatable {
 extension StoreReader {
     /// The one read of a request's decision: `serve` called with the rendition of `key` (a
     /// hit, counted, its frequency raised), or a miss (counted once) carrying the failure
-    /// recorded for the key's source and the other renditions stored for it at `path`, read
-    /// in the snapshot that missed. What the writer still holds counts as stored. With `use`
+    /// recorded for the key's source and the other renditions stored for it at `path` (none
+    /// looked for when nil: a tile plans from none, and a file may have thousands), read in
+    /// the snapshot that missed. What the writer still holds counts as stored. With `use`
     /// `.peek` (a PREFETCH, which serves nobody) neither a hit nor a miss is counted.
     ///
     /// ```swift
@@ -61,13 +62,13 @@ extension StoreReader {
     /// case .miss(let miss): plan(from: miss.siblings)   // miss.failure: answered without a render
     /// }
     /// ```
-    public func lookup<R>(_ key: RenditionKey, siblingsAt path: String, use: ReadUse = .served,
+    public func lookup<R>(_ key: RenditionKey, siblingsAt path: String?, use: ReadUse = .served,
                           _ serve: (RenditionMetadata, UnsafeRawBufferPointer) -> R) -> StoreLookup<R> {
-        let source = Array(key.source), pathBytes = Array(path.utf8)
+        let source = Array(key.source), pathBytes = path.map { Array($0.utf8) }
         // Read before the second snapshot, as `RenditionStore.renditionKeys` reads them.
         var pendingKeys: [RenditionKey] = [], pendingFailure: FailureRecord?
         return lookUp(key, beforeSecondSnapshot: {
-            pendingKeys = store.writer.pendingKeys(path: pathBytes, source: source)
+            pendingKeys = pathBytes.map { store.writer.pendingKeys(path: $0, source: source) } ?? []
             pendingFailure = store.writer.pendingFailure(for: source)
         }, { found -> StoreLookup<R> in
             let served: R? = switch found {
@@ -79,44 +80,55 @@ extension StoreReader {
             return served.map { .hit($0) } ?? .miss(StoreMiss())
         }, absent: { txn -> StoreLookup<R> in
             let _: Void? = miss(use)
-            return .miss(missDetails(txn, source: source, pathKey: PathIndex.key(for: pathBytes),
+            return .miss(missDetails(txn, source: source, pathKey: pathBytes.map { PathIndex.key(for: $0) },
                                      pendingKeys: pendingKeys, pendingFailure: pendingFailure))
         })
     }
 
     /// The failure and the siblings of a miss, from `txn` (nil: the snapshot could not be
     /// had, so only what the writer holds) and the writer's pending puts and failures.
-    private func missDetails(_ txn: Transaction?, source: [UInt8], pathKey: [UInt8],
+    private func missDetails(_ txn: Transaction?, source: [UInt8], pathKey: [UInt8]?,
                              pendingKeys: [RenditionKey], pendingFailure: FailureRecord?) -> StoreMiss {
-        let env = store.environment
-        var committed: [StoredSibling] = [], stored: FailureRecord? = pendingFailure
-        if let txn {
-            do {
-                if stored == nil, let raw = try txn.get(env.failures, source) {
-                    guard let record = FailureRecord(raw) else { throw UndecodableValue(what: "failure record", count: raw.count) }
-                    stored = record
-                }
-            } catch {
-                store.readFaults.note(.failureRecord, error, log: store.log)
-            }
-            do {
-                committed = try store.committedKeys(txn, pathKey: pathKey, source: source).compactMap { key in
-                    try txn.get(env.renditions, key.bytes).flatMap(StoredValue.metadata).map { StoredSibling(key: key, metadata: $0) }
-                }
-            } catch {
-                store.readFaults.note(.siblings, error, log: store.log)
-            }
-        }
+        let recorded = pendingFailure ?? txn.flatMap { failure(in: $0, source: source) }
+        let committed = txn.flatMap { txn in pathKey.map { siblings(in: txn, pathKey: $0, source: source) } } ?? []
         let pending = pendingKeys.filter { key in !committed.contains { $0.key == key } }.compactMap { key in
             store.pendingValue(for: key).flatMap { value in
                 value.withUnsafeBytes(StoredValue.metadata).map { StoredSibling(key: key, metadata: $0) }
             }
         }
         let configuration = store.configuration
-        let live = stored.flatMap { record in
+        let live = recorded.flatMap { record in
             record.isLive(now: configuration.nowMillis, backoff: configuration.failureBackoffMillis) ? record.failure : nil
         }
         return StoreMiss(failure: live, siblings: committed + pending)
+    }
+
+    /// The committed failure record of `source`; a read error is counted and logged
+    /// (`StoreReadFaults`) and reads as none.
+    private func failure(in txn: Transaction, source: [UInt8]) -> FailureRecord? {
+        do {
+            guard let raw = try txn.get(store.environment.failures, source) else { return nil }
+            guard let record = FailureRecord(raw) else { throw UndecodableValue(what: "failure record", count: raw.count) }
+            return record
+        } catch {
+            store.readFaults.note(.failureRecord, error, log: store.log)
+            return nil
+        }
+    }
+
+    /// The committed renditions of `source` at the path of `pathKey`, with the metadata in
+    /// their values' headers; a read error is counted and logged and reads as none.
+    private func siblings(in txn: Transaction, pathKey: [UInt8], source: [UInt8]) -> [StoredSibling] {
+        do {
+            return try store.committedKeys(txn, pathKey: pathKey, source: source).compactMap { key in
+                try txn.get(store.environment.renditions, key.bytes).flatMap(StoredValue.metadata).map {
+                    StoredSibling(key: key, metadata: $0)
+                }
+            }
+        } catch {
+            store.readFaults.note(.siblings, error, log: store.log)
+            return []
+        }
     }
 }
 

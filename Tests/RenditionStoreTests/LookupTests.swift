@@ -32,6 +32,9 @@ struct LookupTests {
         guard case .miss(let miss) = first else { Issue.record("a hit for a key never stored"); return }
         #expect(miss.siblings == [StoredSibling(key: key(1, spec: 1), metadata: wide)])
         #expect(miss.failure?.message == "corrupt image")
+        // And without a path (a tile plans from none) only the failure
+        guard case .miss(let bare) = reader.lookup(key(1, spec: 3), siblingsAt: nil, { _, _ in "served" }) else { return }
+        #expect(bare.siblings.isEmpty && bare.failure?.message == "corrupt image")
 
         // And a rendition put a moment ago (still with the writer, or just committed: a
         // rendition of the file clears its failure) is a sibling at once
@@ -42,7 +45,7 @@ struct LookupTests {
         }
         #expect(Set(again.siblings.map(\.key)) == [key(1, spec: 1), key(1, spec: 2)])
         #expect(again.siblings.first { $0.key == key(1, spec: 2) }?.metadata == meta)
-        #expect(counts(store, key(1, spec: 1)).misses == 2 && counts(store, key(1, spec: 1)).hits == 0)
+        #expect(counts(store, key(1, spec: 1)).misses == 3 && counts(store, key(1, spec: 1)).hits == 0)
         store.close()
     }
 

@@ -69,8 +69,10 @@ extension Daemon {
             Log.info("event=source-rewritten path=\(Log.quote(source.path)) detail=\"same identity, other content\"")
         }
         let key = RenditionKey(identity: source.identity.bytes, spec: entry.spec)
-        // The request's one store read: a hit, or a miss with what planning needs.
-        guard let miss = lookUpStored(key, siblingsAt: source.path, requestID: ref.id, on: connection) else {
+        // The request's one store read: a hit, or a miss with what planning needs (a tile
+        // plans from no other rendition, and a file may have thousands of tiles stored).
+        let planned = entry.spec.tile == nil || request.allowLarger
+        guard let miss = lookUpStored(key, siblingsAt: planned ? source.path : nil, requestID: ref.id, on: connection) else {
             opening[ref] = nil
             return RequestDecision.hit.log(request, requestID: ref.id, client: connection.clientName)
         }
@@ -172,7 +174,7 @@ extension Daemon {
     /// The request's one store read (`StoreReader.lookup`): answered from the store if the
     /// rendition is there (`serveStored`), and nil; else the miss, with the failure recorded
     /// for the file and its other stored renditions.
-    func lookUpStored(_ key: RenditionKey, siblingsAt path: String, requestID: UInt32, on connection: Connection) -> StoreMiss? {
+    func lookUpStored(_ key: RenditionKey, siblingsAt path: String?, requestID: UInt32, on connection: Connection) -> StoreMiss? {
         let deferring = connection.mustDefer(limit: configuration.clientOutboundLimit)
         let found = reader.lookup(key, siblingsAt: path) { meta, payload in
             serveStored(key, meta, payload, requestID: requestID, on: connection, deferring: deferring)

@@ -135,7 +135,8 @@ extension Daemon {
             // Rendered and stored while its header was read (a RENDER's job finished).
             // Its one store read serves nobody: a peek, counted neither way (`ReadUse`).
             guard case .miss(let miss) = reader.lookup(RenditionKey(identity: source.identity.bytes, spec: spec),
-                                                       siblingsAt: source.path, use: .peek, { _, _ in }) else { continue }
+                                                       siblingsAt: spec.tile == nil ? source.path : nil, use: .peek,
+                                                       { _, _ in }) else { continue }
             // A tile's prefetch is its whole level's (one decode cuts every tile).
             let key = RenditionKey.job(of: spec, identity: source.identity.bytes)
             let (added, actions) = inFlight.prefetch(key, by: id, priority: request.priority) { job in
