@@ -70,8 +70,9 @@ extension Daemon {
         }
         let key = RenditionKey(identity: source.identity.bytes, spec: entry.spec)
         // The request's one store read: a hit, or a miss with what planning needs (a tile
-        // plans from no other rendition, and a file may have thousands of tiles stored).
-        let planned = entry.spec.tile == nil || request.allowLarger
+        // plans from no other rendition, and a file may have thousands of tiles stored; a
+        // cache-only miss is answered at once).
+        let planned = request.allowLarger || (entry.spec.tile == nil && request.delivery != .cacheOnly)
         guard let miss = lookUpStored(key, siblingsAt: planned ? source.path : nil, requestID: ref.id, on: connection) else {
             opening[ref] = nil
             return RequestDecision.hit.log(request, requestID: ref.id, client: connection.clientName)
