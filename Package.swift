@@ -85,7 +85,8 @@ let package = Package(
                                                                   "ViewerClient"]),
         .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "Locking", "FreedesktopThumbnails",
                                                     "DesktopThumbnails"]),
-        .executableTarget(name: "viewerd-bench", dependencies: ["ViewerProtocol", "RenditionStore", "Rendering", "SystemCalls", "Locking",
+        // ViewerDaemon: its stores are filled under the daemon's own keys (Store/RenditionKeys.swift).
+        .executableTarget(name: "viewerd-bench", dependencies: ["ViewerDaemon", "ViewerProtocol", "RenditionStore", "Rendering", "SystemCalls", "Locking",
                                                          "ViewerTestSupport", "FreedesktopThumbnails"]),
         // make torture: hostile files, clients, load and faults against the real daemon (issue 9).
         .executableTarget(name: "viewerd-torture", dependencies: ["ViewerProtocol", "Rendering", "SystemCalls", "Locking",

@@ -10,6 +10,7 @@ import Synchronization
 /// store.put(key, path: "/photos/a.jpg", metadata: meta, bytes: jpeg)   // queued for the writer
 /// let reader = store.makeReader()                                       // one per reading thread
 /// let hit = reader.withRendition(key) { meta, bytes in Array(bytes) }
+/// let decision = reader.lookup(key, siblingsAt: path) { _, bytes in send(bytes) } // or .miss(failure, siblings)
 /// store.invalidate(prefix: "/photos")                                   // waits, returns the count
 /// ```
 ///

@@ -3,44 +3,68 @@ import CLMDB
 /// Reads renditions, reusing one LMDB read transaction (reset between reads, so a reader
 /// never pins old pages for long).
 ///
+/// A request's decision is one read, `lookup(_:siblingsAt:_:)`: a hit, or a miss carrying
+/// the file's failure and its other renditions. Every read says what it is (`ReadUse`): only
+/// a rendition served is a hit and raises its S3-FIFO frequency; a look that serves nobody is
+/// a `peek`, counted neither way.
+///
 /// Threads: use each reader from one thread at a time (it owns `txn`). A hit is recorded for
 /// the eviction policy in the writer's bounded hit buffer, never as a write transaction; hit
 /// and miss counts are atomics.
 public final class StoreReader {
-    private let store: RenditionStore
+    let store: RenditionStore
     private var txn: OpaquePointer?
 
     init(store: RenditionStore) { self.store = store }
 
     /// Calls `body` with the rendition's metadata and bytes, straight from the mapped page
     /// (valid only inside `body`), or returns nil on a miss. A value that fails its checksum
-    /// is counted, queued for deletion, and reported as a miss.
+    /// is counted, queued for deletion, and reported as a miss. How the read counts in the
+    /// stats and for eviction is `use`'s (`ReadUse`): by default it serves the rendition.
     ///
     /// ```swift
     /// let sent = reader.withRendition(key) { meta, bytes in connection.send(bytes) }
+    /// let base = reader.withRendition(key, use: .peek) { _, bytes in Array(bytes) }
     /// ```
-    public func withRendition<R>(_ key: RenditionKey, _ body: (RenditionMetadata, UnsafeRawBufferPointer) -> R) -> R? {
-        lookUp(key) { found -> R? in
+    public func withRendition<R>(_ key: RenditionKey, use: ReadUse = .served,
+                                 _ body: (RenditionMetadata, UnsafeRawBufferPointer) -> R) -> R? {
+        lookUp(key) { found in
             switch found {
-            case .committed(let value):
-                guard let (meta, payload) = StoredValue.decode(value, for: key) else {
-                    store.counters.corrupt.add(1, ordering: .relaxed)
-                    store.remove(key)
-                    return miss()
-                }
-                return hit(key, body(meta, payload))
-            case .pending(let value):
-                guard let result = value.withUnsafeBytes({ raw in StoredValue.decode(raw, for: key).map { body($0.0, $0.1) } })
-                else { return miss() }
-                return hit(key, result)
-            case .absent:
-                return miss()
+            case .committed(let value): return committed(value, key, use, body)
+            case .pending(let value): return pending(value, key, use, body)
+            case .absent: return miss(use)
             }
         }
     }
 
+    /// Reads a stored rendition to look at it or work from it, not to serve it: neither a hit
+    /// nor a miss, and its S3-FIFO frequency stays (planning's looks must not keep it).
+    public func peek<R>(_ key: RenditionKey, _ body: (RenditionMetadata, UnsafeRawBufferPointer) -> R) -> R? {
+        withRendition(key, use: .peek, body)
+    }
+
+    /// A committed value, checked: `body`'s result, or a miss when it does not verify.
+    func committed<R>(_ value: UnsafeRawBufferPointer, _ key: RenditionKey, _ use: ReadUse,
+                      _ body: (RenditionMetadata, UnsafeRawBufferPointer) -> R) -> R? {
+        guard let (meta, payload) = StoredValue.decode(value, for: key) else {
+            store.counters.corrupt.add(1, ordering: .relaxed)
+            store.remove(key)
+            return miss(use)
+        }
+        return hit(key, use, body(meta, payload))
+    }
+
+    /// A value still with the writer, checked as a committed one is.
+    func pending<R>(_ value: [UInt8], _ key: RenditionKey, _ use: ReadUse,
+                    _ body: (RenditionMetadata, UnsafeRawBufferPointer) -> R) -> R? {
+        guard let result = value.withUnsafeBytes({ raw in StoredValue.decode(raw, for: key).map { body($0.0, $0.1) } })
+        else { return miss(use) }
+        return hit(key, use, result)
+    }
+
     /// Whether the store has a value under `key` (committed or still with the writer),
-    /// without reading or checking it: for an answer that is sent later, and checked then.
+    /// without reading or checking it, nor counting (a peek): for an answer that is sent
+    /// later, and checked then.
     public func contains(_ key: RenditionKey) -> Bool {
         lookUp(key) { found in
             if case .absent = found { return false }
@@ -49,7 +73,7 @@ public final class StoreReader {
     }
 
     /// Where a key's value is found.
-    private enum Found {
+    enum Found {
         /// In the map, valid only inside `lookUp`'s body.
         case committed(UnsafeRawBufferPointer)
         /// Put, not yet committed: the writer's copy.
@@ -65,39 +89,55 @@ public final class StoreReader {
     /// the second snapshot, begun after that read, sees it. Without it a stored rendition was
     /// now and then a miss and rendered again (a flaky "one decode" test found it). The
     /// pending puts are not read first: that would take the writer's lock on every hit.
-    private func lookUp<R>(_ key: RenditionKey, _ body: (Found) -> R) -> R {
+    func lookUp<R>(_ key: RenditionKey, _ body: (Found) -> R) -> R {
+        lookUp(key, beforeSecondSnapshot: {}, body, absent: { _ in body(.absent) })
+    }
+
+    /// `lookUp(_:_:)`, which also runs `beforeSecondSnapshot` (after the first snapshot's and
+    /// the pending puts' misses) and calls `absent` with the second snapshot, still open, when
+    /// both missed: `lookup(_:siblingsAt:)` reads the miss's failure and siblings in it.
+    func lookUp<R>(_ key: RenditionKey, beforeSecondSnapshot: () -> Void, _ body: (Found) -> R,
+                   absent: (Transaction?) -> R) -> R {
         let env = store.environment
         // The writer may remap a larger map; it waits until no reader is inside.
         env.gate.enter()
         defer { env.gate.exit() }
         for snapshot in 0..<2 {
             if let txn {
-                guard mdb_txn_renew(txn) == 0 else { return body(.absent) }
+                guard mdb_txn_renew(txn) == 0 else { return absent(nil) }
             } else {
-                guard mdb_txn_begin(env.env, nil, UInt32(MDB_RDONLY), &txn) == 0 else { return body(.absent) }
+                guard mdb_txn_begin(env.env, nil, UInt32(MDB_RDONLY), &txn) == 0 else { return absent(nil) }
             }
             defer { mdb_txn_reset(txn) }
             var value = MDB_val()
             if key.bytes.withVal({ k in mdb_get(txn, env.renditions, &k, &value) }) == 0 { return body(.committed(value.buffer)) }
-            guard snapshot == 0 else { break }
+            guard snapshot == 0 else { return absent(txn.map { Transaction(raw: $0) }) }
             afterSnapshotMiss?()
             if let pending = store.pendingValue(for: key) { return body(.pending(pending)) }
+            beforeSecondSnapshot()
         }
-        return body(.absent)
+        return absent(nil)
     }
 
     /// Tests only: runs between a first snapshot's miss and the read of the pending puts
     /// (where a commit used to make a stored value a miss).
     var afterSnapshotMiss: (() -> Void)?
 
-    private func hit<R>(_ key: RenditionKey, _ result: R) -> R {
-        store.counters.hits.add(1, ordering: .relaxed)
-        store.writer.recordHit(key.bytes)
+    func hit<R>(_ key: RenditionKey, _ use: ReadUse, _ result: R) -> R {
+        switch use {
+        case .served, .servedAfterMiss:
+            store.counters.hits.add(1, ordering: .relaxed)
+            // The request's miss was counted when it looked first: it is a hit after all.
+            if use == .servedAfterMiss { store.counters.misses.subtract(1, ordering: .relaxed) }
+            store.writer.recordHit(key.bytes)
+        case .peek:
+            break
+        }
         return result
     }
 
-    private func miss<R>() -> R? {
-        store.counters.misses.add(1, ordering: .relaxed)
+    func miss<R>(_ use: ReadUse) -> R? {
+        if use == .served { store.counters.misses.add(1, ordering: .relaxed) }
         return nil
     }
 

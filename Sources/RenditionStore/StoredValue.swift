@@ -93,17 +93,11 @@ enum StoredValue {
     /// The metadata and payload of a stored value, or nil when it does not verify: its
     /// bytes against their checksum, and its source against the key's.
     static func decode(_ raw: UnsafeRawBufferPointer, for key: RenditionKey) -> (RenditionMetadata, UnsafeRawBufferPointer)? {
-        guard raw.count >= headerSize, raw[0] == magic[0], raw[1] == magic[1], raw[2] == magic[2],
-              raw[3] == magic[3] else { return nil }
-        let count = Int(raw.loadLE(UInt32.self, at: 24))
-        guard raw.count == headerSize + count else { return nil }
+        guard let meta = metadata(raw) else { return nil }
         let payload = UnsafeRawBufferPointer(rebasing: raw[headerSize...])
         guard checksum(payload) == raw.loadLE(UInt32.self, at: 28) else { return nil }
         let source = key.source.withUnsafeBytes { checksum($0) }
         guard source == raw.loadLE(UInt32.self, at: 20) else { return nil }
-        let meta = RenditionMetadata(format: raw[4], width: raw.loadLE(UInt32.self, at: 8),
-                                     height: raw.loadLE(UInt32.self, at: 12),
-                                     created: UInt64(raw.loadLE(UInt32.self, at: 16)))
         return (meta, payload)
     }
 

@@ -140,59 +140,6 @@ public struct RenditionSpec: Hashable, Sendable {
         }
         return nil
     }
-
-    /// Decodes `keyBytes` (version 1, 2 with a time, 3 with a region or a tile); nil for
-    /// anything else.
-    public init?<C: Collection>(keyBytes: C) where C.Element == UInt8 {
-        let b = Array(keyBytes)
-        guard b.count >= 22, [1, 2, 3].contains(b[0]), let fit = FitMode(rawValue: b[9]),
-              let crop = CropAnchor(rawValue: b[10]), let format = OutputFormat(rawValue: b[11]) else { return nil }
-        self.init(width: UInt32(le: b, at: 1), height: UInt32(le: b, at: 5), fit: fit, crop: crop, format: format,
-                  quality: b[12], background: UInt32(le: b, at: 13), page: UInt32(le: b, at: 17), upscale: b[21] != 0)
-        switch b[0] {
-        case 1: guard b.count == 22 else { return nil }
-        case 2:
-            guard b.count == 26 else { return nil }
-            timeMillis = UInt32(le: b, at: 22)
-        default:
-            // Version 3: a byte of flags (1 time, 2 region, 4 tile), then each part present.
-            guard b.count >= 23, b[22] & ~7 == 0 else { return nil }
-            var at = 23
-            let flags = b[22]
-            let expected = 23 + (flags & 1 != 0 ? 4 : 0) + (flags & 2 != 0 ? 16 : 0) + (flags & 4 != 0 ? 12 : 0)
-            guard b.count == expected else { return nil }
-            if flags & 1 != 0 { timeMillis = UInt32(le: b, at: at); at += 4 }
-            if flags & 2 != 0 { region = PixelRegion(bytes: b[at..<(at + 16)]); at += 16 }
-            if flags & 4 != 0 { tile = TileAddress(bytes: b[at..<(at + 12)]) }
-        }
-    }
-
-    /// A stable byte encoding of the normalized spec, for cache keys: version 1, 22 bytes;
-    /// version 2 (26 bytes) when a video time is asked, which follows as a u32; version 3 when
-    /// a region or a tile is asked: a byte of flags, then the time, region and tile present.
-    /// Specs without them keep the older versions, so renditions stored before still hit.
-    public var keyBytes: [UInt8] {
-        let spec = normalized()
-        let extended = spec.region != nil || spec.tile != nil
-        var out: [UInt8] = [extended ? 3 : spec.timeMillis == nil ? 1 : 2]
-        out.reserveCapacity(55)
-        out.appendLE(spec.width)
-        out.appendLE(spec.height)
-        out.append(spec.fit.rawValue)
-        out.append(spec.crop.rawValue)
-        out.append(spec.format.rawValue)
-        out.append(spec.quality)
-        out.appendLE(spec.background)
-        out.appendLE(spec.page)
-        out.append(spec.upscale ? 1 : 0)
-        if extended {
-            out.append((spec.timeMillis != nil ? 1 : 0) | (spec.region != nil ? 2 : 0) | (spec.tile != nil ? 4 : 0))
-        }
-        if let time = spec.timeMillis { out.appendLE(time) }
-        if let region = spec.region { out += region.bytes }
-        if let tile = spec.tile { out += tile.bytes }
-        return out
-    }
 }
 
 /// How urgent a request is. Lower raw values are served first.

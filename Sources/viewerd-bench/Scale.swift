@@ -1,6 +1,7 @@
 import Foundation
 import Rendering
 import RenditionStore
+import ViewerDaemon
 import ViewerProtocol
 import ViewerTestSupport
 
@@ -19,7 +20,6 @@ extension Bench {
     func scale(real: [(path: String, result: RenderResult)]) throws {
         guard !real.isEmpty else { throw BenchError("scale: no real renditions to store") }
         let small = "\(workDirectory)/scale-small", large = "\(workDirectory)/scale-large"
-        let spec = thumbnailSpec.keyBytes
         func fill(_ directory: String, filler: Int) throws {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             var configuration = StoreConfiguration(directory: directory, budgetBytes: settings.scaleBudgetBytes)
@@ -35,7 +35,7 @@ extension Bench {
                     let (path, result) = real[nextReal]
                     nextReal += 1
                     guard let identity = AssetIdentity.of(path: path) else { throw BenchError("scale: cannot stat \(path)") }
-                    store.put(RenditionKey(source: identity.bytes, spec: spec, rendererVersion: Renderer.version), path: path,
+                    store.put(RenditionKey(identity: identity.bytes, spec: thumbnailSpec), path: path,
                               metadata: RenditionMetadata(format: result.format.rawValue, width: result.width, height: result.height, created: created),
                               bytes: result.bytes)
                 } else {
@@ -43,7 +43,7 @@ extension Bench {
                     let identity = AssetIdentity(device: 0xBE_0000 + UInt64(n >> 20), inode: UInt64(n) &* 2_654_435_761 & 0xFFFF_FFFF,
                                                  size: UInt64(template.bytes.count) + UInt64(n), mtimeNanos: Int64(n) * 1_000_003,
                                                  ctimeNanos: Int64(n) * 1_000_003)
-                    store.put(RenditionKey(source: identity.bytes, spec: spec, rendererVersion: Renderer.version),
+                    store.put(RenditionKey(identity: identity.bytes, spec: thumbnailSpec),
                               path: "/nonexistent/viewerd-bench-filler/\(n).jpg",
                               metadata: RenditionMetadata(format: template.format.rawValue, width: template.width, height: template.height, created: created),
                               bytes: template.bytes)

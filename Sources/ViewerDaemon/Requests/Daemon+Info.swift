@@ -78,27 +78,15 @@ extension Daemon {
     /// file stayed the same meanwhile, by the rules renditions are stored by) and answered to
     /// every INFO waiting for it.
     func infoRead(_ job: InfoJob, _ outcome: InfoOutcome) {
-        let stamp = job.storableStamp
         let answer: Message
         switch outcome {
         case .read(let info):
-            if let stamp {
-                store.put(job.key, path: job.source.path,
-                          metadata: MediaInfoRecord.metadata(info, now: UInt64(Date().timeIntervalSince1970)),
-                          bytes: MediaInfoRecord.encoded(info), source: stamp)
-            }
+            RequestOutcomes(store: store).read(info, of: job)
             answer = .infoReply(info)
         case .failed(let error, let cause):
             Log.info("event=info-failed code=\(error.code.name) path=\(Log.quote(job.source.path)) " +
                      "detail=\(Log.quote(error.description))")
-            // Remembered as a render's failure is (`FailurePolicy`): a header that cannot be
-            // read fails RENDER too, and a file that crashes a worker must not crash another.
-            if let stamp, let memory = FailurePolicy.memory(for: error, cause: cause, derivation: false,
-                                                            previous: store.failureHistory(source: job.source.identity.bytes)) {
-                store.recordFailure(source: job.source.identity.bytes, path: job.source.path, code: error.code.rawValue,
-                                    message: error.description, permanent: memory.permanent, attempts: memory.attempts,
-                                    stamp: stamp)
-            }
+            RequestOutcomes(store: store).failed(error, cause: cause, of: job)
             answer = .error(ErrorReply(error.code, error.description))
         }
         for ref in pendingInfo.finish(job) {

@@ -70,17 +70,21 @@ extension Daemon {
             Log.info("event=source-rewritten path=\(Log.quote(source.path)) detail=\"same identity, other content\"")
         }
         let key = RenditionKey(identity: source.identity.bytes, spec: entry.spec)
-        if serveFromStore(key, requestID: ref.id, on: connection) {
+        // The request's one store read: a hit, or a miss with what planning needs (a tile
+        // plans from no other rendition, and a file may have thousands of tiles stored; a
+        // cache-only miss is answered at once).
+        let planned = request.allowLarger || (entry.spec.tile == nil && request.delivery != .cacheOnly)
+        guard let miss = lookUpStored(key, siblingsAt: planned ? source.path : nil, requestID: ref.id, on: connection) else {
             opening[ref] = nil
             return RequestDecision.hit.log(request, requestID: ref.id, client: connection.clientName)
         }
         // The header is read at most once per miss (allow_larger, the pixel limit, the job's
         // cost), and not at all for an answer from the negative cache or a cache-only miss.
-        if !request.allowLarger && answeredWithoutRender(request, ref, source: source, on: connection) {
+        if !request.allowLarger && answeredWithoutRender(request, ref, source: source, failure: miss.failure, on: connection) {
             opening[ref] = nil
             return
         }
-        (entry.source, entry.key) = (source, key)
+        (entry.source, entry.key, entry.miss) = (source, key, miss)
         opening[ref] = entry
         offLoop(priority: entry.priority) { .headerRead(ref, HeaderSniffer.sniff(source)) }
     }
@@ -88,18 +92,18 @@ extension Daemon {
     /// The header of an opening RENDER's source is read: a stored larger rendition, a
     /// refusal by the pixel limit, or a job in the in-flight table.
     func headerRead(_ ref: RequestRef, _ sniffed: HeaderSniffer.Sniffed) {
-        guard let entry = opening.take(ref), let source = entry.source, let key = entry.key,
+        guard let entry = opening.take(ref), let source = entry.source, let key = entry.key, let miss = entry.miss,
               let connection = connections.byID[ref.connection] else { return }
         let request = entry.request
+        let stored = StoredRenditions(miss, reader: reader)
         if request.allowLarger {
             // PhotoKit's fast resize mode: a stored rendition a little larger will do.
-            if let larger = StoredRenditions(store: store, reader: reader).slightlyLarger(
-                   than: entry.spec, of: source, original: sniffed.header),
+            if let larger = stored.slightlyLarger(than: entry.spec, original: sniffed.header),
                serveFromStore(larger, requestID: ref.id, on: connection) {
                 stats.largerServed += 1
                 return RequestDecision.hitLarger.log(request, requestID: ref.id, client: connection.clientName)
             }
-            if answeredWithoutRender(request, ref, source: source, on: connection) { return }
+            if answeredWithoutRender(request, ref, source: source, failure: miss.failure, on: connection) { return }
         }
         // What the worker would refuse from the real header is refused from the sniffed one, at
         // once: a few hundred bytes that declare 60000x60000 must not queue as a job that runs
@@ -125,7 +129,7 @@ extension Daemon {
         let jobKey = RenditionKey.job(of: entry.spec, identity: source.identity.bytes)
         var actions = inFlight.request(ref, key: jobKey, part: jobKey == key ? nil : key, priority: entry.priority,
                                        delivery: request.delivery) { id in
-            makeJob(id, key: jobKey, source: source, spec: entry.spec, sniffed: sniffed,
+            makeJob(id, key: jobKey, source: source, spec: entry.spec, sniffed: sniffed, stored: stored,
                     wantsPreview: request.delivery == .opportunistic)
         }
         if jobKey != key && inFlight.isPending(ref) && inFlight.prefetchCount(of: connection.id) < configuration.maxOutstandingPerClient {
@@ -134,7 +138,7 @@ extension Daemon {
             // connection's last tile of the level (`cancel`).
             let priority = max(entry.priority, .prefetch)
             actions += inFlight.prefetch(jobKey, by: connection.id, priority: priority) { id in
-                makeJob(id, key: jobKey, source: source, spec: entry.spec, sniffed: sniffed, wantsPreview: false)
+                makeJob(id, key: jobKey, source: source, spec: entry.spec, sniffed: sniffed, stored: stored, wantsPreview: false)
             }.actions
         }
         if Log.isDebug { RequestDecision(actions).log(request, requestID: ref.id, client: connection.clientName) }
@@ -144,8 +148,8 @@ extension Daemon {
     /// The answers a miss gets without a render: the failure recorded for the file (it fails
     /// again without a decode, until it changes), or cache-only's not-cached.
     private func answeredWithoutRender(_ request: RenderRequest, _ ref: RequestRef, source: SourceFile,
-                                       on connection: Connection) -> Bool {
-        if let failure = store.failure(source: source.identity.bytes) {
+                                       failure: RecordedFailure?, on connection: Connection) -> Bool {
+        if let failure {
             stats.negativeHits += 1
             RequestDecision.failedBefore.log(request, requestID: ref.id, client: connection.clientName)
             send(connection, .error(ErrorReply(rawCode: failure.code, message: failure.message)), requestID: ref.id)
@@ -169,17 +173,33 @@ extension Daemon {
         }
     }
 
-    /// Answers from the store if the rendition is there (the hit path: one copy, from the
-    /// mapped page into the connection's buffer). To a client that is not reading, the
-    /// answer is held back as a key (`Connection.deferred`).
-    func serveFromStore(_ key: RenditionKey, requestID: UInt32, on connection: Connection, countingMiss: Bool = true) -> Bool {
-        let hit: Bool
-        if connection.mustDefer(limit: configuration.clientOutboundLimit) {
-            hit = reader.contains(key)
-            if hit { connection.deferAnswer(DeferredAnswer(requestID: requestID, content: .stored(key))) }
-        } else {
-            hit = enqueueStored(key, requestID: requestID, on: connection)
+    /// The request's one store read (`StoreReader.lookup`): answered from the store if the
+    /// rendition is there (`serveStored`), and nil; else the miss, with the failure recorded
+    /// for the file and its other stored renditions.
+    func lookUpStored(_ key: RenditionKey, siblingsAt path: String?, requestID: UInt32, on connection: Connection) -> StoreMiss? {
+        let deferring = connection.mustDefer(limit: configuration.clientOutboundLimit)
+        let source = askedSourceInfo(requestID, on: connection)  // read first: no read inside another
+        let found = reader.lookup(key, siblingsAt: path) { meta, payload in
+            serveStored(key, meta, payload, requestID: requestID, on: connection, deferring: deferring, source: source)
         }
+        if case .hit(true) = found {
+            stats.hits += 1
+            connections.touch(connection)
+            return nil
+        }
+        stats.misses += 1
+        guard case .miss(let miss) = found else { return StoreMiss() }  // a format this build lacks
+        return miss
+    }
+
+    /// Answers from the store if the rendition is there, a use of it (`ReadUse`): after the
+    /// request's own miss, `countingMiss: false` makes the hit replace that miss.
+    func serveFromStore(_ key: RenditionKey, requestID: UInt32, on connection: Connection, countingMiss: Bool = true) -> Bool {
+        let deferring = connection.mustDefer(limit: configuration.clientOutboundLimit)
+        let source = askedSourceInfo(requestID, on: connection)
+        let hit = reader.withRendition(key, use: countingMiss ? .served : .servedAfterMiss) { meta, payload in
+            serveStored(key, meta, payload, requestID: requestID, on: connection, deferring: deferring, source: source)
+        } == true
         guard hit else {
             if countingMiss { stats.misses += 1 }
             return false
@@ -189,41 +209,53 @@ extension Daemon {
         return true
     }
 
-    /// Queues the stored rendition of `key` as a RESULT; false when the store lacks it.
-    func enqueueStored(_ key: RenditionKey, requestID: UInt32, on connection: Connection) -> Bool {
-        let source = askedSourceInfo(requestID, on: connection)  // read first: no read inside another
-        return reader.withRendition(key) { meta, payload in
-            guard let format = OutputFormat(rawValue: meta.format) else { return false }
+    /// Answers with a stored rendition (the hit path: one copy, from the mapped page into the
+    /// connection's buffer). To a client that is not reading, the answer is held back as a key
+    /// (`Connection.deferred`), sent later by `enqueueStored`. False for a format unknown here.
+    private func serveStored(_ key: RenditionKey, _ meta: RenditionMetadata, _ payload: UnsafeRawBufferPointer,
+                             requestID: UInt32, on connection: Connection, deferring: Bool, source: MediaInfo?) -> Bool {
+        guard let format = OutputFormat(rawValue: meta.format) else { return false }
+        if deferring {
+            connection.deferAnswer(DeferredAnswer(requestID: requestID, content: .stored(key)))
+        } else {
             connection.enqueueRendition(.result, requestID: requestID, format: format, width: meta.width,
                                         height: meta.height, fromCache: true, source: source, payload: payload)
-            return true
+        }
+        return true
+    }
+
+    /// Queues the stored rendition of an answer held back as its key as a RESULT; false when
+    /// the store lacks it now. Not a use: the request counted its hit (or its render) already.
+    func enqueueStored(_ key: RenditionKey, requestID: UInt32, on connection: Connection) -> Bool {
+        let source = askedSourceInfo(requestID, on: connection)
+        return reader.peek(key) { meta, payload in
+            serveStored(key, meta, payload, requestID: requestID, on: connection, deferring: false, source: source)
         } == true
     }
 
     /// The original's media info for the RESULT of `requestID`, when its RENDER asked for it
     /// (`RenderRequest.sourceInfo`): what its render read (`Rendition.source`), else the
-    /// file's stored `MediaInfoRecord` (one read, only when asked); nil when neither knows it
+    /// file's stored `MediaInfoRecord` (one uncounted read, only when asked: a part of the answer, not a use); nil when neither knows it
     /// (a store from before renders kept it): the client then asks INFO.
     func askedSourceInfo(_ requestID: UInt32, on connection: Connection, rendered: MediaInfo? = nil) -> MediaInfo? {
         guard let key = connection.sourceInfoAsked[requestID] else { return nil }
         if let rendered { return rendered }
-        return reader.withRendition(key) { _, bytes in MediaInfoRecord.decode(bytes) } ?? nil
+        return reader.peek(key) { _, bytes in MediaInfoRecord.decode(bytes) } ?? nil
     }
 
     /// The job for `key`: from a larger stored rendition when there is one to derive from,
     /// else from the original (with a smaller stored one for a PREVIEW, when its first waiter
     /// wants one), with the cost the scheduler admits it by.
     func makeJob(_ id: JobID, key: RenditionKey, source: SourceFile, spec: RenditionSpec,
-                 sniffed: HeaderSniffer.Sniffed, wantsPreview: Bool) -> RenderJob {
-        let stored = StoredRenditions(store: store, reader: reader)
+                 sniffed: HeaderSniffer.Sniffed, stored: StoredRenditions, wantsPreview: Bool) -> RenderJob {
         // A region may be cut from a stored rendition of the whole picture; a tile is not derived
         // (its level is decoded once for all its tiles), and no part is previewed from the whole
         // (nor is a file with a thousand tiles stored searched for a preview).
         let zoomed = spec.region != nil || spec.tile != nil
-        let base = spec.region != nil ? stored.regionBase(for: source, spec: spec, original: sniffed.header)
-            : spec.tile != nil ? nil : stored.derivationBase(for: source, spec: spec, original: sniffed.header)
+        let base = spec.region != nil ? stored.regionBase(for: spec, original: sniffed.header)
+            : spec.tile != nil ? nil : stored.derivationBase(for: spec, original: sniffed.header)
         if base != nil { stats.derivations += 1 }
-        let previewBase = base == nil && wantsPreview && !zoomed ? stored.previewBase(for: source, spec: spec, original: sniffed.header) : nil
+        let previewBase = base == nil && wantsPreview && !zoomed ? stored.previewBase(for: spec, original: sniffed.header) : nil
         let cost = base.map { Renderer.estimateCost(SourceHeader(width: $0.width, height: $0.height, bands: 4, loader: "derived"), spec: spec) }
             ?? HeaderSniffer.cost(of: source, sniffed, spec: spec)
         return RenderJob(key: key, source: source, spec: spec, priority: .normal, sequence: id, cost: cost,
@@ -333,7 +365,7 @@ extension Daemon {
                 case .failed(let error, let cause):
                     Log.info("event=render-failed code=\(error.code.name) path=\(Log.quote(job.source.path)) " +
                              "detail=\(Log.quote(error.description))")
-                    remember(error, cause: cause, of: job)
+                    RequestOutcomes(store: store).failed(error, cause: cause, of: job)
                     perform(inFlight.finished(job.sequence, .failed(ErrorReply(error.code, error.description))))
                 case .cancelled:
                     perform(inFlight.finished(job.sequence, .cancelled))
@@ -347,22 +379,6 @@ extension Daemon {
                 infoRead(job, result)
             }
         }
-    }
-
-    /// Remembers a failure when `FailurePolicy` says the file is to blame, so it is not
-    /// decoded again for nothing (or only after a backoff).
-    func remember(_ error: RenderError, cause: FailureCause, of job: RenderJob) {
-        // A file still being written (a download) fails now and decodes in a moment: where the
-        // timestamps cannot tell, its failure is not remembered.
-        guard job.sourceWasSteady, let stamp = job.stamp else { return }
-        let identity = job.source.identity.bytes
-        // A region or a tile that fails says little about the file (an address, a scale).
-        let partial = job.derivedFrom != nil || job.spec.region != nil || job.spec.tile != nil
-        guard let memory = FailurePolicy.memory(for: error, cause: cause, derivation: partial,
-                                                previous: store.failureHistory(source: identity)) else { return }
-        store.recordFailure(source: identity, path: job.source.path, code: error.code.rawValue,
-                            message: error.description, permanent: memory.permanent, attempts: memory.attempts,
-                            stamp: stamp)
     }
 
     /// What a request for a tile a level's job did not cut hears: past the level's edge (the

@@ -4,7 +4,8 @@ import ViewerProtocol
 
 /// Whether and how a failed render is remembered in the negative cache (so a file is not
 /// decoded again for nothing). Pure: it decides on the failure's typed cause and the
-/// previous record, never on message text.
+/// previous record, never on message text. Its one caller is `RequestOutcomes`, which writes
+/// every outcome of a request (RENDER's and INFO's) to the store.
 ///
 /// ```swift
 /// let previous = store.failureHistory(source: identity)

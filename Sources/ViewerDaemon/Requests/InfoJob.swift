@@ -99,12 +99,7 @@ struct PendingInfo {
 /// some and still read these).
 enum MediaInfoRecord {
     static let version: UInt8 = 1
-    /// The spec bytes of an info key: "I" and the record's version.
-    static let specBytes: [UInt8] = [0x49, version]
-
-    static func key(for identity: AssetIdentity) -> RenditionKey {
-        RenditionKey(source: identity.bytes, spec: specBytes, rendererVersion: Renderer.version)
-    }
+    // Its key: `key(for:)`, in Store/RenditionKeys.swift with the layout of every key.
 
     static func encoded(_ info: MediaInfo) -> [UInt8] { [version] + info.body() }
 

@@ -18,6 +18,8 @@ struct OpeningRenders {
         /// Once opened (a miss waiting for its header).
         var source: SourceFile?
         var key: RenditionKey?
+        /// The miss of its one store read, which planning works from (`StoredRenditions`).
+        var miss: StoreMiss?
     }
 
     private var byConnection: [UInt64: [UInt32: Entry]] = [:]

@@ -81,22 +81,6 @@ final class RenderJob: Sendable {
     }
 }
 
-extension RenditionKey {
-    /// The key of `spec`'s rendition of the file of `identity`.
-    init(identity: [UInt8], spec: RenditionSpec) {
-        self.init(source: identity, spec: spec.keyBytes, rendererVersion: Renderer.version)
-    }
-
-    /// The key of the job that makes `spec`'s rendition: a tile's is its whole level's (one
-    /// decode cuts every tile of it), anything else's its own.
-    static func job(of spec: RenditionSpec, identity: [UInt8]) -> RenditionKey {
-        guard let tile = spec.tile else { return RenditionKey(identity: identity, spec: spec) }
-        var level = spec
-        level.tile = tile.wholeLevel
-        return RenditionKey(identity: identity, spec: level)
-    }
-}
-
 /// A job's rendition as the in-flight table hands it out, with the key it renders: an
 /// answer held back for a client that is not reading is read back from the store by it.
 struct JobRendition {

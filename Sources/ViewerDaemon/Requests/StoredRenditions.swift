@@ -11,10 +11,16 @@ import ViewerProtocol
 /// but the box (format, quality, background, fit, crop, page, upscale), and its size is
 /// judged against what the request would make from the original, never from the candidate.
 ///
+/// It plans from the request's one store read (`StoreReader.lookup(_:siblingsAt:_:)`): the
+/// miss's siblings, their specs decoded once here, their sizes from the read. Planning counts
+/// nothing in the store: the bytes of a chosen base are read with `StoreReader.peek` (they
+/// are rendered from, not served; only a rendition served is a hit and raises its frequency).
+///
 /// ```swift
-/// let stored = StoredRenditions(store: store, reader: reader)
-/// if let key = stored.slightlyLarger(than: spec, of: source, original: header) { … }
-/// let base = stored.derivationBase(for: source, spec: spec, original: header)
+/// guard case .miss(let miss) = reader.lookup(key, siblingsAt: source.path, serve) else { return }
+/// let stored = StoredRenditions(miss, reader: reader)
+/// if let key = stored.slightlyLarger(than: spec, original: header) { … }
+/// let base = stored.derivationBase(for: spec, original: header)
 /// ```
 ///
 /// The rules themselves (`base(among:for:original:)`, `larger(among:than:original:)`) are
@@ -30,27 +36,25 @@ struct StoredRenditions {
         var pixels: Int { width * height }
     }
 
-    /// The renditions stored for a source (committed or still queued for the writer).
-    let candidates: (SourceFile) -> [Candidate]
+    /// The renditions stored for the source (committed or still queued for the writer).
+    let candidates: [Candidate]
     /// A stored rendition's encoded bytes, or nil if it is gone.
     let bytes: (RenditionKey) -> [UInt8]?
 
-    init(candidates: @escaping (SourceFile) -> [Candidate], bytes: @escaping (RenditionKey) -> [UInt8]?) {
+    init(candidates: [Candidate], bytes: @escaping (RenditionKey) -> [UInt8]?) {
         self.candidates = candidates
         self.bytes = bytes
     }
 
-    /// Reads candidates from `store`'s path index and sizes and bytes through `reader`
-    /// (so on the reader's thread: the event loop's).
-    init(store: RenditionStore, reader: StoreReader) {
-        self.init(candidates: { source in
-            store.renditionKeys(path: source.path, source: source.identity.bytes).compactMap { key in
-                guard let spec = RenditionSpec(keyBytes: key.specBytes),
-                      let size = reader.withRendition(key, { meta, _ in (Int(meta.width), Int(meta.height)) })
-                else { return nil }
-                return Candidate(key: key, spec: spec, width: size.0, height: size.1)
+    /// The candidates of a miss's siblings (those whose key holds a rendition spec: media
+    /// info is stored beside them), with bytes read through `reader` without counting (so on
+    /// the reader's thread: the event loop's).
+    init(_ miss: StoreMiss, reader: StoreReader) {
+        self.init(candidates: miss.siblings.compactMap { sibling in
+            RenditionSpec(keyBytes: sibling.key.specBytes).map {
+                Candidate(key: sibling.key, spec: $0, width: Int(sibling.metadata.width), height: Int(sibling.metadata.height))
             }
-        }, bytes: { key in reader.withRendition(key) { _, payload in Array(payload) } })
+        }, bytes: { key in reader.peek(key) { _, payload in Array(payload) } })
     }
 
     /// The stored rendition to derive `spec` from instead of decoding the original, with its
@@ -59,18 +63,16 @@ struct StoredRenditions {
     /// - Parameters:
     ///   - original: the original's header as sniffed, if its format is known; without it
     ///     any larger rendition of the same spec but the box will do.
-    func derivationBase(for source: SourceFile, spec: RenditionSpec,
-                        original: SourceHeader?) -> (bytes: [UInt8], width: Int, height: Int)? {
-        guard let base = Self.base(among: candidates(source), for: spec, original: original),
+    func derivationBase(for spec: RenditionSpec, original: SourceHeader?) -> (bytes: [UInt8], width: Int, height: Int)? {
+        guard let base = Self.base(among: candidates, for: spec, original: original),
               let bytes = bytes(base.key) else { return nil }
         return (bytes, base.width, base.height)
     }
 
     /// The stored rendition of the whole image to cut `spec`'s region from instead of decoding
     /// the original, with its bytes and size; nil when none has the pixels the region needs.
-    func regionBase(for source: SourceFile, spec: RenditionSpec,
-                    original: SourceHeader?) -> (bytes: [UInt8], width: Int, height: Int)? {
-        guard let original, !original.isVideo, let base = Self.regionBase(among: candidates(source), for: spec, original: original),
+    func regionBase(for spec: RenditionSpec, original: SourceHeader?) -> (bytes: [UInt8], width: Int, height: Int)? {
+        guard let original, !original.isVideo, let base = Self.regionBase(among: candidates, for: spec, original: original),
               let bytes = bytes(base.key) else { return nil }
         return (bytes, base.width, base.height)
     }
@@ -78,19 +80,20 @@ struct StoredRenditions {
     /// The bytes of a stored rendition smaller than `spec` asks for, to make the PREVIEW of a
     /// render from (a grid's thumbnail while the pager's larger rendition renders); nil when
     /// there is none. The worker decides whether it is cheap enough (`Renderer.preview`).
-    func previewBase(for source: SourceFile, spec: RenditionSpec, original: SourceHeader?) -> [UInt8]? {
-        Self.smaller(among: candidates(source), than: spec, original: original).flatMap { bytes($0.key) }
+    func previewBase(for spec: RenditionSpec, original: SourceHeader?) -> [UInt8]? {
+        Self.smaller(among: candidates, than: spec, original: original).flatMap { bytes($0.key) }
     }
 
     /// The key of a stored rendition that may answer `spec` for a client that set
-    /// `allow_larger` (PROTOCOL.md, RENDER field 13); nil when there is none.
+    /// `allow_larger` (PROTOCOL.md, RENDER field 13); nil when there is none. Serving it is a
+    /// use of it: read it with `StoreReader.withRendition` (a hit).
     ///
     /// - Parameters:
     ///   - original: the original's header as sniffed; nil (a format the daemon cannot
     ///     size) finds nothing, since "larger than what the spec would make" is unknown.
-    func slightlyLarger(than spec: RenditionSpec, of source: SourceFile, original: SourceHeader?) -> RenditionKey? {
+    func slightlyLarger(than spec: RenditionSpec, original: SourceHeader?) -> RenditionKey? {
         guard let original else { return nil }
-        return Self.larger(among: candidates(source), than: spec, original: original)?.key
+        return Self.larger(among: candidates, than: spec, original: original)?.key
     }
 
     // MARK: The rules

@@ -133,11 +133,15 @@ extension Daemon {
             if sniffed.refusal != nil { continue }
             if let header = sniffed.header, configuration.limits.refusal(of: header, path: source.path) != nil { continue }
             // Rendered and stored while its header was read (a RENDER's job finished).
-            guard !reader.contains(RenditionKey(identity: source.identity.bytes, spec: spec)) else { continue }
+            // Its one store read serves nobody: a peek, counted neither way (`ReadUse`).
+            guard case .miss(let miss) = reader.lookup(RenditionKey(identity: source.identity.bytes, spec: spec),
+                                                       siblingsAt: spec.tile == nil ? source.path : nil, use: .peek,
+                                                       { _, _ in }) else { continue }
             // A tile's prefetch is its whole level's (one decode cuts every tile).
             let key = RenditionKey.job(of: spec, identity: source.identity.bytes)
             let (added, actions) = inFlight.prefetch(key, by: id, priority: request.priority) { job in
-                makeJob(job, key: key, source: source, spec: spec, sniffed: sniffed, wantsPreview: false)
+                makeJob(job, key: key, source: source, spec: spec, sniffed: sniffed, stored: StoredRenditions(miss, reader: reader),
+                        wantsPreview: false)
             }
             perform(actions)
             if added { queued += 1 }

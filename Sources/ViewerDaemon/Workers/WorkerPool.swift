@@ -300,20 +300,14 @@ final class WorkerPool: Sendable {
                 guard job.isWholeLevel else { return }
                 // Each tile of a level is stored as it comes, before its waiters hear of it.
                 let key = job.key(ofTile: address)
-                if job.sourceWasSteady, let stamp = job.stamp { store(tile, key: key, of: job, stamp: stamp) }
+                RequestOutcomes(store: store).tile(tile, key: key, of: job)
                 onEvent(.tile(job, JobRendition(key: key, rendition: tile)))
             })
             running.add(-1, ordering: .relaxed)
             if case .rendered(let rendition) = outcome {
                 settings.setFailing(false)
-                // A file rewritten during the render would store old pixels under the old
-                // identity: wasteful where timestamps are fine (that key never matches
-                // again), wrong where they are coarse (it may match): not stored. Nor is one
-                // without its stamp: a later rewrite keeping the identity could not be told.
-                // A level's job ends with an empty result: its tiles were stored as they came.
-                if job.sourceWasSteady, !job.isWholeLevel, let stamp = job.stamp {
-                    store(rendition, key: job.key, of: job, stamp: stamp)
-                }
+                // Stored unless the file changed during the render (`RequestOutcomes`).
+                RequestOutcomes(store: store).rendered(rendition, of: job)
             }
             // Its memory is free (admission may let others start), and the loop may queue the
             // same job again as soon as it hears of the end (a cancel meant for another job):
@@ -321,23 +315,6 @@ final class WorkerPool: Sendable {
             scheduler.finished(id: job.sequence)
             wakeup.broadcast()
             onEvent(.finished(job, outcome))
-        }
-    }
-}
-
-extension WorkerPool {
-    /// Queues a rendition of `job`'s source for the store's writer, and the source's media info
-    /// the render read on the way (`Rendition.source`), so that an INFO of the file, or a RENDER
-    /// asking for it, finds it stored (one header read per file, not one per question).
-    private func store(_ rendition: Rendition, key: RenditionKey, of job: RenderJob, stamp: SourceStamp) {
-        let now = UInt64(Date().timeIntervalSince1970)
-        store.put(key, path: job.source.path,
-                  metadata: RenditionMetadata(format: rendition.format.rawValue, width: rendition.width,
-                                              height: rendition.height, created: now),
-                  bytes: rendition.bytes, source: stamp)
-        if let info = rendition.source {
-            store.put(MediaInfoRecord.key(for: job.source.identity), path: job.source.path,
-                      metadata: MediaInfoRecord.metadata(info, now: now), bytes: MediaInfoRecord.encoded(info), source: stamp)
         }
     }
 }

@@ -1,0 +1,97 @@
+import Foundation
+import Rendering
+import RenditionStore
+import ViewerProtocol
+
+/// The one place a request's outcome is written to the store: a rendition or a tile rendered,
+/// a failure (through the one call of `FailurePolicy`), a file's media info. What is kept,
+/// and under which rules, is read here; the callers only say what happened.
+///
+/// ```swift
+/// let outcomes = RequestOutcomes(store: store)
+/// outcomes.rendered(rendition, of: job)                       // a worker slot, after the render
+/// outcomes.failed(error, cause: cause, of: job)               // the loop, when the job failed
+/// outcomes.read(info, of: infoJob)                            // the loop, INFO's header read
+/// ```
+///
+/// The rules every write keeps: nothing is stored for a file that changed while it was read,
+/// as far as its timestamps tell: old pixels under the old identity are wasteful where the
+/// timestamps are fine (that key never matches again) and wrong where they are coarse (it may
+/// match); a file still being written (a download) fails now and decodes in a moment. Nor is
+/// anything stored without the file's stamp: a later rewrite keeping the identity could not
+/// be told.
+///
+/// Threads: any. The store queues each write for its writer thread. Renditions and tiles are
+/// recorded on the worker slot's thread, so each is stored before its waiters hear of it (an
+/// answer held back for a client that is not reading is then read back by its key); failures
+/// and media info on the event loop.
+struct RequestOutcomes: Sendable {
+    let store: RenditionStore
+
+    /// The rendition a job made. A level's job ends with an empty one (its grid): its tiles
+    /// were recorded as they came (`tile`).
+    /// The source's media info the render read on the way (`Rendition.source`) is kept
+    /// beside it, so that an INFO of the file, or a RENDER asking for it (`source_info`),
+    /// finds it stored: one header read per file, not one per question.
+    func rendered(_ rendition: Rendition, of job: RenderJob) {
+        guard !job.isWholeLevel, let stamp = Self.storableStamp(of: job) else { return }
+        put(rendition, key: job.key, of: job, stamp: stamp)
+        if let info = rendition.source {
+            store.put(MediaInfoRecord.key(for: job.source.identity), path: job.source.path,
+                      metadata: MediaInfoRecord.metadata(info, now: Self.now()), bytes: MediaInfoRecord.encoded(info), source: stamp)
+        }
+    }
+
+    /// One tile of a level's job, under its own key.
+    func tile(_ tile: Rendition, key: RenditionKey, of job: RenderJob) {
+        guard let stamp = Self.storableStamp(of: job) else { return }
+        put(tile, key: key, of: job, stamp: stamp)
+    }
+
+    /// A job's failure, remembered when `FailurePolicy` blames the file. A region, a tile or a
+    /// derivation that fails says little about the file (an address, a scale, a stored base).
+    func failed(_ error: RenderError, cause: FailureCause, of job: RenderJob) {
+        let partial = job.derivedFrom != nil || job.spec.region != nil || job.spec.tile != nil
+        remember(error, cause: cause, of: job.source, stamp: Self.storableStamp(of: job), partial: partial)
+    }
+
+    /// An INFO's failure to read the header: remembered as a render's failure is (a header
+    /// that cannot be read fails RENDER too, and a file that crashes a worker must not crash
+    /// another).
+    func failed(_ error: RenderError, cause: FailureCause, of job: InfoJob) {
+        remember(error, cause: cause, of: job.source, stamp: job.storableStamp, partial: false)
+    }
+
+    /// An INFO's header read: stored beside the file's renditions (`MediaInfoRecord`).
+    func read(_ info: MediaInfo, of job: InfoJob) {
+        guard let stamp = job.storableStamp else { return }
+        store.put(job.key, path: job.source.path, metadata: MediaInfoRecord.metadata(info, now: Self.now()),
+                  bytes: MediaInfoRecord.encoded(info), source: stamp)
+    }
+
+    /// The one call of `FailurePolicy`: the negative cache's record of `source`, when the file
+    /// is to blame.
+    private func remember(_ error: RenderError, cause: FailureCause, of source: SourceFile, stamp: SourceStamp?, partial: Bool) {
+        guard let stamp else { return }
+        let identity = source.identity.bytes
+        guard let memory = FailurePolicy.memory(for: error, cause: cause, derivation: partial,
+                                                previous: store.failureHistory(source: identity)) else { return }
+        store.recordFailure(source: identity, path: source.path, code: error.code.rawValue, message: error.description,
+                            permanent: memory.permanent, attempts: memory.attempts, stamp: stamp)
+    }
+
+    /// The stamp a job's outcome is stored under: none when the file changed during the
+    /// render or was never stamped.
+    private static func storableStamp(of job: RenderJob) -> SourceStamp? {
+        job.sourceWasSteady ? job.stamp : nil
+    }
+
+    private func put(_ rendition: Rendition, key: RenditionKey, of job: RenderJob, stamp: SourceStamp) {
+        store.put(key, path: job.source.path,
+                  metadata: RenditionMetadata(format: rendition.format.rawValue, width: rendition.width,
+                                              height: rendition.height, created: Self.now()),
+                  bytes: rendition.bytes, source: stamp)
+    }
+
+    private static func now() -> UInt64 { UInt64(Date().timeIntervalSince1970) }
+}

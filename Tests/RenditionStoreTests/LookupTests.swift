@@ -1,0 +1,88 @@
+import Foundation
+@testable import RenditionStore
+import Testing
+import ViewerTestSupport
+
+/// A request's one read (`StoreReader.lookup`) and what each kind of read counts (`ReadUse`).
+@Suite("StoreReader.lookup")
+struct LookupTests {
+    /// The hit and miss counts, and `key`'s frequency, once the writer applied the hits.
+    func counts(_ store: RenditionStore, _ key: RenditionKey) -> (hits: UInt64, misses: UInt64, frequency: UInt8?) {
+        store.flush()
+        let stats = store.stats
+        return (stats.hits, stats.misses, store.entryRecord(key)?.frequency)
+    }
+
+    @Test("a miss carries the file's failure and its siblings (committed and just put) with their sizes; each counts one miss")
+    func missCarriesSiblings() throws {
+        // Given a rendition of file 1 at its path, its failure, and a rendition of another file
+        let dir = try StoreDirectory()
+        let store = try RenditionStore(configuration(dir))
+        let reader = store.makeReader()
+        let wide = RenditionMetadata(format: 1, width: 640, height: 480, created: 1_700_000_000)
+        store.put(key(1, spec: 1), path: "/p/1.jpg", metadata: wide, bytes: [1, 2, 3])
+        store.put(key(2, spec: 1), path: "/p/2.jpg", metadata: meta, bytes: [1, 2, 3])
+        store.recordFailure(source: identity(1), path: "/p/1.jpg", code: 3, message: "corrupt image", permanent: true)
+        store.flush()
+
+        // When another spec of file 1 is looked up
+        let first = reader.lookup(key(1, spec: 3), siblingsAt: "/p/1.jpg") { _, _ in "served" }
+
+        // Then it is a miss with the sibling and its metadata, and the failure
+        guard case .miss(let miss) = first else { Issue.record("a hit for a key never stored"); return }
+        #expect(miss.siblings == [StoredSibling(key: key(1, spec: 1), metadata: wide)])
+        #expect(miss.failure?.message == "corrupt image")
+        // And without a path (a tile plans from none) only the failure
+        guard case .miss(let bare) = reader.lookup(key(1, spec: 3), siblingsAt: nil, { _, _ in "served" }) else { return }
+        #expect(bare.siblings.isEmpty && bare.failure?.message == "corrupt image")
+
+        // And a rendition put a moment ago (still with the writer, or just committed: a
+        // rendition of the file clears its failure) is a sibling at once
+        store.put(key(1, spec: 2), path: "/p/1.jpg", metadata: meta, bytes: [4, 5])
+        guard case .miss(let again) = reader.lookup(key(1, spec: 3), siblingsAt: "/p/1.jpg", { _, _ in "served" }) else {
+            Issue.record("a hit for a key never stored")
+            return
+        }
+        #expect(Set(again.siblings.map(\.key)) == [key(1, spec: 1), key(1, spec: 2)])
+        #expect(again.siblings.first { $0.key == key(1, spec: 2) }?.metadata == meta)
+        #expect(counts(store, key(1, spec: 1)).misses == 3 && counts(store, key(1, spec: 1)).hits == 0)
+        store.close()
+    }
+
+    @Test("only a rendition served is a hit and raises its frequency; a peek counts nothing; a late hit replaces the miss")
+    func whatCounts() throws {
+        let dir = try StoreDirectory()
+        let store = try RenditionStore(configuration(dir))
+        let reader = store.makeReader()
+        store.put(key(1), path: "/p/1.jpg", metadata: meta, bytes: [1, 2, 3])
+        store.flush()
+
+        // A peek, a PREFETCH's lookup and `contains` count nothing and leave the frequency
+        #expect(reader.peek(key(1)) { _, bytes in Array(bytes) } == [1, 2, 3])
+        if case .hit = reader.lookup(key(1), siblingsAt: "/p/1.jpg", use: .peek, { _, _ in }) {} else { Issue.record("a miss") }
+        #expect(reader.contains(key(1)))
+        #expect(reader.peek(key(2)) { _, _ in true } == nil)
+        var now = counts(store, key(1))
+        #expect(now.hits == 0 && now.misses == 0 && now.frequency == 0)
+
+        // A lookup that serves is one hit, and raises the frequency
+        if case .hit(let served) = reader.lookup(key(1), siblingsAt: "/p/1.jpg", { _, bytes in bytes.count }) {
+            #expect(served == 3)
+        } else {
+            Issue.record("a miss")
+        }
+        now = counts(store, key(1))
+        #expect(now.hits == 1 && now.misses == 0 && now.frequency == 1)
+
+        // A miss, then the same request served after all: one hit, no miss left
+        _ = reader.lookup(key(2), siblingsAt: "/p/2.jpg") { _, _ in }
+        #expect(counts(store, key(1)).misses == 1)
+        #expect(reader.withRendition(key(2), use: .servedAfterMiss) { _, _ in true } == nil)
+        #expect(counts(store, key(1)).misses == 1)  // nothing found again counts nothing
+        store.put(key(2), path: "/p/2.jpg", metadata: meta, bytes: [9])
+        #expect(reader.withRendition(key(2), use: .servedAfterMiss) { _, _ in true } == true)
+        now = counts(store, key(2))
+        #expect(now.hits == 2 && now.misses == 0 && now.frequency == 1)
+        store.close()
+    }
+}

@@ -1,0 +1,93 @@
+import Rendering
+import RenditionStore
+import Testing
+@testable import ViewerDaemon
+import ViewerProtocol
+
+/// The layout of the store's keys (Store/RenditionKeys.swift): stable, since renditions stored
+/// by an older build must still hit.
+@Suite("RenditionKeys")
+struct RenditionKeysTests {
+    @Test("equivalent specs share a key")
+    func equivalentSpecs() {
+        let pairs: [(RenditionSpec, RenditionSpec)] = [
+            (RenditionSpec(width: 256, height: 0, fit: .fill, crop: .entropy), RenditionSpec(width: 256, height: 0, fit: .fit)),
+            (RenditionSpec(width: 256, height: 256, format: .jpeg, quality: 0), RenditionSpec(width: 256, height: 256, format: .jpeg, quality: 80)),
+            (RenditionSpec(width: 256, height: 256, format: .png, background: 0x123456), RenditionSpec(width: 256, height: 256, format: .png)),
+        ]
+        for (a, b) in pairs { #expect(a.keyBytes == b.keyBytes) }
+    }
+
+    @Test("specs that ask for different pixels have different keys")
+    func differentKeys() {
+        // Given a base spec and one variation of every field that matters
+        let base = RenditionSpec(width: 256, height: 256, fit: .fill, crop: .centre, format: .jpeg, quality: 80,
+                                 background: 0xFFFFFF, page: 0, upscale: false)
+        var variants = [base]
+        for change in [
+            { (s: inout RenditionSpec) in s.width = 255 },
+            { s in s.height = 255 },
+            { s in s.fit = .fit },
+            { s in s.crop = .attention },
+            { s in s.crop = .entropy },
+            { s in s.format = .webp },
+            { s in s.format = .png },
+            { s in s.format = .avif },
+            { s in s.format = .raw },
+            { s in s.quality = 81 },
+            { s in s.background = 0 },
+            { s in s.page = 1 },
+            { s in s.upscale = true },
+        ] as [(inout RenditionSpec) -> Void] {
+            var spec = base
+            change(&spec)
+            variants.append(spec)
+        }
+
+        // Then every key is distinct
+        #expect(Set(variants.map(\.keyBytes)).count == variants.count)
+    }
+
+    @Test("the key layout is stable: version 1, then the normalized fields little-endian")
+    func keyLayout() {
+        let key = RenditionSpec(width: 256, height: 192, format: .jpeg, background: 0x102030, page: 2).keyBytes
+        #expect(key == [1, 0x00, 0x01, 0, 0, 0xC0, 0, 0, 0, 0, 1, 1, 80, 0x30, 0x20, 0x10, 0, 2, 0, 0, 0, 0])
+    }
+
+    @Test("regions and tiles are part of the key (version 3) and survive the round trip through it")
+    func regionAndTileKeys() {
+        let plain = RenditionSpec(width: 512, height: 512)
+        var region = plain
+        region.region = PixelRegion(x: 100, y: 200, width: 1000, height: 800)
+        var moved = region
+        moved.region?.x = 101
+        var tile = plain
+        tile.tile = TileAddress(level: 12, column: 3, row: 4)
+        var next = tile
+        next.tile?.column = 4
+        var video = region
+        video.timeMillis = 1500
+        let keys = [plain, region, moved, tile, next, video].map(\.keyBytes)
+        #expect(Set(keys).count == keys.count)
+        #expect(plain.keyBytes.count == 22 && region.keyBytes[0] == 3 && region.keyBytes.count == 22 + 1 + 16)
+        for spec in [region, tile, video] {
+            #expect(RenditionSpec(keyBytes: spec.keyBytes) == spec.normalized())
+        }
+        // A tile's box, fit and upscale do not matter: the pyramid sizes it.
+        var boxed = tile
+        (boxed.width, boxed.height, boxed.fit, boxed.upscale) = (100, 50, .fill, true)
+        #expect(boxed.keyBytes == tile.keyBytes)
+        // Keys that are not whole are refused.
+        #expect(RenditionSpec(keyBytes: region.keyBytes.dropLast()) == nil)
+        #expect(RenditionSpec(keyBytes: region.keyBytes + [0]) == nil)
+    }
+
+    @Test("a key is the store's frame around the spec bytes: format 2, the renderer version, the identity")
+    func keyFrame() {
+        let spec = RenditionSpec(width: 64, height: 48)
+        let key = RenditionKey(identity: [9, 8, 7], spec: spec)
+        #expect(key.bytes == [2, UInt8(Renderer.version & 0xff), UInt8(Renderer.version >> 8), 9, 8, 7] + spec.keyBytes)
+        #expect(Array(key.specBytes) == spec.keyBytes)
+        #expect(RenditionSpec(keyBytes: key.specBytes) == spec.normalized())
+    }
+}
