@@ -7,18 +7,15 @@ import ViewerProtocol
 /// INFO: the file is opened off the loop with RENDER's access rules; its media info comes
 /// from the store when the store has it for the file's identity, else from a worker's read
 /// of its header on the preview lane, ahead of previews and never behind a render
-/// (`WorkerPool.wantInfo`); identical INFOs in flight share one read.
+/// (`WorkerPool.wantInfo`); identical INFOs in flight share one read (`RequestTable`).
 extension Daemon {
-    /// Takes an INFO: checked here, then its file is opened off the loop; `infoOpened`
-    /// carries on.
-    func handleInfo(_ request: InfoRequest, descriptor: Int32?, requestID: UInt32, on connection: Connection) {
-        stats.infoRequests += 1
-        guard let lease = claimSource(for: connection) else {
+    /// Opens an INFO's file off the loop, within its user's quota of open sources;
+    /// `SourceEvent.infoOpened` comes back.
+    func openInfo(_ ref: RequestRef, _ request: InfoRequest, descriptor: Int32?) {
+        guard let connection = connections.byID[ref.connection], let lease = claimSource(for: connection) else {
             if let descriptor { Posix.close(descriptor) }
-            return send(connection, .error(ErrorReply(.busy, sourceQuotaMessage)), requestID: requestID)
+            return perform(requests.openRefused(ref, ErrorReply(.busy, sourceQuotaMessage)))
         }
-        let ref = RequestRef(connection: connection.id, id: requestID)
-        infoOpening[connection.id, default: 0] += 1
         let access = sourceAccess, peer = connection.peerUID, path = request.path, store = store
         offLoop(priority: .visible) {
             let result = Result { () throws(RenderError) in
@@ -32,78 +29,6 @@ extension Daemon {
                 Log.info("event=source-rewritten path=\(Log.quote(source.path)) detail=\"same identity, other content\"")
             }
             return .infoOpened(ref, result)
-        }
-    }
-
-    /// An INFO's file is open (or is not): answered from the store, from a recorded failure,
-    /// or by a worker's read of its header.
-    func infoOpened(_ ref: RequestRef, _ result: Result<SourceFile, RenderError>) {
-        let opening = infoOpening[ref.connection, default: 1] - 1
-        infoOpening[ref.connection] = opening > 0 ? opening : nil
-        guard let connection = connections.byID[ref.connection] else { return }
-        let source: SourceFile
-        switch result {
-        case .failure(let error):
-            return send(connection, .error(ErrorReply(error.code, error.description)), requestID: ref.id)
-        case .success(let opened):
-            source = opened
-        }
-        let key = MediaInfoRecord.key(for: source.identity)
-        // A hit: the stored INFO_REPLY body goes out as it is, one copy, no decode and encode.
-        let hit = reader.withRendition(key) { _, bytes -> Bool in
-            guard let body = MediaInfoRecord.body(bytes) else { return false }
-            connection.enqueue(.infoReply, requestID: ref.id, body: body)
-            return true
-        } ?? false
-        if hit {
-            stats.infoHits += 1
-            return connections.touch(connection)
-        }
-        // A file that failed before fails again without a read, as a RENDER of it would;
-        // except for a render too large or too slow for its pixels: its header reads fine.
-        if let failure = store.failure(source: source.identity.bytes),
-           failure.code != ErrorCode.tooLarge.rawValue && failure.code != ErrorCode.timeout.rawValue {
-            stats.negativeHits += 1
-            return send(connection, .error(ErrorReply(rawCode: failure.code, message: failure.message)), requestID: ref.id)
-        }
-        guard let job = pendingInfo.wait(ref, key: key, source: source) else {
-            stats.infoCoalesced += 1
-            return
-        }
-        stats.infoReads += 1
-        pool.wantInfo(job)
-    }
-
-    /// A worker read the header of an INFO's file: stored with the file's stamp (when the
-    /// file stayed the same meanwhile, by the rules renditions are stored by) and answered to
-    /// every INFO waiting for it.
-    func infoRead(_ job: InfoJob, _ outcome: InfoOutcome) {
-        let stamp = job.storableStamp
-        let answer: Message
-        switch outcome {
-        case .read(let info):
-            if let stamp {
-                store.put(job.key, path: job.source.path,
-                          metadata: MediaInfoRecord.metadata(info, now: UInt64(Date().timeIntervalSince1970)),
-                          bytes: MediaInfoRecord.encoded(info), source: stamp)
-            }
-            answer = .infoReply(info)
-        case .failed(let error, let cause):
-            Log.info("event=info-failed code=\(error.code.name) path=\(Log.quote(job.source.path)) " +
-                     "detail=\(Log.quote(error.description))")
-            // Remembered as a render's failure is (`FailurePolicy`): a header that cannot be
-            // read fails RENDER too, and a file that crashes a worker must not crash another.
-            if let stamp, let memory = FailurePolicy.memory(for: error, cause: cause, derivation: false,
-                                                            previous: store.failureHistory(source: job.source.identity.bytes)) {
-                store.recordFailure(source: job.source.identity.bytes, path: job.source.path, code: error.code.rawValue,
-                                    message: error.description, permanent: memory.permanent, attempts: memory.attempts,
-                                    stamp: stamp)
-            }
-            answer = .error(ErrorReply(error.code, error.description))
-        }
-        for ref in pendingInfo.finish(job) {
-            guard let connection = connections.byID[ref.connection] else { continue }
-            send(connection, answer, requestID: ref.id)
         }
     }
 }

@@ -10,7 +10,10 @@ final class RenderJob: Sendable {
     let key: RenditionKey
     let source: SourceFile
     let spec: RenditionSpec
-    let sequence: UInt64
+    /// The in-flight table's id (`JobID.render`).
+    let id: JobID
+    /// The number the scheduler and the worker slots know it by (`JobID.sequence`).
+    var sequence: UInt64 { id.sequence }
     /// The job's priority: the highest among its waiters. Read by the worker slots when they
     /// pick work, raised by the event loop when a more urgent waiter joins.
     let priority: Atomic<UInt8>
@@ -47,7 +50,7 @@ final class RenderJob: Sendable {
     /// change while it was read, as far as its timestamps can tell.
     var sourceWasSteady: Bool { source.wasSteady(since: startedNanos.load(ordering: .relaxed)) }
 
-    init(key: RenditionKey, source: SourceFile, spec: RenditionSpec, priority: Priority, sequence: UInt64,
+    init(key: RenditionKey, source: SourceFile, spec: RenditionSpec, priority: Priority, id: JobID,
          cost: RenderCost = RenderCost(memoryBytes: 0, costly: false), derivedFrom: [UInt8]? = nil,
          previewBase: [UInt8]? = nil, mayHavePreview: Bool = false, fingerprint: UInt64? = nil) {
         self.key = key
@@ -58,7 +61,7 @@ final class RenderJob: Sendable {
         self.mayHavePreview = previewBase != nil || mayHavePreview
         self.source = source
         self.spec = spec
-        self.sequence = sequence
+        self.id = id
         self.priority = Atomic(priority.rawValue)
     }
 

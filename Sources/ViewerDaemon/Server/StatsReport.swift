@@ -7,7 +7,7 @@ import ViewerProtocol
 /// by name.
 struct StatsReport {
     let daemon: DaemonStats
-    let inFlight: InFlight<RenditionKey, RenderJob, JobRendition>.Counters
+    let inFlight: Requests.Renders.Counters
     let jobsInFlight: Int
     let connections: Int
     let connectionsAccepted: UInt64
@@ -16,6 +16,7 @@ struct StatsReport {
     let workers: Int
     let pool: WorkerPool
     let store: StoreStats
+    let answers: Answers.Counters
     /// Bytes of held-back answers kept now (`HeldBackBudget.total`).
     let heldBackBytes: Int
 
@@ -43,7 +44,7 @@ struct StatsReport {
             ("sandbox_refused_opens", poolCounters.refusedOpens),
         ]
         // Failures by code, as "errors_<name>", for the ones that happened.
-        let byCode = stats.errorsByCode.sorted { $0.key < $1.key }.map { code, count in
+        let byCode = answers.errorsByCode.sorted { $0.key < $1.key }.map { code, count in
             ("errors_" + (ErrorCode(rawValue: code)?.name ?? "\(code)").replacingOccurrences(of: "-", with: "_"), count)
         }
         let daemonCounters: [(String, UInt64)] = [
@@ -58,21 +59,21 @@ struct StatsReport {
             ("renders", stats.renders),
             ("tiles", stats.tiles),
             ("coalesced", inFlight.coalesced),
-            ("previews", stats.previews),
+            ("previews", answers.previews),
             ("derivations", stats.derivations),
             ("larger_served", stats.largerServed),
             ("prefetched", stats.prefetched),
             ("cancelled_queued", stats.cancelledQueued),
             ("cancelled_running", stats.cancelledRunning),
-            ("errors", stats.errors),
+            ("errors", answers.errors),
             ("malformed_frames", stats.malformedFrames),
             ("descriptors_received", stats.descriptorsReceived),
             ("sources_refused", stats.sourcesRefused),
             ("negative_hits", stats.negativeHits),
-            ("answers_held_back", stats.answersHeldBack),
+            ("answers_held_back", answers.heldBack),
             ("answers_held_back_bytes", UInt64(heldBackBytes)),
-            ("answers_dropped", stats.answersDropped),
-            ("previews_dropped", stats.previewsDropped),
+            ("answers_dropped", answers.dropped),
+            ("previews_dropped", answers.previewsDropped),
             ("write_timeouts", stats.writeTimeouts),
             ("info_requests", stats.infoRequests),
             ("info_hits", stats.infoHits),
