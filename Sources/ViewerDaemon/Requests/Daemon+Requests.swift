@@ -28,61 +28,69 @@ extension Daemon {
                 if decision == .hitLarger { stats.largerServed += 1 }
                 decision.log(request, requestID: ref.id, client: connections.byID[ref.connection]?.clientName ?? "")
             case .open(let ref, let request, let priority):
-                open(ref, request, priority: priority, descriptor: descriptor)
+                open(ref, path: request.path, descriptor: descriptor, info: false, priority: priority)
                 descriptor = nil
             case .lookUp(let ref, let opened, let lookUp):
-                let verdict = self.lookUp(ref, opened, lookUp)
+                guard let connection = connections.byID[ref.connection] else { continue }
+                let verdict = requestStore.lookUp(opened, lookUp, requestID: ref.id, on: connection)
                 perform(requests.lookedUp(ref, verdict) { id, opened, wantsPreview in
-                    makeJob(id, key: opened.jobKey, source: opened.source, spec: opened.render.spec,
+                    requestStore.makeJob(id, key: opened.jobKey, source: opened.source, spec: opened.render.spec,
                             sniffed: opened.sniffed!, wantsPreview: wantsPreview)
                 })
             case .sniff(let ref, let source, let priority):
-                offLoop(priority: priority) { .headerRead(ref, HeaderSniffer.sniff(source)) }
+                opener.run(priority: priority) { .headerRead(ref, HeaderSniffer.sniff(source)) }
             case .job(let action):
                 performJob(action)
             case .openInfo(let ref, let request):
-                openInfo(ref, request, descriptor: descriptor)
+                open(ref, path: request.path, descriptor: descriptor, info: true)
                 descriptor = nil
             case .lookUpInfo(let ref, let source, let key):
-                perform(requests.infoLookedUp(ref, lookUpInfo(ref, source: source, key: key)))
+                guard let connection = connections.byID[ref.connection] else { continue }
+                perform(requests.infoLookedUp(ref, requestStore.lookUpInfo(key, of: source, requestID: ref.id, on: connection)))
             case .readInfo(let id, let source, let key):
                 stats.infoReads += 1
                 pool.wantInfo(InfoJob(source: source, key: key, id: id))
             case .openPrefetch(let connection, let request):
                 openPrefetch(request, connection: connection)
             case .sniffPrefetch(let connection, let sources, let priority):
-                offLoop(priority: priority) { .prefetchHeadersRead(connection: connection, sources.map { ($0, HeaderSniffer.sniff($0)) }) }
+                opener.run(priority: priority) { .prefetchHeadersRead(connection: connection, sources.map { ($0, HeaderSniffer.sniff($0)) }) }
             case .identify(let connection, let paths):
-                offLoop { .stopPrefetchIdentified(connection: connection, paths.compactMap(AssetIdentity.of(path:))) }
+                opener.run { .stopPrefetchIdentified(connection: connection, paths.compactMap(AssetIdentity.of(path:))) }
             }
         }
         if let descriptor { Posix.close(descriptor) }
     }
 
-    /// Opens a RENDER's source off the loop (`SourceIO`), within its user's quota of open
-    /// sources; `SourceEvent.opened` comes back.
-    private func open(_ ref: RequestRef, _ request: RenderRequest, priority: Priority, descriptor: Int32?) {
+    /// Opens a RENDER's or an INFO's file off the loop, within its user's quota of open sources.
+    private func open(_ ref: RequestRef, path: String, descriptor: Int32?, info: Bool, priority: Priority = .visible) {
         guard let connection = connections.byID[ref.connection], let lease = claimSource(for: connection) else {
             if let descriptor { Posix.close(descriptor) }
             return perform(requests.openRefused(ref, ErrorReply(.busy, sourceQuotaMessage)))
         }
-        let access = sourceAccess, peer = connection.peerUID, path = request.path, store = store
-        offLoop(priority: priority) {
-            let result = Result { () throws(RenderError) in
-                try access.open(path: path, descriptor: descriptor, peerUID: peer, lease: lease)
-            }
-            // Before the loop looks in the store: a rewrite that kept the identity has its
-            // renditions removed by now, a moved file has them under its new path.
-            let continuity = (try? result.get()).map { SourceContinuity.check($0, store: store) } ?? .unchanged
-            return .opened(ref, result, continuity)
+        if info {
+            opener.openInfo(ref, path: path, descriptor: descriptor, peer: connection.peerUID, lease: lease)
+        } else {
+            opener.openRender(ref, path: path, descriptor: descriptor, peer: connection.peerUID, lease: lease, priority: priority)
         }
+    }
+
+    /// Opens a PREFETCH's files off the loop. Each path takes a place in the user's quota of
+    /// open sources; past it, the rest are skipped (not counted in the ACK).
+    private func openPrefetch(_ request: PrefetchRequest, connection id: UInt64) {
+        guard let connection = connections.byID[id] else { return }
+        var leased: [(String, SourceQuota.Lease)] = []
+        for path in request.paths {
+            guard let lease = claimSource(for: connection) else { break }
+            leased.append((path, lease))
+        }
+        opener.openPrefetch(leased, connection: id, peer: connection.peerUID, priority: request.priority)
     }
 
     /// Acts on what an I/O thread found: it goes to the request table.
     func handle(_ event: SourceEvent) {
         switch event {
         case .opened(let ref, let result, let continuity):
-            if case .success(let source) = result { Self.log(continuity, of: source) }
+            if case .success(let source) = result { SourceOpener.log(continuity, of: source) }
             perform(requests.sourceOpened(ref, result.mapError { ErrorReply($0.code, $0.description) }))
             openingFinished(on: ref.connection)
         case .headerRead(let ref, let sniffed):
@@ -94,12 +102,12 @@ extension Daemon {
             openingFinished(on: ref.connection)
         case .prefetchOpened(let id, let sources):
             perform(requests.prefetchOpened(id, sources) { source, key in
-                reader.contains(key) || store.failure(source: source.identity.bytes) != nil
+                requestStore.contains(key) || requestStore.failure(of: source) != nil
             })
         case .prefetchHeadersRead(let id, let headers):
             perform(requests.prefetchSniffed(id, headers, isRefused: { refusal(of: $1, path: $0.path) != nil },
-                                             isStored: { reader.contains($0) }) { job, key, source, spec, sniffed in
-                makeJob(job, key: key, source: source, spec: spec, sniffed: sniffed, wantsPreview: false)
+                                             isStored: requestStore.contains) { job, key, source, spec, sniffed in
+                requestStore.makeJob(job, key: key, source: source, spec: spec, sniffed: sniffed, wantsPreview: false)
             })
         case .stopPrefetchIdentified(let id, let identities):
             perform(requests.stopIdentified(id, identities))
@@ -111,27 +119,6 @@ extension Daemon {
     private func refusal(of sniffed: HeaderSniffer.Sniffed, path: String) -> ErrorReply? {
         (sniffed.refusal ?? sniffed.header.flatMap { configuration.limits.refusal(of: $0, path: path) })
             .map { ErrorReply($0.code, $0.description) }
-    }
-
-    private static func log(_ continuity: SourceContinuity, of source: SourceFile) {
-        switch continuity {
-        case .unchanged: break
-        case .moved(let from) where from != source.path:
-            Log.info("event=source-moved from=\(Log.quote(from)) to=\(Log.quote(source.path))")
-        case .moved: break  // chmodded, touched: nothing to tell
-        case .rewritten:
-            Log.info("event=source-rewritten path=\(Log.quote(source.path)) detail=\"same identity, other content\"")
-        }
-    }
-
-    /// Runs file system work on an I/O thread; what it finds comes back to the loop. Work for
-    /// a request at `priority` visible or high goes ahead of the rest.
-    func offLoop(priority: Priority = .normal, _ work: @escaping @Sendable () -> SourceEvent) {
-        let completions = self.completions, wakeup = self.wakeup
-        io.run(urgent: priority <= .high) {
-            completions.append(.io(work()))
-            wakeup.signal()
-        }
     }
 
     /// Carries out one of the in-flight table's job actions.
@@ -176,7 +163,7 @@ extension Daemon {
             case .io(let event):
                 handle(event)
             case .info(let job, let outcome):
-                perform(requests.infoRead(job.id, infoRead(job, outcome)))
+                perform(requests.infoRead(job.id, requestStore.infoRead(job, outcome)))
             }
         }
     }
@@ -188,12 +175,12 @@ extension Daemon {
             // A level's job ends with its grid (columns x rows) as an empty rendition.
             let grid = (columns: Int(rendition.width), rows: Int(rendition.height))
             perform(requests.finished(job.id, .rendered(JobRendition(key: job.key, rendition: rendition))) { part in
-                Self.missingTile(part, grid: grid, path: job.source.path)
+                RenderJob.missingTile(part, grid: grid, path: job.source.path)
             })
         case .failed(let error, let cause):
             Log.info("event=render-failed code=\(error.code.name) path=\(Log.quote(job.source.path)) " +
                      "detail=\(Log.quote(error.description))")
-            remember(error, cause: cause, of: job)
+            requestStore.remember(error, cause: cause, of: job)
             perform(requests.finished(job.id, .failed(ErrorReply(error.code, error.description))))
         case .cancelled:
             perform(requests.finished(job.id, .cancelled))

@@ -84,6 +84,22 @@ final class RenderJob: Sendable {
     }
 }
 
+extension RenderJob {
+    /// What a request for a tile a level's job did not cut hears: past the level's edge (the
+    /// job started for another tile of the level cannot tell it sooner), or not kept.
+    static func missingTile(_ part: RenditionKey, grid: (columns: Int, rows: Int), path: String) -> ErrorReply {
+        if let tile = RenditionSpec(keyBytes: part.specBytes)?.tile {
+            if tile.column >= grid.columns {
+                return ErrorReply(.invalidArgument, "tile: column \(tile.column) is past the last column \(grid.columns - 1) of level \(tile.level) (\(path))")
+            }
+            if tile.row >= grid.rows {
+                return ErrorReply(.invalidArgument, "tile: row \(tile.row) is past the last row \(grid.rows - 1) of level \(tile.level) (\(path))")
+            }
+        }
+        return ErrorReply(.unreadable, "the tile was not kept: \(path) changed while it was read; ask again")
+    }
+}
+
 extension RenditionKey {
     /// The key of `spec`'s rendition of the file of `identity`.
     init(identity: [UInt8], spec: RenditionSpec) {

@@ -3,30 +3,8 @@ import Rendering
 import RenditionStore
 import ViewerProtocol
 
-/// Prefetching's files, invalidation and statistics.
+/// Invalidation, trimming and statistics.
 extension Daemon {
-    /// Opens a PREFETCH's files off the loop. Each path takes a place in the user's quota of
-    /// open sources; past it, the rest are skipped (not counted in the ACK).
-    func openPrefetch(_ request: PrefetchRequest, connection id: UInt64) {
-        guard let connection = connections.byID[id] else { return }
-        var claimed: [(String, SourceQuota.Lease)] = []
-        for path in request.paths {
-            guard let lease = claimSource(for: connection) else { break }
-            claimed.append((path, lease))
-        }
-        let access = sourceAccess, peer = connection.peerUID, leased = claimed, store = store
-        offLoop(priority: request.priority) {
-            .prefetchOpened(connection: id, leased.compactMap { path, lease in
-                guard let source = try? access.open(path: path, descriptor: nil, peerUID: peer, lease: lease) else {
-                    return nil
-                }
-                // As for a RENDER: a rewrite is rendered again, a move keeps its renditions.
-                _ = SourceContinuity.check(source, store: store)
-                return source
-            })
-        }
-    }
-
     /// Drops the renditions of a path (or of everything under a directory). The store does
     /// it on its writer thread; the ACK goes out when it has.
     func invalidate(_ request: InvalidateRequest, requestID: UInt32, on connection: Connection) {
@@ -72,24 +50,19 @@ extension Daemon {
     }
 
     func statsReply() -> StatsReply {
-        // The request table's counters, in the daemon's names.
-        var daemon = stats
-        daemon.cancelledQueued += requests.counters.cancelledOpening
-        daemon.infoCoalesced += requests.counters.infoCoalesced
-        daemon.negativeHits += requests.counters.infoNegativeHits
-        daemon.prefetched += requests.counters.prefetched
-        return StatsReport(daemon: daemon, inFlight: requests.renders.counters, jobsInFlight: requests.jobCount,
-                           connections: connections.count, connectionsAccepted: connections.accepted,
-                           connectionsRefused: connections.refused, uptime: ContinuousClock.now - started,
-                           workers: configuration.workerCount, pool: pool, store: store.stats,
-                           answers: answers.counters, heldBackBytes: answers.heldBack.total).reply
+        StatsReport(daemon: stats, inFlight: requests.renders.counters, requests: requests.counters,
+                    jobsInFlight: requests.jobCount, connections: connections.count,
+                    connectionsAccepted: connections.accepted, connectionsRefused: connections.refused,
+                    uptime: ContinuousClock.now - started, workers: configuration.workerCount, pool: pool,
+                    store: store.stats, answers: answers.counters, stored: requestStore.counters,
+                    heldBackBytes: answers.heldBack.total).reply
     }
 
     /// The live figures `systemctl status viewerd` shows.
     func statusLine() -> String {
         // A weakened sandbox stays in sight in `systemctl status` too, not only in the log.
         let sandbox = configuration.sandbox == .on ? "" : "; sandbox \(configuration.sandbox.name)"
-        return "Serving: \(stats.requests) requests, \(stats.hits) hits, \(stats.renders) renders, " +
+        return "Serving: \(stats.requests) requests, \(requestStore.counters.hits) hits, \(stats.renders) renders, " +
             "\(pool.scheduler.stats.queued) queued, \(pool.runningCount) running, \(connections.count) clients" + sandbox
     }
 }

@@ -5,56 +5,33 @@ import SystemCalls
 import ViewerProtocol
 
 extension Daemon {
+    /// Acts on one frame: what `FrameIntake` lets through goes to the request table (or is
+    /// answered here: STATS, PING, INVALIDATE, TRIM).
     func handleFrame(_ frame: Frame, on connection: Connection) {
         // A descriptor travels with its frame; take it first so it is never left behind.
-        var descriptor: Int32?
-        if frame.flags & FrameFlags.descriptor != 0 {
-            guard !connection.descriptors.isEmpty else {
-                reject(connection, ErrorReply(.malformedFrame, "frame \(frame.requestID) is flagged with a descriptor but none arrived"))
-                return
-            }
-            descriptor = connection.descriptors.removeFirst()
-        }
-        let isControl = frame.type == MessageType.cancel.rawValue || frame.type == MessageType.setPriority.rawValue
-        let message: Message
-        do throws(ProtocolError) {
-            message = try Message(frame: frame)
-        } catch {
-            if let descriptor { Posix.close(descriptor) }
-            if connection.version == nil {
-                reject(connection, ErrorReply(.handshakeRequired, "the first frame must be HELLO (\(error))"))
-            } else if isControl {
-                // A CANCEL or SET_PRIORITY carries the id of the RENDER it names: the ERROR
-                // about it ends that RENDER too (one terminal answer per id).
-                stats.malformedFrames += 1
-                perform(requests.fail(RequestRef(connection: connection.id, id: frame.requestID), ErrorReply(.malformedFrame, "\(error)")))
-            } else if case .unexpectedMessage = error {
-                send(connection, .error(ErrorReply(.unknownMessage, "\(error)")), requestID: frame.requestID)
-            } else {
-                send(connection, .error(ErrorReply(.malformedFrame, "\(error)")), requestID: frame.requestID)
-            }
-            return
-        }
-        guard connection.version != nil else {
-            if let descriptor { Posix.close(descriptor) }
-            guard case .hello(let hello) = message else {
-                reject(connection, ErrorReply(.handshakeRequired, "the first frame must be HELLO, not \(message.type)"))
-                return
-            }
-            greet(connection, hello)
-            return
-        }
-        if let descriptor, message.type != .render && message.type != .info {
-            Posix.close(descriptor)
-            let error = ErrorReply(.invalidArgument, "only RENDER and INFO take a descriptor")
-            if isControl {
-                perform(requests.fail(RequestRef(connection: connection.id, id: frame.requestID), error))
-            } else {
-                send(connection, .error(error), requestID: frame.requestID)
-            }
-            return
-        }
+        let flagged = frame.flags & FrameFlags.descriptor != 0
+        let descriptor = flagged && !connection.descriptors.isEmpty ? connection.descriptors.removeFirst() : nil
+        let verdict = FrameIntake.classify(frame, greeted: connection.version != nil, descriptor: flagged ? descriptor != nil : nil)
         let id = frame.requestID, ref = RequestRef(connection: connection.id, id: id)
+        guard case .message(let message) = verdict else {
+            if let descriptor { Posix.close(descriptor) }
+            switch verdict {
+            case .reject(let error):
+                reject(connection, error)
+            case .refuse(let error, let endsRequest) where endsRequest:
+                if error.code == .malformedFrame { stats.malformedFrames += 1 }
+                perform(requests.fail(ref, error))
+            case .refuse(let error, _):
+                send(connection, .error(error), requestID: id)
+            case .greet(let version, let clientName):
+                (connection.version, connection.clientName) = (version, clientName)
+                send(connection, .welcome(FrameIntake.welcome(version: version, configuration: configuration)), requestID: 0)
+            case .message:
+                break
+            }
+            return
+        }
+        // Only a RENDER or an INFO comes with a descriptor this far (`FrameIntake`).
         switch message {
         case .render(var request):
             stats.requests += 1
@@ -86,31 +63,9 @@ extension Daemon {
             send(connection, .statsReply(statsReply()), requestID: id)
         case .ping:
             send(connection, .pong, requestID: id)
-        case .hello:
-            send(connection, .error(ErrorReply(.invalidArgument, "HELLO was already received")), requestID: id)
-        case .welcome, .result, .preview, .error, .cancelled, .statsReply, .pong, .ack, .infoReply:
-            send(connection, .error(ErrorReply(.unknownMessage, "\(message.type) is sent by servers, not clients")),
-                 requestID: id)
+        case .hello, .welcome, .result, .preview, .error, .cancelled, .statsReply, .pong, .ack, .infoReply:
+            break  // refused by `FrameIntake`
         }
-    }
-
-    private func greet(_ connection: Connection, _ hello: Hello) {
-        let lower = max(hello.minVersion, ProtocolVersion.supported.lowerBound)
-        let upper = min(hello.maxVersion, ProtocolVersion.supported.upperBound)
-        guard lower <= upper else {
-            reject(connection, ErrorReply(.unsupportedVersion,
-                                          "client speaks \(hello.minVersion)-\(hello.maxVersion), server speaks " +
-                                          "\(ProtocolVersion.supported.lowerBound)-\(ProtocolVersion.supported.upperBound)"))
-            return
-        }
-        connection.version = upper
-        connection.clientName = String(hello.clientName.prefix(64))
-        send(connection, .welcome(Welcome(version: upper, serverVersion: viewerdVersion,
-                                          maxRequestBody: configuration.maxRequestBody,
-                                          maxResponseBody: configuration.maxResponseBody,
-                                          capabilities: [.descriptorPassing, .previews, .prefetch, .invalidate, .cancellation,
-                                                                 .mediaInfo, .zoom],
-                                          maxOutstanding: UInt32(configuration.maxOutstandingPerClient))), requestID: 0)
     }
 
     /// A place in the peer's quota of open sources (`SourceQuota`, `max-sources-per-user`),

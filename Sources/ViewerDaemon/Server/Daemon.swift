@@ -42,10 +42,13 @@ public final class Daemon {
     var requests: Requests
     /// Opens sources and reads headers off the loop.
     let io = SourceIO()
+    let opener: SourceOpener
     /// Connections whose reading waits for their user's open sources to drop under the quota.
     var quotaPaused: Set<UInt64> = []
     /// Every answer to a client, and those held back for clients that do not read.
     let answers: Answers
+    /// The store as requests read and write it.
+    let requestStore: RequestStore
     var stats = DaemonStats()
     var shuttingDown = false
     var shutdownDeadline: ContinuousClock.Instant?
@@ -83,6 +86,8 @@ public final class Daemon {
         }
         connections = ConnectionSet(epoll: epoll, maxConnectionsPerUser: configuration.maxConnectionsPerUser)
         answers = Answers(connections: connections, reader: reader, outboundLimit: configuration.clientOutboundLimit)
+        requestStore = RequestStore(store: store, reader: reader, answers: answers)
+        opener = SourceOpener(io: io, access: sourceAccess, store: store, completions: completions, wakeup: wakeup)
         let completions = self.completions
         let wakeup = self.wakeup
         do throws(SystemError) {
@@ -181,6 +186,6 @@ public final class Daemon {
         maintenance.stop()
         for connection in connections.all { connections.close(connection) }
         store.close()
-        Log.info("event=stopped requests=\(stats.requests) renders=\(stats.renders) hits=\(stats.hits)")
+        Log.info("event=stopped requests=\(stats.requests) renders=\(stats.renders) hits=\(requestStore.counters.hits)")
     }
 }

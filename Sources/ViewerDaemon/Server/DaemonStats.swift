@@ -1,8 +1,6 @@
-/// Counters of the daemon (those of its answers: `Answers.Counters`). Confined to the event loop thread.
+/// Counters of the daemon (those of its answers: `Answers.Counters`; of the store: `RequestStore.Counters`). Confined to the event loop thread.
 struct DaemonStats {
     var requests: UInt64 = 0
-    var hits: UInt64 = 0
-    var misses: UInt64 = 0
     var renders: UInt64 = 0
     /// Tiles of levels cut and stored (a level's job counts once in `renders`).
     var tiles: UInt64 = 0
@@ -12,20 +10,14 @@ struct DaemonStats {
     /// Jobs abandoned by all their waiters before they started, and while running.
     var cancelledQueued: UInt64 = 0
     var cancelledRunning: UInt64 = 0
-    var prefetched: UInt64 = 0
     var descriptorsReceived: UInt64 = 0
     /// Sources not opened because their user held `max-sources-per-user` already.
     var sourcesRefused: UInt64 = 0
-    /// Jobs rendered from a larger stored rendition instead of the original.
-    var derivations: UInt64 = 0
     /// Requests that allowed a larger rendition and got one from the store.
     var largerServed: UInt64 = 0
     /// Connections closed because their answers went unread past the write timeout.
     var writeTimeouts: UInt64 = 0
-    /// INFO requests; those answered from the store; reads of a header by a worker for
-    /// them; and INFOs that joined a read already in flight.
+    /// INFO requests, and reads of a header by a worker for them.
     var infoRequests: UInt64 = 0
-    var infoHits: UInt64 = 0
     var infoReads: UInt64 = 0
-    var infoCoalesced: UInt64 = 0
 }

@@ -3,11 +3,12 @@ import Rendering
 import RenditionStore
 import ViewerProtocol
 
-/// The STATS answer: the daemon's, the in-flight table's, the pool's and the store's counters,
-/// by name.
+/// The STATS answer: the daemon's, the request table's (and its in-flight table's), the
+/// answers', the requests' store reads', the pool's and the store's counters, by name.
 struct StatsReport {
     let daemon: DaemonStats
     let inFlight: Requests.Renders.Counters
+    let requests: Requests.Counters
     let jobsInFlight: Int
     let connections: Int
     let connectionsAccepted: UInt64
@@ -17,6 +18,7 @@ struct StatsReport {
     let pool: WorkerPool
     let store: StoreStats
     let answers: Answers.Counters
+    let stored: RequestStore.Counters
     /// Bytes of held-back answers kept now (`HeldBackBudget.total`).
     let heldBackBytes: Int
 
@@ -54,31 +56,31 @@ struct StatsReport {
             ("connections_accepted", connectionsAccepted),
             ("connections_refused", connectionsRefused),
             ("requests", stats.requests),
-            ("hits", stats.hits),
-            ("misses", stats.misses),
+            ("hits", stored.hits),
+            ("misses", stored.misses),
             ("renders", stats.renders),
             ("tiles", stats.tiles),
             ("coalesced", inFlight.coalesced),
             ("previews", answers.previews),
-            ("derivations", stats.derivations),
+            ("derivations", stored.derivations),
             ("larger_served", stats.largerServed),
-            ("prefetched", stats.prefetched),
-            ("cancelled_queued", stats.cancelledQueued),
+            ("prefetched", requests.prefetched),
+            ("cancelled_queued", stats.cancelledQueued + requests.cancelledOpening),
             ("cancelled_running", stats.cancelledRunning),
             ("errors", answers.errors),
             ("malformed_frames", stats.malformedFrames),
             ("descriptors_received", stats.descriptorsReceived),
             ("sources_refused", stats.sourcesRefused),
-            ("negative_hits", stats.negativeHits),
+            ("negative_hits", stats.negativeHits + requests.infoNegativeHits),
             ("answers_held_back", answers.heldBack),
             ("answers_held_back_bytes", UInt64(heldBackBytes)),
             ("answers_dropped", answers.dropped),
             ("previews_dropped", answers.previewsDropped),
             ("write_timeouts", stats.writeTimeouts),
             ("info_requests", stats.infoRequests),
-            ("info_hits", stats.infoHits),
+            ("info_hits", stored.infoHits),
             ("info_reads", stats.infoReads),
-            ("info_coalesced", stats.infoCoalesced),
+            ("info_coalesced", requests.infoCoalesced),
             ("jobs_in_flight", UInt64(jobsInFlight)),
             ("jobs_queued", UInt64(queue.queued)),
             ("queued_visible", UInt64(queue.queued(.visible))),

@@ -3,58 +3,82 @@ import Rendering
 import RenditionStore
 import ViewerProtocol
 
-/// The store, as requests read and write it: the look-ups the request table asks for (a hit
-/// is answered from the mapped page, one copy), the jobs planned from what is stored, and the
-/// outcomes remembered.
-extension Daemon {
+/// The store as requests read and write it: the look-ups the request table asks for (a hit is
+/// answered from the mapped page, one copy, through `Answers`), the jobs planned from what is
+/// stored (`StoredRenditions`), and the outcomes remembered (renditions are stored by the
+/// workers; failures and media info here, by `FailurePolicy`'s rules).
+///
+/// Confined to the event loop thread (the store's writes go to its own writer thread).
+final class RequestStore {
+    /// Counters for STATS.
+    struct Counters {
+        var hits: UInt64 = 0
+        var misses: UInt64 = 0
+        /// Jobs rendered from a larger stored rendition instead of the original.
+        var derivations: UInt64 = 0
+        /// INFOs answered from the store.
+        var infoHits: UInt64 = 0
+    }
+
+    let store: RenditionStore
+    let reader: StoreReader
+    let answers: Answers
+    private(set) var counters = Counters()
+
+    init(store: RenditionStore, reader: StoreReader, answers: Answers) {
+        (self.store, self.reader, self.answers) = (store, reader, answers)
+    }
+
     /// The store read of a RENDER (`RequestTable.LookUp`): answered on a hit, else the
     /// failure recorded for its file.
-    func lookUp(_ ref: RequestRef, _ opened: Requests.Opened, _ lookUp: Requests.LookUp) -> Requests.StoreVerdict {
-        guard let connection = connections.byID[ref.connection] else { return .miss(failure: nil) }
+    func lookUp(_ opened: Requests.Opened, _ lookUp: Requests.LookUp, requestID: UInt32, on connection: Connection) -> Requests.StoreVerdict {
         let hit: Bool
         switch lookUp {
         case .exact:
-            hit = serveFromStore(opened.key, requestID: ref.id, on: connection)
+            hit = serve(opened.key, requestID: requestID, on: connection)
         case .larger:
             hit = StoredRenditions(store: store, reader: reader).slightlyLarger(
                 than: opened.render.spec, of: opened.source, original: opened.sniffed?.header)
-                .map { serveFromStore($0, requestID: ref.id, on: connection) } ?? false
+                .map { serve($0, requestID: requestID, on: connection) } ?? false
         case .again:
-            hit = serveFromStore(opened.key, requestID: ref.id, on: connection, countingMiss: false)
-            if hit { stats.misses -= 1 }  // counted when it opened; it is a hit after all
+            hit = serve(opened.key, requestID: requestID, on: connection, countingMiss: false)
+            if hit { counters.misses -= 1 }  // counted when it opened; it is a hit after all
         }
-        guard !hit else { return .hit }
-        return .miss(failure: store.failure(source: opened.source.identity.bytes)
-            .map { ErrorReply(rawCode: $0.code, message: $0.message) })
+        return hit ? .hit : .miss(failure: failure(of: opened.source))
     }
 
     /// The store read of an INFO: the stored INFO_REPLY body goes out as it is on a hit, one
     /// copy, no decode and encode; else the failure recorded for its file.
-    func lookUpInfo(_ ref: RequestRef, source: SourceFile, key: RenditionKey) -> Requests.StoreVerdict {
-        guard let connection = connections.byID[ref.connection] else { return .miss(failure: nil) }
+    func lookUpInfo(_ key: RenditionKey, of source: SourceFile, requestID: UInt32, on connection: Connection) -> Requests.StoreVerdict {
         let hit = reader.withRendition(key) { _, bytes -> Bool in
             guard let body = MediaInfoRecord.body(bytes) else { return false }
-            connection.enqueue(.infoReply, requestID: ref.id, body: body)
+            connection.enqueue(.infoReply, requestID: requestID, body: body)
             return true
         } ?? false
-        if hit {
-            stats.infoHits += 1
-            connections.touch(connection)
-            return .hit
-        }
-        return .miss(failure: store.failure(source: source.identity.bytes).map { ErrorReply(rawCode: $0.code, message: $0.message) })
+        guard hit else { return .miss(failure: failure(of: source)) }
+        counters.infoHits += 1
+        answers.connections.touch(connection)
+        return .hit
     }
 
     /// Answers from the store if the rendition is there (`Answers.sendStored`), counted as a
     /// hit, or else (`countingMiss`) as a miss.
-    func serveFromStore(_ key: RenditionKey, requestID: UInt32, on connection: Connection, countingMiss: Bool = true) -> Bool {
+    private func serve(_ key: RenditionKey, requestID: UInt32, on connection: Connection, countingMiss: Bool = true) -> Bool {
         guard answers.sendStored(key, requestID: requestID, on: connection) else {
-            if countingMiss { stats.misses += 1 }
+            if countingMiss { counters.misses += 1 }
             return false
         }
-        stats.hits += 1
+        counters.hits += 1
         return true
     }
+
+    /// The failure recorded for the file, as its ERROR.
+    func failure(of source: SourceFile) -> ErrorReply? {
+        store.failure(source: source.identity.bytes).map { ErrorReply(rawCode: $0.code, message: $0.message) }
+    }
+
+    /// Whether the store has the rendition of `key`.
+    func contains(_ key: RenditionKey) -> Bool { reader.contains(key) }
 
     /// The job for `key`: from a larger stored rendition when there is one to derive from,
     /// else from the original (with a smaller stored one for a PREVIEW, when its first waiter
@@ -68,7 +92,7 @@ extension Daemon {
         let zoomed = spec.region != nil || spec.tile != nil
         let base = spec.region != nil ? stored.regionBase(for: source, spec: spec, original: sniffed.header)
             : spec.tile != nil ? nil : stored.derivationBase(for: source, spec: spec, original: sniffed.header)
-        if base != nil { stats.derivations += 1 }
+        if base != nil { counters.derivations += 1 }
         let previewBase = base == nil && wantsPreview && !zoomed ? stored.previewBase(for: source, spec: spec, original: sniffed.header) : nil
         let cost = base.map { Renderer.estimateCost(SourceHeader(width: $0.width, height: $0.height, bands: 4, loader: "derived"), spec: spec) }
             ?? HeaderSniffer.cost(of: source, sniffed, spec: spec)
@@ -120,19 +144,5 @@ extension Daemon {
             }
             return .failure(ErrorReply(error.code, error.description))
         }
-    }
-
-    /// What a request for a tile a level's job did not cut hears: past the level's edge (the
-    /// job started for another tile of the level cannot tell it sooner), or not kept.
-    static func missingTile(_ part: RenditionKey, grid: (columns: Int, rows: Int), path: String) -> ErrorReply {
-        if let tile = RenditionSpec(keyBytes: part.specBytes)?.tile {
-            if tile.column >= grid.columns {
-                return ErrorReply(.invalidArgument, "tile: column \(tile.column) is past the last column \(grid.columns - 1) of level \(tile.level) (\(path))")
-            }
-            if tile.row >= grid.rows {
-                return ErrorReply(.invalidArgument, "tile: row \(tile.row) is past the last row \(grid.rows - 1) of level \(tile.level) (\(path))")
-            }
-        }
-        return ErrorReply(.unreadable, "the tile was not kept: \(path) changed while it was read; ask again")
     }
 }
