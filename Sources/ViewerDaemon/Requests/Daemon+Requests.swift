@@ -24,8 +24,6 @@ extension Daemon {
             case .servedFromStore:
                 break  // queued by the look-up
             case .decided(let ref, let request, let decision):
-                if decision == .failedBefore { stats.negativeHits += 1 }
-                if decision == .hitLarger { stats.largerServed += 1 }
                 decision.log(request, requestID: ref.id, client: connections.byID[ref.connection]?.clientName ?? "")
             case .open(let ref, let request, let priority):
                 open(ref, path: request.path, descriptor: descriptor, info: false, priority: priority)
@@ -48,7 +46,6 @@ extension Daemon {
                 guard let connection = connections.byID[ref.connection] else { continue }
                 perform(requests.infoLookedUp(ref, requestStore.lookUpInfo(key, of: source, requestID: ref.id, on: connection)))
             case .readInfo(let id, let source, let key):
-                stats.infoReads += 1
                 pool.wantInfo(InfoJob(source: source, key: key, id: id))
             case .openPrefetch(let connection, let request):
                 openPrefetch(request, connection: connection)

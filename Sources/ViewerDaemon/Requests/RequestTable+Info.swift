@@ -6,6 +6,7 @@ import ViewerProtocol
 extension RequestTable {
     /// An INFO.
     mutating func info(_ ref: RequestRef, _ request: InfoRequest) -> [Action] {
+        counters.infoRequests += 1
         guard phase(of: ref) == nil else { return [.answer(ref, .error(Self.idInUse(ref.id)))] }
         setPhase(ref, .openingInfo)
         return [.openInfo(ref, request)]
@@ -35,7 +36,7 @@ extension RequestTable {
         }
         if case .miss(let failure?) = verdict, failure.code != .tooLarge && failure.code != .timeout {
             setPhase(ref, nil)
-            counters.infoNegativeHits += 1
+            counters.negativeHits += 1
             return [.answer(ref, .error(failure))]
         }
         if let entry = infoJobs[key] {
@@ -49,6 +50,7 @@ extension RequestTable {
         infoJobs[key] = InfoEntry(id: id, waiters: [ref])
         infoKeys[id] = key
         setPhase(ref, .waitingInfo(id))
+        counters.infoReads += 1
         return [.readInfo(id, source, key)]
     }
 

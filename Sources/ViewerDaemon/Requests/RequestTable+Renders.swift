@@ -5,6 +5,7 @@ import ViewerProtocol
 extension RequestTable {
     /// A RENDER, its spec checked by the daemon (`problem`: why it is invalid).
     mutating func render(_ ref: RequestRef, _ request: RenderRequest, problem: String?) -> [Action] {
+        counters.requests += 1
         guard !shuttingDown else { return [.decided(ref, request, .refused(.shuttingDown)),
                                            .answer(ref, .error(ErrorReply(.shuttingDown, "viewerd is shutting down")))] }
         guard phase(of: ref) == nil else {
@@ -53,6 +54,7 @@ extension RequestTable {
         switch (lookUp, verdict) {
         case (.exact, .hit), (.again, .hit), (.larger, .hit):
             setPhase(ref, nil)
+            if lookUp == .larger { counters.largerServed += 1 }
             return [.servedFromStore(ref), .decided(ref, request, lookUp == .larger ? .hitLarger : .hit)]
         case (.exact, .miss(let failure)):
             // The header is read at most once per miss (allow_larger, the pixel limit, the
@@ -87,6 +89,7 @@ extension RequestTable {
         let request = opened.render.request
         if let failure {
             setPhase(ref, nil)
+            counters.negativeHits += 1
             return [.decided(ref, request, .failedBefore), .answer(ref, .error(failure))]
         }
         guard request.delivery != .cacheOnly else {

@@ -218,11 +218,18 @@ struct RequestTable<Kinds: RequestKinds> {
 
     /// Counters for STATS (beside `renders.counters`).
     struct Counters {
+        /// RENDER frames, whatever became of them.
+        var requests: UInt64 = 0
         /// RENDERs cancelled before they reached the queue.
         var cancelledOpening: UInt64 = 0
-        /// INFOs that joined a read in flight; INFOs answered a recorded failure.
+        /// Requests answered a recorded failure without a render or a read.
+        var negativeHits: UInt64 = 0
+        /// RENDERs that allowed a larger rendition and got one from the store.
+        var largerServed: UInt64 = 0
+        /// INFO frames; reads of a header started for them; INFOs that joined a read in flight.
+        var infoRequests: UInt64 = 0
+        var infoReads: UInt64 = 0
         var infoCoalesced: UInt64 = 0
-        var infoNegativeHits: UInt64 = 0
         /// Prefetched files queued.
         var prefetched: UInt64 = 0
     }

@@ -16,16 +16,12 @@ struct SourceOpener: Sendable {
     let access: SourceAccess
     let store: RenditionStore
     let completions: CompletionQueue
-    let wakeup: Wakeup
 
     /// Runs `work` on an I/O thread; what it finds comes back to the loop. Work for a request
     /// at `priority` visible or high goes ahead of the rest.
     func run(priority: Priority = .normal, _ work: @escaping @Sendable () -> SourceEvent) {
-        let completions = self.completions, wakeup = self.wakeup
-        io.run(urgent: priority <= .high) {
-            completions.append(.io(work()))
-            wakeup.signal()
-        }
+        let completions = self.completions
+        io.run(urgent: priority <= .high) { completions.post(.io(work())) }
     }
 
     /// Opens a RENDER's source: `SourceEvent.opened`. Before the loop looks in the store, a

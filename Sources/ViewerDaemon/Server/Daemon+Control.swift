@@ -33,11 +33,8 @@ extension Daemon {
 
     /// A completion that sends ACK(count) on the event loop once another thread is done.
     func acknowledgement(requestID: UInt32, on connection: Connection) -> @Sendable (Int) -> Void {
-        let completions = self.completions, wakeup = self.wakeup, connectionID = connection.id
-        return { count in
-            completions.append(.ack(connection: connectionID, requestID: requestID, count: count))
-            wakeup.signal()
-        }
+        let completions = self.completions, connectionID = connection.id
+        return { count in completions.post(.ack(connection: connectionID, requestID: requestID, count: count)) }
     }
 
     /// Evicts from the store down to `bytes`, in the policy's order (0 empties it).
@@ -62,7 +59,7 @@ extension Daemon {
     func statusLine() -> String {
         // A weakened sandbox stays in sight in `systemctl status` too, not only in the log.
         let sandbox = configuration.sandbox == .on ? "" : "; sandbox \(configuration.sandbox.name)"
-        return "Serving: \(stats.requests) requests, \(requestStore.counters.hits) hits, \(stats.renders) renders, " +
+        return "Serving: \(requests.counters.requests) requests, \(requestStore.counters.hits) hits, \(stats.renders) renders, " +
             "\(pool.scheduler.stats.queued) queued, \(pool.runningCount) running, \(connections.count) clients" + sandbox
     }
 }

@@ -34,7 +34,6 @@ extension Daemon {
         // Only a RENDER or an INFO comes with a descriptor this far (`FrameIntake`).
         switch message {
         case .render(var request):
-            stats.requests += 1
             // Beside a descriptor, the client's path names nothing (`SourceFile`): it is neither
             // logged nor kept; once open, the request goes by the source's name. Checked as sent:
             // normalizing drops what a tile does not use (a region beside it).
@@ -42,7 +41,6 @@ extension Daemon {
             let problem = request.spec.validate(maxSide: configuration.limits.maxOutputSide)
             perform(requests.render(ref, request, problem: problem), descriptor: descriptor)
         case .info(let request):
-            stats.infoRequests += 1
             perform(requests.info(ref, request), descriptor: descriptor)
         case .cancel:
             RequestDecision.cancelled.log(nil, requestID: id, client: connection.clientName)

@@ -21,12 +21,9 @@ import ViewerProtocol
 public final class Daemon {
     let configuration: Configuration
     let store: RenditionStore
-    let reader: StoreReader
     let listener: Listener
     /// Held until the daemon object goes (the process ends): one store, one daemon.
     let cacheLock: CacheDirectoryLock
-    /// Who may name which file (the shared roots' handles, opened at startup).
-    let sourceAccess: SourceAccess
     /// Source files each user's requests hold open (`max-sources-per-user`).
     let sourceQuota: SourceQuota
     let epoll: Epoll
@@ -34,14 +31,13 @@ public final class Daemon {
     let signalFD: Int32
     var pool: WorkerPool!
     var maintenance: StoreMaintenance!
-    let completions = CompletionQueue()
+    let completions: CompletionQueue
     let started = ContinuousClock.now
 
     let connections: ConnectionSet
     /// Every request and job, in its phase.
     var requests: Requests
     /// Opens sources and reads headers off the loop.
-    let io = SourceIO()
     let opener: SourceOpener
     /// Connections whose reading waits for their user's open sources to drop under the quota.
     var quotaPaused: Set<UInt64> = []
@@ -67,34 +63,32 @@ public final class Daemon {
         (signalFD, socketActivated) = (resources.signalFD, resources.socketActivated)
         service = ServiceManagerLink(notifier: resources.notifier, idleExit: resources.configuration.idleExit)
         (self.configuration, listener, store) = (resources.configuration, resources.listener, resources.store)
-        sourceAccess = SourceAccess(roots: resources.sharedRoots)
         sourceQuota = SourceQuota(limit: resources.configuration.maxSourcesPerUser)
         cacheLock = resources.cacheLock
         requests = Requests(limits: .init(maxOutstanding: resources.configuration.maxOutstandingPerClient,
                                           maxOutputSide: resources.configuration.limits.maxOutputSide))
-        reader = store.makeReader()
         do throws(SystemError) {
             epoll = try Epoll()
             wakeup = try Wakeup()
             try epoll.add(listener.fd, events: Epoll.readable)
             try epoll.add(wakeup.fd, events: Epoll.readable)
             try epoll.add(signalFD, events: Epoll.readable)
+            completions = CompletionQueue(waking: wakeup)
         } catch {
             listener.close()
             store.close()
             throw StartupError("\(error)")
         }
         connections = ConnectionSet(epoll: epoll, maxConnectionsPerUser: configuration.maxConnectionsPerUser)
+        let reader = store.makeReader()
         answers = Answers(connections: connections, reader: reader, outboundLimit: configuration.clientOutboundLimit)
         requestStore = RequestStore(store: store, reader: reader, answers: answers)
-        opener = SourceOpener(io: io, access: sourceAccess, store: store, completions: completions, wakeup: wakeup)
+        // Who may name which file: the shared roots' handles, opened at startup.
+        opener = SourceOpener(io: SourceIO(), access: SourceAccess(roots: resources.sharedRoots), store: store,
+                              completions: completions)
         let completions = self.completions
-        let wakeup = self.wakeup
         do throws(SystemError) {
-            pool = try WorkerPool(configuration: configuration, store: store) { event in
-                completions.append(event)
-                wakeup.signal()
-            }
+            pool = try WorkerPool(configuration: configuration, store: store) { completions.post($0) }
         } catch {
             listener.close()
             store.close()
@@ -178,7 +172,7 @@ public final class Daemon {
     /// `shutting-down` (one last flush, without waiting for slow readers).
     private func finishShutdown() {
         pool.stop()
-        io.stop()
+        opener.io.stop()
         for id in requests.renders.jobIDs {
             perform(requests.withdrawn(id, ErrorReply(.shuttingDown, "viewerd stopped before this render finished")))
         }
@@ -186,6 +180,6 @@ public final class Daemon {
         maintenance.stop()
         for connection in connections.all { connections.close(connection) }
         store.close()
-        Log.info("event=stopped requests=\(stats.requests) renders=\(stats.renders) hits=\(requestStore.counters.hits)")
+        Log.info("event=stopped requests=\(requests.counters.requests) renders=\(stats.renders) hits=\(requestStore.counters.hits)")
     }
 }

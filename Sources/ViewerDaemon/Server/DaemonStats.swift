@@ -1,23 +1,17 @@
-/// Counters of the daemon (those of its answers: `Answers.Counters`; of the store: `RequestStore.Counters`). Confined to the event loop thread.
+/// Counters of the daemon (its requests': `RequestTable.Counters`; its answers':
+/// `Answers.Counters`; its store reads': `RequestStore.Counters`). Confined to the event loop
+/// thread.
 struct DaemonStats {
-    var requests: UInt64 = 0
     var renders: UInt64 = 0
     /// Tiles of levels cut and stored (a level's job counts once in `renders`).
     var tiles: UInt64 = 0
     var malformedFrames: UInt64 = 0
-    /// Requests answered from the negative cache (a recorded failure) without a render.
-    var negativeHits: UInt64 = 0
     /// Jobs abandoned by all their waiters before they started, and while running.
     var cancelledQueued: UInt64 = 0
     var cancelledRunning: UInt64 = 0
     var descriptorsReceived: UInt64 = 0
     /// Sources not opened because their user held `max-sources-per-user` already.
     var sourcesRefused: UInt64 = 0
-    /// Requests that allowed a larger rendition and got one from the store.
-    var largerServed: UInt64 = 0
     /// Connections closed because their answers went unread past the write timeout.
     var writeTimeouts: UInt64 = 0
-    /// INFO requests, and reads of a header by a worker for them.
-    var infoRequests: UInt64 = 0
-    var infoReads: UInt64 = 0
 }
