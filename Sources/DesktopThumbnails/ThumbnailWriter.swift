@@ -69,7 +69,7 @@ public struct ThumbnailWriter: Sendable {
             if let uri { source.uri = uri }
             return .success((source, cache.validThumbnail(of: source, flavor: flavor)))
         }
-        guard case .success(var (source, valid)) = checked else {
+        guard case .success((var source, let valid)) = checked else {
             if case .failure(let stop) = checked { return stop.outcome }
             return .cancelled
         }

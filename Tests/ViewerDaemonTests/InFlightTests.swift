@@ -20,23 +20,13 @@ struct InFlightTests {
         #expect(h.violations.isEmpty, "\(h.violations)")
     }
 
-    @Test("a request whose id is pending is refused; the pending one carries on")
-    func duplicateID() {
-        var h = InFlightHarness()
-        h.request(1, 10, key: "a")
-        h.request(1, 10, key: "b")
-        guard case .error(let error)? = h.lastAnswer(1, 10) else { Issue.record("no error"); return }
-        #expect(error.code == .invalidArgument)
-        #expect(h.liveJobs.count == 1 && h.table.isPending(RequestRef(connection: 1, id: 10)))
-    }
-
     @Test("a job runs at its most urgent waiter's priority; a visible joiner renews it")
     func priorityFollowsWaiters() {
         var h = InFlightHarness()
         h.request(1, 1, key: "a", .background)
         let job = h.liveJobs[0]
         h.request(2, 2, key: "a", .visible)
-        #expect(h.updates.last.map { ($0.id, $0.priority, $0.renew) } ?? (0, .normal, false) == (job, .visible, true))
+        #expect(h.updates.last.map { ($0.id, $0.priority, $0.renew) } ?? (.render(0), .normal, false) == (job, .visible, true))
         h.cancel(2, 2)
         #expect(h.updates.last?.priority == .background)
         h.setPriority(1, 1, .high)
@@ -209,7 +199,7 @@ struct InFlightTests {
         h.request(1, 1, key: "other")
         h.drop(job, from: 1)                      // A floods: its lane drops "popular"
         #expect(h.answers[RequestRef(connection: 2, id: 7)] == nil, "B must keep waiting")
-        #expect(h.submissions.last.map { ($0.id, $0.client) } ?? (0, 0) == (job, 2), "queued again in B's lane")
+        #expect(h.submissions.last.map { ($0.id, $0.client) } ?? (.render(0), 0) == (job, 2), "queued again in B's lane")
         #expect(!h.table.isPrefetching("popular", by: 1))
         h.finishAll()
         guard case .result? = h.lastAnswer(2, 7) else { Issue.record("B got no result"); return }

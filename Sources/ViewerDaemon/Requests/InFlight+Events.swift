@@ -4,15 +4,11 @@ import ViewerProtocol
 /// closed connections.
 extension InFlight {
     /// A RENDER that needs a render: joins the job of `key`, or starts one made by `makeJob`.
-    /// A request whose id is already pending on its connection is answered
-    /// `invalid-argument`, and the pending one carries on. `part`: the one output of the
-    /// job it wants, when the job makes several (`partDone`).
+    /// Its id is not pending (the request table refuses one in use before). `part`: the one
+    /// output of the job it wants, when the job makes several (`partDone`).
     mutating func request(_ request: RequestRef, key: Key, part: Key? = nil, priority: Priority, delivery: DeliveryMode,
                           makeJob: (JobID) -> Job) -> [Action] {
-        guard !isPending(request) else {
-            return [.answer(request, .error(ErrorReply(.invalidArgument,
-                                                       "request id \(request.id) is already in use on this connection")))]
-        }
+        precondition(!isPending(request), "request \(request) is pending already")
         interests[request.connection, default: Interest()].requests[request.id] = key
         return join(key, Waiter(connection: request.connection, requestID: request.id, priority: priority,
                                 delivery: delivery, part: part), makeJob: makeJob)
@@ -92,7 +88,7 @@ extension InFlight {
             return retune(key, renew: waiter.priority == .visible)
         }
         nextJobID += 1
-        let id = nextJobID
+        let id = JobID.render(nextJobID)
         let job = makeJob(id)
         let entry = Entry(id: id, job: job, waiters: [waiter], client: waiter.connection, priority: waiter.priority,
                           wantsPreview: waiter.delivery == .opportunistic)

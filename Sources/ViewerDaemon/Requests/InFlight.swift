@@ -8,11 +8,8 @@ struct RequestRef: Hashable, Sendable, CustomStringConvertible {
     var description: String { "\(connection)#\(id)" }
 }
 
-/// Identifies a job for its whole life: the scheduler's id, unique and increasing.
-typealias JobID = UInt64
-
 /// The in-flight table: every request waiting for render work, every job, who waits for
-/// which. It decides who waits for what, what starts, what is abandoned and what each
+/// which (phase `waiting` of the request table, `RequestTable`, which contains it). It decides who waits for what, what starts, what is abandoned and what each
 /// request is answered; the daemon carries its actions out.
 ///
 /// A passive state machine (swift-nio's `*StateMachine` shape): each event is a `mutating`
@@ -109,7 +106,8 @@ struct InFlight<Key: Hashable, Job, Output> {
     var keys: [JobID: Key] = [:]
     var interests: [UInt64: Interest] = [:]
     var counters = Counters()
-    var nextJobID: JobID = 0
+    /// The number of the last render job (`JobID.render`).
+    var nextJobID: UInt64 = 0
     /// A job ending `cancelled` with waiters is started again this many times, then fails.
     let maxRestarts: Int
 

@@ -21,7 +21,7 @@ struct InfoStamp: Sendable {
 
 /// One read of a file's media info in a worker (INFO that missed the store): every INFO
 /// of the same file identity waiting at once shares it. Immutable but for its stamp, which
-/// the reading lane takes; the waiters are the event loop's (`PendingInfo`).
+/// the reading lane takes; the waiters are the request table's (`RequestTable.infoJobs`).
 final class InfoJob: Sendable {
     let source: SourceFile
     /// The store key its answer goes under (`MediaInfoRecord.key`).
@@ -30,14 +30,16 @@ final class InfoJob: Sendable {
     /// fingerprint could not be read: then nothing is stored, since a later rewrite that keeps
     /// the identity could not be told.
     private let stamp = Locked<InfoStamp?>(nil)
-    /// Unique among jobs the worker slots see: info jobs count down from the top, render
-    /// jobs up from 1, so a cancel meant for a render never reaches an info job.
-    let sequence: UInt64
+    /// The request table's id (`JobID.info`).
+    let id: JobID
+    /// Unique among jobs the worker slots see (`JobID.sequence`): a cancel meant for a render
+    /// never reaches an info job.
+    var sequence: UInt64 { id.sequence }
 
-    init(source: SourceFile, key: RenditionKey, sequence: UInt64) {
+    init(source: SourceFile, key: RenditionKey, id: JobID) {
         self.source = source
         self.key = key
-        self.sequence = sequence
+        self.id = id
     }
 
     /// Takes the file's stamp, on the lane that reads it, right before the read: only a miss
@@ -60,33 +62,6 @@ enum InfoOutcome: Sendable {
     case read(MediaInfo)
     /// The error to answer, and why, for the failure policy (`FailurePolicy`).
     case failed(RenderError, cause: FailureCause)
-}
-
-/// INFO requests waiting for a worker's answer, by the file identity they asked about:
-/// identical requests in flight are read once. Confined to the event loop thread.
-struct PendingInfo {
-    private var waiters: [RenditionKey: (job: InfoJob, requests: [RequestRef])] = [:]
-    private var nextSequence = UInt64.max
-
-    var count: Int { waiters.count }
-
-    /// Adds a waiter; returns the job to start when none reads this file yet.
-    mutating func wait(_ ref: RequestRef, key: RenditionKey, source: SourceFile) -> InfoJob? {
-        if waiters[key] != nil {
-            waiters[key]!.requests.append(ref)
-            return nil
-        }
-        let job = InfoJob(source: source, key: key, sequence: nextSequence)
-        nextSequence -= 1
-        waiters[key] = (job, [ref])
-        return job
-    }
-
-    /// The waiters of a finished job (it leaves the table).
-    mutating func finish(_ job: InfoJob) -> [RequestRef] {
-        guard waiters[job.key]?.job === job else { return [] }
-        return waiters.removeValue(forKey: job.key)?.requests ?? []
-    }
 }
 
 /// How media info is kept in the store: as a value under a key of the file's identity, as

@@ -10,7 +10,10 @@ final class RenderJob: Sendable {
     let key: RenditionKey
     let source: SourceFile
     let spec: RenditionSpec
-    let sequence: UInt64
+    /// The in-flight table's id (`JobID.render`).
+    let id: JobID
+    /// The number the scheduler and the worker slots know it by (`JobID.sequence`).
+    var sequence: UInt64 { id.sequence }
     /// The job's priority: the highest among its waiters. Read by the worker slots when they
     /// pick work, raised by the event loop when a more urgent waiter joins.
     let priority: Atomic<UInt8>
@@ -47,7 +50,7 @@ final class RenderJob: Sendable {
     /// change while it was read, as far as its timestamps can tell.
     var sourceWasSteady: Bool { source.wasSteady(since: startedNanos.load(ordering: .relaxed)) }
 
-    init(key: RenditionKey, source: SourceFile, spec: RenditionSpec, priority: Priority, sequence: UInt64,
+    init(key: RenditionKey, source: SourceFile, spec: RenditionSpec, priority: Priority, id: JobID,
          cost: RenderCost = RenderCost(memoryBytes: 0, costly: false), derivedFrom: [UInt8]? = nil,
          previewBase: [UInt8]? = nil, mayHavePreview: Bool = false, fingerprint: UInt64? = nil) {
         self.key = key
@@ -58,7 +61,7 @@ final class RenderJob: Sendable {
         self.mayHavePreview = previewBase != nil || mayHavePreview
         self.source = source
         self.spec = spec
-        self.sequence = sequence
+        self.id = id
         self.priority = Atomic(priority.rawValue)
     }
 
@@ -78,6 +81,22 @@ final class RenderJob: Sendable {
     func retune(priority: Priority, wantsPreview: Bool) {
         self.priority.store(priority.rawValue, ordering: .relaxed)
         self.wantsPreview.store(wantsPreview, ordering: .relaxed)
+    }
+}
+
+extension RenderJob {
+    /// What a request for a tile a level's job did not cut hears: past the level's edge (the
+    /// job started for another tile of the level cannot tell it sooner), or not kept.
+    static func missingTile(_ part: RenditionKey, grid: (columns: Int, rows: Int), path: String) -> ErrorReply {
+        if let tile = RenditionSpec(keyBytes: part.specBytes)?.tile {
+            if tile.column >= grid.columns {
+                return ErrorReply(.invalidArgument, "tile: column \(tile.column) is past the last column \(grid.columns - 1) of level \(tile.level) (\(path))")
+            }
+            if tile.row >= grid.rows {
+                return ErrorReply(.invalidArgument, "tile: row \(tile.row) is past the last row \(grid.rows - 1) of level \(tile.level) (\(path))")
+            }
+        }
+        return ErrorReply(.unreadable, "the tile was not kept: \(path) changed while it was read; ask again")
     }
 }
 

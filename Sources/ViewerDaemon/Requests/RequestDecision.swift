@@ -43,16 +43,6 @@ enum RequestDecision: Equatable {
 }
 
 extension RequestDecision {
-    /// Whether a request made a new job (from the original or derived, and in which class)
-    /// or joined one in flight, from the in-flight table's actions for it.
-    init(_ actions: [InFlight<RenditionKey, RenderJob, JobRendition>.Action]) {
-        for case .submit(_, let job, let priority, _, _) in actions {
-            self = job.derivedFrom == nil ? .queued(priority) : .derived(priority)
-            return
-        }
-        self = .coalesced
-    }
-
     /// The debug line of one request: who asked (HELLO's name), for what, and what was decided.
     /// Returns at once below debug, before any text is built: this is on the hit path.
     func log(_ request: RenderRequest?, requestID: UInt32, client: String) {

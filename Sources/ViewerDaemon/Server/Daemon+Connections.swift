@@ -67,35 +67,19 @@ extension Daemon {
         connections.byID[connection]?.peerUID ?? UInt32.max
     }
 
-    /// Sends a connection-level error (request id 0) and closes once it is sent.
-    func reject(_ connection: Connection, _ error: ErrorReply) {
-        send(connection, .error(error), requestID: 0)
-        connection.closing = true
-    }
-
-    /// Queues one answer; it goes out when the loop flushes.
+    /// Queues one answer (`Answers`); it goes out when the loop flushes.
     func send(_ connection: Connection, _ message: Message, requestID: UInt32) {
-        if case .error(let reply) = message { count(reply) }
-        connection.enqueue(message, requestID: requestID)
-        connections.touch(connection)
+        answers.send(message, requestID: requestID, on: connection)
     }
 
-    func count(_ error: ErrorReply) {
-        stats.errors += 1
-        stats.errorsByCode[error.rawCode, default: 0] += 1
-    }
-
-    /// Requests opening off the loop that pause a connection's reading: enough to keep the
-    /// I/O threads busy; more would only queue there, and a client that never reads its
-    /// hits would have them all answered into its queue (review #4).
-    static let maxOpeningPerConnection = 64
+    func reject(_ connection: Connection, _ error: ErrorReply) { answers.reject(connection, error) }
 
     /// Reading stops while the client has more unread than its outbound limit, answers held
     /// back, or many requests still opening, or while its user holds all the open sources it
     /// may (the next request waits in the socket rather than be refused).
     private func mustPauseReading(_ connection: Connection) -> Bool {
         connection.pendingOutbound > configuration.clientOutboundLimit || !connection.deferred.isEmpty
-            || opening.count(of: connection.id) + infoOpening[connection.id, default: 0] >= Self.maxOpeningPerConnection
+            || requests.isOpeningFull(connection.id)
             || userHoldsAllSources(connection)
     }
 
@@ -120,34 +104,9 @@ extension Daemon {
     /// held-back answers, then its buffered frames are handled (which may queue more).
     func flush() {
         connections.flush(outboundLimit: configuration.clientOutboundLimit) { connection in
-            sendDeferred(to: connection)
+            answers.sendHeldBack(to: connection)
             resumeReading(connection)
         }
-    }
-
-    /// Queues held-back answers, in order, until the client's queue is full again. A
-    /// rendition the store evicted meanwhile, or one not kept over the budget, is answered
-    /// `busy` (ask again).
-    private func sendDeferred(to connection: Connection) {
-        var sent = 0
-        for answer in connection.deferred {
-            guard connection.pendingOutbound < configuration.clientOutboundLimit else { break }
-            sent += 1
-            switch answer.content {
-            case .unstored(let rendition):
-                connection.enqueueRendition(.result, requestID: answer.requestID, format: rendition.format,
-                                            width: rendition.width, height: rendition.height,
-                                            source: askedSourceInfo(answer.requestID, on: connection, rendered: rendition.source),
-                                            sharing: rendition.bytes)
-            case .stored(let key):
-                if !enqueueStored(key, requestID: answer.requestID, on: connection) {
-                    send(connection, .error(HeldBackLoss.evicted.reply), requestID: answer.requestID)
-                }
-            case .lost(let why):
-                send(connection, .error(why.reply), requestID: answer.requestID)
-            }
-        }
-        heldBack.released(connection.removeDeferred(first: sent), uid: connection.peerUID)
     }
 
     /// Connections paused because their user held all the sources it may read on once some
@@ -166,7 +125,7 @@ extension Daemon {
     }
 
     /// A connection resumed by an opening request that finished: its reading may go on.
-    func openingFinished(on connection: Connection) {
-        if connection.readPaused { connections.touch(connection) }
+    func openingFinished(on id: UInt64) {
+        if let connection = connections.byID[id], connection.readPaused { connections.touch(connection) }
     }
 }

@@ -8,9 +8,10 @@ import ViewerProtocol
 /// The viewerd server: one event-loop thread owns every connection, the in-flight table and
 /// the counters; renders run in the worker processes and come back through `completions`.
 ///
-/// The daemon carries out what others decide: `InFlight` decides who waits for what and what
-/// each request hears, `Scheduler` what starts, `FailurePolicy` what is remembered. It reads
-/// frames, performs their actions and writes the answers.
+/// The daemon carries out what others decide: the request table (`RequestTable`, with its
+/// `InFlight`) decides what each request does next, who waits for what and what it hears,
+/// `Scheduler` what starts, `FailurePolicy` what is remembered. It keeps the sockets, the
+/// threads and the store: it reads frames, performs the table's actions and writes the answers.
 ///
 /// ```swift
 /// let daemon = try Daemon(configuration: .defaults())
@@ -19,12 +20,9 @@ import ViewerProtocol
 public final class Daemon {
     let configuration: Configuration
     let store: RenditionStore
-    let reader: StoreReader
     let listener: Listener
     /// Held until the daemon object goes (the process ends): one store, one daemon.
     let cacheLock: CacheDirectoryLock
-    /// Who may name which file (the shared roots' handles, opened at startup).
-    let sourceAccess: SourceAccess
     /// Source files each user's requests hold open (`max-sources-per-user`).
     let sourceQuota: SourceQuota
     let epoll: Epoll
@@ -32,26 +30,20 @@ public final class Daemon {
     let signalFD: Int32
     var pool: WorkerPool!
     var maintenance: StoreMaintenance!
-    let completions = CompletionQueue()
+    let completions: CompletionQueue
     let started = ContinuousClock.now
 
     let connections: ConnectionSet
-    var inFlight = InFlight<RenditionKey, RenderJob, JobRendition>()
+    /// Every request and job, in its phase.
+    var requests: Requests
     /// Opens sources and reads headers off the loop.
-    let io = SourceIO()
-    /// RENDERs whose source is being opened (before the in-flight table has them).
-    var opening = OpeningRenders()
-    /// INFOs waiting for a worker's read of their file's header.
-    var pendingInfo = PendingInfo()
-    /// INFOs whose files are being opened off the loop, by connection: they count with the
-    /// RENDERs opening against `maxOpeningPerConnection`.
-    var infoOpening: [UInt64: Int] = [:]
-    /// Each connection's prefetch steps, first one in progress (`ControlStep`).
-    var controlSteps: [UInt64: [ControlStep]] = [:]
+    let opener: SourceOpener
     /// Connections whose reading waits for their user's open sources to drop under the quota.
     var quotaPaused: Set<UInt64> = []
-    /// The bytes of held-back answers the store did not take, per connection and per user.
-    var heldBack: HeldBackBudget
+    /// Every answer to a client, and those held back for clients that do not read.
+    let answers: Answers
+    /// The store as requests read and write it.
+    let requestStore: RequestStore
     var stats = DaemonStats()
     var shuttingDown = false
     var shutdownDeadline: ContinuousClock.Instant?
@@ -70,30 +62,32 @@ public final class Daemon {
         (signalFD, socketActivated) = (resources.signalFD, resources.socketActivated)
         service = ServiceManagerLink(notifier: resources.notifier, idleExit: resources.configuration.idleExit)
         (self.configuration, listener, store) = (resources.configuration, resources.listener, resources.store)
-        sourceAccess = SourceAccess(roots: resources.sharedRoots)
         sourceQuota = SourceQuota(limit: resources.configuration.maxSourcesPerUser)
-        heldBack = HeldBackBudget(outboundLimit: resources.configuration.clientOutboundLimit)
         cacheLock = resources.cacheLock
-        reader = store.makeReader()
+        requests = Requests(limits: .init(maxOutstanding: resources.configuration.maxOutstandingPerClient,
+                                          maxOutputSide: resources.configuration.limits.maxOutputSide))
         do throws(SystemError) {
             epoll = try Epoll()
             wakeup = try Wakeup()
             try epoll.add(listener.fd, events: Epoll.readable)
             try epoll.add(wakeup.fd, events: Epoll.readable)
             try epoll.add(signalFD, events: Epoll.readable)
+            completions = CompletionQueue(waking: wakeup)
         } catch {
             listener.close()
             store.close()
             throw StartupError("\(error)")
         }
         connections = ConnectionSet(epoll: epoll, maxConnectionsPerUser: configuration.maxConnectionsPerUser)
+        let reader = store.makeReader()
+        answers = Answers(connections: connections, reader: reader, outboundLimit: configuration.clientOutboundLimit)
+        requestStore = RequestStore(store: store, reader: reader, answers: answers)
+        // Who may name which file: the shared roots' handles, opened at startup.
+        opener = SourceOpener(io: SourceIO(), access: SourceAccess(roots: resources.sharedRoots), store: store,
+                              completions: completions)
         let completions = self.completions
-        let wakeup = self.wakeup
         do throws(SystemError) {
-            pool = try WorkerPool(configuration: configuration, store: store) { event in
-                completions.append(event)
-                wakeup.signal()
-            }
+            pool = try WorkerPool(configuration: configuration, store: store) { completions.post($0) }
         } catch {
             listener.close()
             store.close()
@@ -103,10 +97,8 @@ public final class Daemon {
         // A closed connection leaves every job it waited for (the daemon lives as long as
         // the process: unowned is safe).
         connections.onClose = { [unowned self] connection in
-            opening.removeAll(of: connection.id)
-            controlSteps[connection.id] = nil
-            heldBack.released(connection.removeAllDeferred(), uid: connection.peerUID)
-            perform(inFlight.connectionClosed(connection.id))
+            answers.connectionClosed(connection)
+            perform(requests.connectionClosed(connection.id))
         }
     }
 
@@ -135,7 +127,7 @@ public final class Daemon {
             flush()
             stats.writeTimeouts += UInt64(connections.closeStalled(timeout: configuration.clientWriteTimeout))
             if !shuttingDown { connections.listenAgainIfDue(listener.fd) }
-            if service.tick(status: statusLine, busy: !connections.isEmpty || inFlight.jobCount > 0,
+            if service.tick(status: statusLine, busy: !connections.isEmpty || requests.jobCount > 0,
                             accepted: connections.accepted, stopping: shuttingDown) {
                 beginShutdown(reason: "idle idle_seconds=\(SettingKey.formatSeconds(configuration.idleExit))")
             }
@@ -152,16 +144,13 @@ public final class Daemon {
         guard !shuttingDown else { return }
         shuttingDown = true
         shutdownDeadline = .now + .seconds(10)
-        Log.info("event=shutdown reason=\(reason) in_flight=\(inFlight.jobCount) connections=\(connections.count)")
-        service.stopping(status: "Stopping: \(inFlight.jobCount) renders in flight")
+        Log.info("event=shutdown reason=\(reason) in_flight=\(requests.jobCount) connections=\(connections.count)")
+        service.stopping(status: "Stopping: \(requests.jobCount) renders in flight")
         epoll.remove(listener.fd)
         listener.close()
-        for (ref, _) in opening.takeAll() {
-            guard let connection = connections.byID[ref.connection] else { continue }
-            send(connection, .error(ErrorReply(.shuttingDown, "viewerd is shutting down")), requestID: ref.id)
-        }
+        perform(requests.shutdown())
         for job in pool.cancelQueued() {
-            perform(inFlight.withdrawn(job.sequence, ErrorReply(.shuttingDown, "viewerd is shutting down")))
+            perform(requests.withdrawn(job.id, ErrorReply(.shuttingDown, "viewerd is shutting down")))
         }
     }
 
@@ -171,7 +160,7 @@ public final class Daemon {
     private func shutdownComplete() -> Bool {
         let now = ContinuousClock.now
         if let deadline = shutdownDeadline, now >= deadline { return true }
-        guard inFlight.jobCount == 0 else { return false }
+        guard requests.jobCount == 0 else { return false }
         if connections.all.allSatisfy({ $0.pendingOutbound == 0 }) { return true }
         if drainDeadline == nil { drainDeadline = now + .seconds(2) }
         return now >= drainDeadline!
@@ -181,29 +170,14 @@ public final class Daemon {
     /// `shutting-down` (one last flush, without waiting for slow readers).
     private func finishShutdown() {
         pool.stop()
-        io.stop()
-        for id in inFlight.jobIDs {
-            perform(inFlight.withdrawn(id, ErrorReply(.shuttingDown, "viewerd stopped before this render finished")))
+        opener.io.stop()
+        for id in requests.renders.jobIDs {
+            perform(requests.withdrawn(id, ErrorReply(.shuttingDown, "viewerd stopped before this render finished")))
         }
         flush()
         maintenance.stop()
         for connection in connections.all { connections.close(connection) }
         store.close()
-        Log.info("event=stopped requests=\(stats.requests) renders=\(stats.renders) hits=\(stats.hits)")
-    }
-}
-
-/// Events handed from other threads (the worker slots, the store's writer) to the event loop.
-final class CompletionQueue: Sendable {
-    private let items = Locked<[LoopEvent]>([])
-
-    func append(_ event: LoopEvent) { items.withLock { $0.append(event) } }
-
-    func takeAll() -> [LoopEvent] {
-        items.withLock { list in
-            let taken = list
-            list.removeAll()
-            return taken
-        }
+        Log.info("event=stopped requests=\(requests.counters.requests) renders=\(stats.renders) hits=\(requestStore.counters.hits)")
     }
 }

@@ -1,42 +1,17 @@
-/// Counters of the daemon. Confined to the event loop thread.
+/// Counters of the daemon (its requests': `RequestTable.Counters`; its answers':
+/// `Answers.Counters`; its store reads': `RequestStore.Counters`). Confined to the event loop
+/// thread.
 struct DaemonStats {
-    var requests: UInt64 = 0
-    var hits: UInt64 = 0
-    var misses: UInt64 = 0
     var renders: UInt64 = 0
     /// Tiles of levels cut and stored (a level's job counts once in `renders`).
     var tiles: UInt64 = 0
-    var errors: UInt64 = 0
     var malformedFrames: UInt64 = 0
-    /// Requests answered from the negative cache (a recorded failure) without a render.
-    var negativeHits: UInt64 = 0
     /// Jobs abandoned by all their waiters before they started, and while running.
     var cancelledQueued: UInt64 = 0
     var cancelledRunning: UInt64 = 0
-    var previews: UInt64 = 0
-    var prefetched: UInt64 = 0
     var descriptorsReceived: UInt64 = 0
     /// Sources not opened because their user held `max-sources-per-user` already.
     var sourcesRefused: UInt64 = 0
-    /// Jobs rendered from a larger stored rendition instead of the original.
-    var derivations: UInt64 = 0
-    /// Requests that allowed a larger rendition and got one from the store.
-    var largerServed: UInt64 = 0
-    /// RESULTs held back because their client was not reading (sent once it caught up).
-    var answersHeldBack: UInt64 = 0
-    /// RESULTs not kept for a client that was not reading, because the store did not take
-    /// them and their bytes would have passed what `HeldBackBudget` allows: answered `busy`.
-    var answersDropped: UInt64 = 0
-    /// PREVIEWs not sent because their client was not reading.
-    var previewsDropped: UInt64 = 0
     /// Connections closed because their answers went unread past the write timeout.
     var writeTimeouts: UInt64 = 0
-    /// INFO requests; those answered from the store; reads of a header by a worker for
-    /// them; and INFOs that joined a read already in flight.
-    var infoRequests: UInt64 = 0
-    var infoHits: UInt64 = 0
-    var infoReads: UInt64 = 0
-    var infoCoalesced: UInt64 = 0
-    /// Error answers by wire code.
-    var errorsByCode: [UInt16: UInt64] = [:]
 }

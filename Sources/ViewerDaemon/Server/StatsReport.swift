@@ -3,11 +3,12 @@ import Rendering
 import RenditionStore
 import ViewerProtocol
 
-/// The STATS answer: the daemon's, the in-flight table's, the pool's and the store's counters,
-/// by name.
+/// The STATS answer: the daemon's, the request table's (and its in-flight table's), the
+/// answers', the requests' store reads', the pool's and the store's counters, by name.
 struct StatsReport {
     let daemon: DaemonStats
-    let inFlight: InFlight<RenditionKey, RenderJob, JobRendition>.Counters
+    let inFlight: Requests.Renders.Counters
+    let requests: Requests.Counters
     let jobsInFlight: Int
     let connections: Int
     let connectionsAccepted: UInt64
@@ -16,6 +17,8 @@ struct StatsReport {
     let workers: Int
     let pool: WorkerPool
     let store: StoreStats
+    let answers: Answers.Counters
+    let stored: RequestStore.Counters
     /// Bytes of held-back answers kept now (`HeldBackBudget.total`).
     let heldBackBytes: Int
 
@@ -43,7 +46,7 @@ struct StatsReport {
             ("sandbox_refused_opens", poolCounters.refusedOpens),
         ]
         // Failures by code, as "errors_<name>", for the ones that happened.
-        let byCode = stats.errorsByCode.sorted { $0.key < $1.key }.map { code, count in
+        let byCode = answers.errorsByCode.sorted { $0.key < $1.key }.map { code, count in
             ("errors_" + (ErrorCode(rawValue: code)?.name ?? "\(code)").replacingOccurrences(of: "-", with: "_"), count)
         }
         let daemonCounters: [(String, UInt64)] = [
@@ -52,32 +55,32 @@ struct StatsReport {
             ("connections", UInt64(connections)),
             ("connections_accepted", connectionsAccepted),
             ("connections_refused", connectionsRefused),
-            ("requests", stats.requests),
-            ("hits", stats.hits),
-            ("misses", stats.misses),
+            ("requests", requests.requests),
+            ("hits", stored.hits),
+            ("misses", stored.misses),
             ("renders", stats.renders),
             ("tiles", stats.tiles),
             ("coalesced", inFlight.coalesced),
-            ("previews", stats.previews),
-            ("derivations", stats.derivations),
-            ("larger_served", stats.largerServed),
-            ("prefetched", stats.prefetched),
-            ("cancelled_queued", stats.cancelledQueued),
+            ("previews", answers.previews),
+            ("derivations", stored.derivations),
+            ("larger_served", requests.largerServed),
+            ("prefetched", requests.prefetched),
+            ("cancelled_queued", stats.cancelledQueued + requests.cancelledOpening),
             ("cancelled_running", stats.cancelledRunning),
-            ("errors", stats.errors),
+            ("errors", answers.errors),
             ("malformed_frames", stats.malformedFrames),
             ("descriptors_received", stats.descriptorsReceived),
             ("sources_refused", stats.sourcesRefused),
-            ("negative_hits", stats.negativeHits),
-            ("answers_held_back", stats.answersHeldBack),
+            ("negative_hits", requests.negativeHits),
+            ("answers_held_back", answers.heldBack),
             ("answers_held_back_bytes", UInt64(heldBackBytes)),
-            ("answers_dropped", stats.answersDropped),
-            ("previews_dropped", stats.previewsDropped),
+            ("answers_dropped", answers.dropped),
+            ("previews_dropped", answers.previewsDropped),
             ("write_timeouts", stats.writeTimeouts),
-            ("info_requests", stats.infoRequests),
-            ("info_hits", stats.infoHits),
-            ("info_reads", stats.infoReads),
-            ("info_coalesced", stats.infoCoalesced),
+            ("info_requests", requests.infoRequests),
+            ("info_hits", stored.infoHits),
+            ("info_reads", requests.infoReads),
+            ("info_coalesced", requests.infoCoalesced),
             ("jobs_in_flight", UInt64(jobsInFlight)),
             ("jobs_queued", UInt64(queue.queued)),
             ("queued_visible", UInt64(queue.queued(.visible))),

@@ -1,0 +1,68 @@
+import ViewerProtocol
+
+/// INFO: its file is opened off the loop with RENDER's access rules; its media info comes
+/// from the store when the store has it, else from one read of the file's header in a
+/// worker, shared by every identical INFO in flight.
+extension RequestTable {
+    /// An INFO.
+    mutating func info(_ ref: RequestRef, _ request: InfoRequest) -> [Action] {
+        counters.infoRequests += 1
+        guard phase(of: ref) == nil else { return [.answer(ref, .error(Self.idInUse(ref.id)))] }
+        setPhase(ref, .openingInfo)
+        return [.openInfo(ref, request)]
+    }
+
+    /// An INFO's file is open (or why not); `key`: where the store keeps its media info.
+    mutating func infoOpened(_ ref: RequestRef, _ result: Result<(Kinds.Source, key: Key), ErrorReply>) -> [Action] {
+        guard case .openingInfo? = phase(of: ref) else { return [] }
+        switch result {
+        case .failure(let error):
+            setPhase(ref, nil)
+            return [.answer(ref, .error(error))]
+        case .success(let (source, key)):
+            setPhase(ref, .lookingUpInfo(source, key))
+            return [.lookUpInfo(ref, source, key)]
+        }
+    }
+
+    /// What the store said for an INFO (`Action.lookUpInfo`). A file that failed before fails
+    /// again without a read, as a RENDER of it would; except after a render too large or too
+    /// slow for its pixels: its header reads fine.
+    mutating func infoLookedUp(_ ref: RequestRef, _ verdict: StoreVerdict) -> [Action] {
+        guard case .lookingUpInfo(let source, let key)? = phase(of: ref) else { return [] }
+        if case .hit = verdict {
+            setPhase(ref, nil)
+            return [.servedFromStore(ref)]
+        }
+        if case .miss(let failure?, _) = verdict, failure.code != .tooLarge && failure.code != .timeout {
+            setPhase(ref, nil)
+            counters.negativeHits += 1
+            return [.answer(ref, .error(failure))]
+        }
+        if let entry = infoJobs[key] {
+            infoJobs[key]!.waiters.append(ref)
+            counters.infoCoalesced += 1
+            setPhase(ref, .waitingInfo(entry.id))
+            return []
+        }
+        let id = JobID.info(nextInfoJob)
+        nextInfoJob += 1
+        infoJobs[key] = InfoEntry(id: id, waiters: [ref])
+        infoKeys[id] = key
+        setPhase(ref, .waitingInfo(id))
+        counters.infoReads += 1
+        return [.readInfo(id, source, key)]
+    }
+
+    /// An info job ended: every INFO still waiting for it gets its media info or the error.
+    mutating func infoRead(_ id: JobID, _ result: Result<Kinds.Info, ErrorReply>) -> [Action] {
+        guard let key = infoKeys.removeValue(forKey: id), let entry = infoJobs.removeValue(forKey: key) else { return [] }
+        return entry.waiters.map { ref -> Action in
+            setPhase(ref, nil)
+            switch result {
+            case .success(let info): return .answerInfo(ref, info)
+            case .failure(let error): return .answer(ref, .error(error))
+            }
+        }
+    }
+}
