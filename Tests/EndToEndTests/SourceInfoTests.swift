@@ -38,6 +38,36 @@ struct SourceInfoTests {
         daemon.stop()
     }
 
+    @Test("a frame refused because it reuses a waiting RENDER's id leaves that RENDER's source info in its RESULT")
+    func refusedDuplicateKeepsSourceInfo() throws {
+        // Given one worker busy with a large photo, and a RENDER asking for the source's info
+        // waiting behind it
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "1"])
+        let big = try Fixtures.write(daemon.directory + "/big.jpg", width: 4000, height: 3000, seed: 1)
+        let path = try MediaInfoTests.write(daemon.directory + "/turned.jpg", width: 400, height: 300, orientation: 6)
+        let raw = try daemon.rawConnection()
+        try raw.send(.render(RenderRequest(path: big, spec: RenditionSpec(width: 1000, height: 1000))), id: 1)
+        try raw.send(.render(Self.request(path, sourceInfo: true)), id: 7)
+        let observer = try daemon.connect()
+        #expect(eventually(.seconds(20)) { ((try? observer.stats())?["jobs_in_flight"] ?? 0) >= 2 })
+
+        // When an INFO reuses its id (refused: the id is the RENDER's)
+        try raw.send(.info(InfoRequest(path: path)), id: 7)
+
+        // Then the INFO hears invalid-argument, and the RENDER's RESULT still carries the info
+        var answers: [UInt32: [Message]] = [:]
+        while answers[7]?.contains(where: { if case .result = $0 { true } else { false } }) != true,
+              let (id, message) = try raw.read(timeout: .seconds(60)) {
+            answers[id, default: []].append(message)
+        }
+        let seven = answers[7] ?? []
+        #expect(seven.contains { if case .error(let e) = $0 { e.code == .invalidArgument } else { false } }, "\(seven)")
+        guard case .result(let result)? = seven.last else { Issue.record("no RESULT for 7: \(seven)"); return }
+        #expect(result.source == Self.turned)
+        raw.close()
+        daemon.stop()
+    }
+
     @Test("a RENDER asking for the source's info has it in its RESULT: rendered, from the store, and only when asked")
     func resultCarriesSourceInfo() throws {
         // Given a cold file

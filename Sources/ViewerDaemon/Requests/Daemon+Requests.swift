@@ -17,6 +17,8 @@ extension Daemon {
             switch action {
             case .answer(let ref, let answer):
                 answers.deliver(answer, to: ref)
+            case .refuse(let ref, let error):
+                if let connection = connections.byID[ref.connection] { send(connection, .error(error), requestID: ref.id) }
             case .answerInfo(let ref, let info):
                 if let connection = connections.byID[ref.connection] { send(connection, .infoReply(info), requestID: ref.id) }
             case .ack(let ref, let count):

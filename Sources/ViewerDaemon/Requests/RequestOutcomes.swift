@@ -23,8 +23,8 @@ import ViewerProtocol
 ///
 /// Threads: any. The store queues each write for its writer thread. Renditions and tiles are
 /// recorded on the worker slot's thread, so each is stored before its waiters hear of it (an
-/// answer held back for a client that is not reading is then read back by its key); failures
-/// and media info on the event loop.
+/// answer held back for a client that is not reading is then read back by its key), with the
+/// media info the render read; failures and INFO's media info on the event loop.
 struct RequestOutcomes: Sendable {
     let store: RenditionStore
 

@@ -36,14 +36,12 @@ final class RequestStore {
     func lookUp(_ opened: Requests.Opened, _ lookUp: Requests.LookUp, requestID: UInt32, on connection: Connection) -> Requests.StoreVerdict {
         switch lookUp {
         case .exact:
-            let request = opened.render.request, spec = opened.render.spec
-            if request.sourceInfo { connection.sourceInfoAsked[requestID] = MediaInfoRecord.key(for: opened.source.identity) }
-            // The request's one store read: a hit, or a miss with what planning needs (a tile
-            // plans from no other rendition, and a file may have thousands of tiles stored; a
-            // cache-only miss is answered at once).
-            let planned = request.allowLarger || (spec.tile == nil && request.delivery != .cacheOnly)
+            if opened.render.request.sourceInfo {
+                connection.sourceInfoAsked[requestID] = MediaInfoRecord.key(for: opened.source.identity)
+            }
+            // The request's one store read: a hit, or a miss with what planning needs.
             let (deferring, source) = answerContext(requestID, on: connection)
-            let found = reader.lookup(opened.key, siblingsAt: planned ? opened.source.path : nil) { meta, payload in
+            let found = reader.lookup(opened.key, siblingsAt: Self.plans(opened) ? opened.source.path : nil) { meta, payload in
                 answers.serve(opened.key, meta, payload, requestID: requestID, on: connection, deferring: deferring, source: source)
             }
             if case .hit(true) = found { return hit(on: connection) }
@@ -58,11 +56,20 @@ final class RequestStore {
             }
             return .miss(failure: stored.failure.map(Self.reply))
         case .again:
-            // A render of the key finished while this one was sniffed: a hit after all, which
-            // replaces the miss its first look counted (in the store's counters too, `ReadUse`).
-            guard serve(opened.key, use: .servedAfterMiss, requestID: requestID, on: connection) else { return .miss(failure: nil) }
-            counters.misses -= 1
-            return hit(on: connection)
+            // A render of the key may have finished while this one was sniffed: a hit after
+            // all, which replaces the miss its first look counted (in the store's counters too,
+            // `ReadUse`); else what is stored now plans the job.
+            let (deferring, source) = answerContext(requestID, on: connection)
+            let found = reader.lookup(opened.key, siblingsAt: Self.plans(opened) ? opened.source.path : nil, use: .servedAfterMiss) {
+                meta, payload in
+                answers.serve(opened.key, meta, payload, requestID: requestID, on: connection, deferring: deferring, source: source)
+            }
+            if case .hit(true) = found {
+                counters.misses -= 1
+                return hit(on: connection)
+            }
+            guard case .miss(let miss) = found else { return .miss(failure: nil) }
+            return .miss(failure: nil, stored: miss)
         }
     }
 
@@ -93,6 +100,14 @@ final class RequestStore {
     private func answerContext(_ requestID: UInt32, on connection: Connection) -> (deferring: Bool, source: MediaInfo?) {
         let deferring = answers.mustDefer(connection)
         return (deferring, deferring ? nil : answers.sourceInfo(for: requestID, on: connection))
+    }
+
+    /// Whether a RENDER's miss is planned from the file's other stored renditions: not a
+    /// tile's (its level is decoded whole, and a file may have thousands of tiles stored), nor
+    /// a cache-only miss (answered at once) unless it takes a larger one.
+    private static func plans(_ opened: Requests.Opened) -> Bool {
+        let request = opened.render.request
+        return request.allowLarger || (opened.render.spec.tile == nil && request.delivery != .cacheOnly)
     }
 
     private func hit(on connection: Connection) -> Requests.StoreVerdict {

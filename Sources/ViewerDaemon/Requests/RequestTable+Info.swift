@@ -7,7 +7,7 @@ extension RequestTable {
     /// An INFO.
     mutating func info(_ ref: RequestRef, _ request: InfoRequest) -> [Action] {
         counters.infoRequests += 1
-        guard phase(of: ref) == nil else { return [.answer(ref, .error(Self.idInUse(ref.id)))] }
+        guard phase(of: ref) == nil else { return [.refuse(ref, Self.idInUse(ref.id))] }
         setPhase(ref, .openingInfo)
         return [.openInfo(ref, request)]
     }

@@ -9,7 +9,7 @@ extension RequestTable {
         guard !shuttingDown else { return [.decided(ref, request, .refused(.shuttingDown)),
                                            .answer(ref, .error(ErrorReply(.shuttingDown, "viewerd is shutting down")))] }
         guard phase(of: ref) == nil else {
-            return [.decided(ref, request, .refused(.invalidArgument)), .answer(ref, .error(Self.idInUse(ref.id)))]
+            return [.decided(ref, request, .refused(.invalidArgument)), .refuse(ref, Self.idInUse(ref.id))]
         }
         if let problem {
             return [.decided(ref, request, .refused(.invalidArgument)), .answer(ref, .error(ErrorReply(.invalidArgument, problem)))]
@@ -66,7 +66,9 @@ extension RequestTable {
         case (.larger, .miss(let failure, _)):
             if let answered = answeredWithoutRender(ref, opened, failure) { return answered }
             return beforeJoining(ref, opened)
-        case (.again, .miss):
+        case (.again, .miss(_, let stored)):
+            // What was stored while it was sniffed (a grid's thumbnail, now a base) plans it.
+            if let stored { opened.stored = stored }
             return join(ref, opened, makeJob: makeJob)
         }
     }

@@ -190,6 +190,9 @@ struct RequestTable<Kinds: RequestKinds> {
     enum Action {
         /// Send `answer` to the request.
         case answer(RequestRef, Answer)
+        /// Answer a frame whose request id is another request's, outstanding: an ERROR on
+        /// that id, which ends nothing of the outstanding request.
+        case refuse(RequestRef, ErrorReply)
         /// Send an INFO its media info.
         case answerInfo(RequestRef, Kinds.Info)
         /// Send ACK(count): a control step is done.

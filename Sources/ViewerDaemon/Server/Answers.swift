@@ -78,8 +78,10 @@ final class Answers {
                                         height: rendition.height, sharing: rendition.bytes)
         case .error(let error):
             count(error)
+            connection.sourceInfoAsked[request.id] = nil
             connection.enqueue(.error(error), requestID: request.id)
         case .cancelled:
+            connection.sourceInfoAsked[request.id] = nil
             connection.enqueue(.cancelled, requestID: request.id)
         }
         connections.touch(connection)
@@ -165,9 +167,11 @@ final class Answers {
                                             sharing: rendition.bytes)
             case .stored(let key):
                 if !enqueueStored(key, requestID: answer.requestID, on: connection) {
+                    connection.sourceInfoAsked[answer.requestID] = nil
                     send(.error(HeldBackLoss.evicted.reply), requestID: answer.requestID, on: connection)
                 }
             case .lost(let why):
+                connection.sourceInfoAsked[answer.requestID] = nil
                 send(.error(why.reply), requestID: answer.requestID, on: connection)
             }
         }

@@ -7,8 +7,9 @@ import Glibc
 #endif
 
 /// One client connection: its socket, the frames read from it and the answers waiting to be
-/// sent. It knows nothing of requests and jobs (the in-flight table does): it reads, queues
-/// and writes bytes.
+/// sent. It knows nothing of requests and jobs (the request table does): it reads, queues
+/// and writes bytes, and keeps what its answers still need (held back, or to carry the
+/// original's media info).
 ///
 /// Confined to the event loop thread.
 final class Connection {
@@ -47,8 +48,9 @@ final class Connection {
     /// that look alone, so queueing and sending an answer cost no clock reading.
     var stall: (sent: UInt64, since: ContinuousClock.Instant)?
     /// RENDERs whose RESULT is to carry the original's media info (`RenderRequest.sourceInfo`),
-    /// by request id, with the store key of the file's `MediaInfoRecord`; dropped with the
-    /// request's terminal answer.
+    /// by request id, with the store key of the file's `MediaInfoRecord`: part of how this
+    /// connection's answers are written, as `deferred` is. Dropped with the request's RESULT,
+    /// or by `Answers` with its ERROR or CANCELLED.
     var sourceInfoAsked: [UInt32: RenditionKey] = [:]
 
     init(id: UInt64, fd: Int32, maxRequestBody: UInt32) {
@@ -63,7 +65,6 @@ final class Connection {
 
     /// Appends a whole frame.
     func enqueue(_ message: Message, requestID: UInt32) {
-        if message.isTerminal { sourceInfoAsked[requestID] = nil }
         let body = message.body()
         outbound.appendFrame(FrameHeader(type: message.type.rawValue, requestID: requestID, bodyLength: UInt32(body.count))) {
             $0.append(contentsOf: body)

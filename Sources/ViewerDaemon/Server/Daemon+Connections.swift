@@ -2,7 +2,7 @@ import SystemCalls
 import Foundation
 import ViewerProtocol
 
-/// Reading frames and queueing answers: no request bookkeeping (that is the in-flight
+/// Reading frames and queueing answers: no request bookkeeping (that is the request
 /// table's) and no socket writes (those happen when the loop flushes `connections`).
 extension Daemon {
     func handle(_ connection: Connection, events: UInt32) {

@@ -49,6 +49,9 @@ struct RequestTableHarness {
     private(set) var prefetchIO: [UInt64: PrefetchIO] = [:]
     /// Every answer, per request, in order (`servedFromStore` as `.result("stored")`).
     private(set) var answers: [RequestRef: [Table.Answer]] = [:]
+    /// Frames refused because their id was another request's, outstanding (`Action.refuse`):
+    /// no answer of that request.
+    private(set) var refusals: [(RequestRef, ErrorReply)] = []
     /// Requests and control steps sent, each with a fresh id.
     private(set) var sent: Set<RequestRef> = []
     private(set) var closed: Set<UInt64> = []
@@ -207,6 +210,7 @@ struct RequestTableHarness {
             actionCount += 1
             switch action {
             case .answer(let ref, let answer): record(ref, answer)
+            case .refuse(let ref, let error): refusals.append((ref, error))
             case .answerInfo(let ref, let info): record(ref, .result(info))
             case .ack(let ref, let count): record(ref, .result("ack \(count)"))
             case .servedFromStore(let ref): record(ref, .result("stored"))
