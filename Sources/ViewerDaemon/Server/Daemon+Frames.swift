@@ -54,9 +54,13 @@ extension Daemon {
         case .stopPrefetchAll:
             perform(requests.control(.stopAll(id), on: connection.id))
         case .invalidate(let request):
-            invalidate(request, requestID: id, on: connection)
+            if let refusal = administration.invalidate(request, requestID: id, on: connection) {
+                send(connection, .error(refusal), requestID: id)
+            }
         case .trim(let bytes):
-            trim(to: bytes, requestID: id, on: connection)
+            if let refusal = administration.trim(to: bytes, requestID: id, on: connection) {
+                send(connection, .error(refusal), requestID: id)
+            }
         case .stats:
             send(connection, .statsReply(statsReply()), requestID: id)
         case .ping:

@@ -44,6 +44,8 @@ public final class Daemon {
     let answers: Answers
     /// The store as requests read and write it.
     let requestStore: RequestStore
+    /// INVALIDATE and TRIM.
+    let administration: StoreAdministration
     var stats = DaemonStats()
     var shuttingDown = false
     var shutdownDeadline: ContinuousClock.Instant?
@@ -82,6 +84,7 @@ public final class Daemon {
         let reader = store.makeReader()
         answers = Answers(connections: connections, reader: reader, outboundLimit: configuration.clientOutboundLimit)
         requestStore = RequestStore(store: store, reader: reader, answers: answers)
+        administration = StoreAdministration(store: store, completions: completions)
         // Who may name which file: the shared roots' handles, opened at startup.
         opener = SourceOpener(io: SourceIO(), access: SourceAccess(roots: resources.sharedRoots), store: store,
                               completions: completions)
