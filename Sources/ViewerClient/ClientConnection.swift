@@ -261,9 +261,12 @@ final class ClientConnection: Sendable {
     /// Withdraws request `target`: if none of its frame has been written, it is dropped from
     /// the queue (with any SET_PRIORITY for it); otherwise CANCEL is sent. Its pending entry
     /// stays until the daemon's terminal answer, so that answer is recognised and dropped.
-    func cancel(_ target: UInt32) {
-        let wake = state.withLock { state -> Bool in
-            guard !state.isClosed, state.pending[target] != nil else { return false }
+    /// Returns whether that answer will come (CANCEL sent): false when the RENDER was never
+    /// sent, the connection has closed, or the daemon does not take CANCEL.
+    @discardableResult
+    func cancel(_ target: UInt32) -> Bool {
+        let (wake, answers) = state.withLock { state -> (Bool, Bool) in
+            guard !state.isClosed, state.pending[target] != nil else { return (false, false) }
             let unsent = state.queue[state.head...].firstIndex { !$0.isControl && $0.requestID == target && $0.offset == 0 }
             if let unsent {
                 if let descriptor = state.queue[unsent].descriptor { Posix.close(descriptor) }
@@ -272,11 +275,13 @@ final class ClientConnection: Sendable {
                 state.queue.removeSubrange(state.head...)
                 state.queue.append(contentsOf: kept)
                 state.pending[target] = nil
-                return false
+                return (false, false)
             }
-            return Self.enqueueCancel(target, in: &state)
+            if case .open(let welcome) = state.phase, !welcome.capabilities.contains(.cancellation) { return (false, false) }
+            return (Self.enqueueCancel(target, in: &state), true)
         }
         if wake { wakeup.signal() }
+        return answers
     }
 
     private static func enqueueCancel(_ target: UInt32, in state: inout State) -> Bool {

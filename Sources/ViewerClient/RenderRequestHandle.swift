@@ -70,4 +70,20 @@ public final class RenderRequestHandle: Sendable {
         guard call.finish(.failure(CancellationError())), requestID != 0 else { return }
         connection.cancel(requestID)
     }
+
+    /// Asks the daemon to withdraw the request (CANCEL) and lets it end as the daemon says:
+    /// `result` then throws `CancellationError` when the daemon answers CANCELLED, or returns
+    /// the RESULT (or throws the ERROR) that was already on its way. Unlike `cancel()`, what
+    /// was rendered before the CANCEL arrived is not lost: a batch tool interrupted half way
+    /// (`viewerctl warm`) counts exactly the renditions it got. A request never sent, or sent
+    /// to a daemon that does not take CANCEL, ends at once with `CancellationError`.
+    ///
+    /// ```swift
+    /// request.withdraw()
+    /// if let thumbnail = try? await request.result { save(thumbnail) }  // it came anyway
+    /// ```
+    public func withdraw() {
+        guard requestID != 0, !call.isFinished else { return }
+        if !connection.cancel(requestID) { call.finish(.failure(CancellationError())) }
+    }
 }

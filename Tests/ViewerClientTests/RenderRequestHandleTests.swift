@@ -56,6 +56,31 @@ struct RenderRequestHandleTests {
         await #expect(throws: CancellationError.self) { try await request.result }
     }
 
+    @Test("withdraw() sends CANCEL and keeps the daemon's own end: the RESULT already on its way, or CANCELLED")
+    func withdraw() async throws {
+        // Given two requests received by the server
+        let server = try ScriptedServer()
+        defer { server.stop() }
+        let client = try await ViewerClient.connect(socketPath: server.path)
+        let done = client.request("/done.jpg", size: (48, 48))
+        let dropped = client.request("/dropped.jpg", size: (48, 48))
+        let first = try await server.inbox.next(), second = try await server.inbox.next()
+
+        // When both are withdrawn
+        done.withdraw()
+        dropped.withdraw()
+
+        // Then the server gets a CANCEL for each, and the answers it gives are the requests' ends
+        let cancels = [try await server.inbox.next(), try await server.inbox.next()]
+        #expect(cancels.allSatisfy { $0.message == .cancel })
+        #expect(Set(cancels.map(\.requestID)) == [first.requestID, second.requestID])
+        let (rendered, cancelled) = first.requestID == done.requestID ? (first, second) : (second, first)
+        rendered.answer(resultEchoing(rendered))  // rendered before the CANCEL arrived
+        cancelled.answer(.cancelled)
+        #expect(try await within { try await done.result }.bytes == Array("/done.jpg".utf8))
+        await #expect(throws: CancellationError.self) { try await within { try await dropped.result } }
+    }
+
     @Test("stopping a renditions() loop early cancels the request")
     func streamStoppedEarly() async throws {
         let server = try ScriptedServer()
