@@ -13,8 +13,11 @@ struct WarmCommand: Subcommand {
                        [--priority visible|high|normal|prefetch|background]
           Renders every image and video (its poster frame) in the folders (their direct contents; all below with --recursive),
           skipping hidden files and folders and files of other kinds (counted). Progress on a
-          terminal; one summary line otherwise. Ctrl-C stops cleanly (exit 130); exit 1 when
-          any file failed, 0 when all were warmed.
+          terminal, then one summary line: "41 files: 30 rendered, 7 already stored, 4 failed".
+          Ctrl-C sends nothing more and withdraws what is in flight; what was answered before
+          counts ("interrupted: 4 of 41 warmed ..."), exit 130. A daemon that stops mid-warm:
+          one line ("viewerd stopped during the warm: ..."), exit 69. Exit 1 when any file
+          failed, 0 when all were warmed.
         """
     static let imageSuffixes: Set<String> = ["jpg", "jpeg", "jpe", "png", "webp", "gif", "tif", "tiff", "heic", "heif",
                                              "avif", "jxl", "svg", "svgz", "pdf",
@@ -42,37 +45,57 @@ struct WarmCommand: Subcommand {
             return ExitCode.failure
         }
         let progress = Progress(total: files.count, skipped: skipped, live: isatty(STDERR_FILENO) != 0)
-        let interrupted = Atomic<Bool>(false)
         let client = ViewerClient(socketPath: globals.socketPath, clientName: "viewerctl-warm",
                                   handshakeTimeout: globals.handshakeTimeout)
-        // Ctrl-C: stop sending, close the connection (the daemon drops what we asked for).
+        let pending = PendingRenders()
+        // Ctrl-C: send nothing more and withdraw what is pending (CANCEL), then wait for each
+        // request's own end: CANCELLED, or the RESULT already on its way, which counts as warmed.
+        // A second Ctrl-C waits no more (a daemon that does not answer): the connection closes.
         signal(SIGINT, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        let interrupts = Atomic<Int>(0)
         source.setEventHandler {
-            interrupted.store(true, ordering: .relaxed)
-            client.close()
+            if interrupts.add(1, ordering: .relaxed).newValue == 1 { pending.stop(.interrupted) } else { client.close() }
         }
         source.resume()
         let spec = self.spec, priority = self.priority
         let outcome = blockingAwait { () async throws -> Void in
             _ = try await client.server  // fail fast, with exit 69, when no daemon answers
-            try await inWindow(files, width: 32, while: { !interrupted.load(ordering: .relaxed) }) { path -> (String, Error?) in
+            try await inWindow(files, width: 32, while: { pending.stopped == nil }) { path -> (String, WarmOutcome) in
+                // To another user's daemon this passes a descriptor (ViewerClient.request).
+                let handle = client.request(path, spec: spec, priority: priority)
+                pending.add(handle)
+                defer { pending.remove(handle) }
                 do {
-                    // To another user's daemon this passes a descriptor (ViewerClient.request).
-                    _ = try await client.render(path, spec: spec, priority: priority)
-                    return (path, nil)
+                    return (path, .warmed(fromCache: try await handle.result.fromCache))
+                } catch is CancellationError {
+                    return (path, .cancelled)
                 } catch {
-                    return (path, error)
+                    return (path, .failed(error))
                 }
-            } done: { path, error in
-                progress.done(path: path, error: interrupted.load(ordering: .relaxed) ? nil : error)
+            } done: { path, outcome in
+                // The daemon stopping (or gone) is the warm's end, said once, not each file's failure.
+                if case .failed(let error) = outcome, WarmOutcome.meansDaemonStopped(error) {
+                    pending.stop(.daemonStopped(error))
+                    return
+                }
+                progress.done(path: path, outcome)
             }
         }
         source.cancel()
-        progress.finish(interrupted: interrupted.load(ordering: .relaxed))
-        if interrupted.load(ordering: .relaxed) { return 130 }
-        if case .failure(let error) = outcome { throw error }
-        return progress.errors == 0 ? ExitCode.success : ExitCode.failure
+        client.close()
+        let stop = pending.stopped
+        // No daemon at the start: its error alone (exit 69), no summary of a warm that never began.
+        if case .failure(let error) = outcome, stop == nil { throw error }
+        progress.finish(stop)
+        switch stop {
+        case .interrupted: return 130
+        case .daemonStopped(let error):
+            printError("viewerd stopped during the warm: \(error)")
+            return ExitCode.unavailable
+        case nil: break
+        }
+        return progress.failed == 0 ? ExitCode.success : ExitCode.failure
     }
 
     /// The image files under `paths`, and how many other entries were skipped: hidden ones
@@ -119,75 +142,6 @@ struct WarmCommand: Subcommand {
     private static func isDirectory(_ path: String) -> Bool {
         var isDirectory: ObjCBool = false
         return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
-    }
-}
-
-/// Counts, rate, ETA and errors of a warm; a live line on a terminal, a summary otherwise.
-final class Progress: @unchecked Sendable {  // all state behind `lock`
-    private let lock = NSLock()
-    private let total: Int
-    private let skipped: Int
-    private let live: Bool
-    private let started = Date()
-    private var completed = 0
-    private(set) var errors = 0
-    private var errorsByKind: [String: Int] = [:]
-    private var lastDraw = Date.distantPast
-
-    init(total: Int, skipped: Int, live: Bool) {
-        self.total = total
-        self.skipped = skipped
-        self.live = live
-    }
-
-    func done(path: String, error: Error?) {
-        lock.lock()
-        defer { lock.unlock() }
-        completed += 1
-        if let error {
-            errors += 1
-            let kind: String
-            if case ViewerClientError.server(let reply) = error { kind = reply.code?.name ?? "error" } else { kind = "error" }
-            errorsByKind[kind, default: 0] += 1
-            clearLine()
-            printError("\(path): \(error)")
-        }
-        if live && (Date().timeIntervalSince(lastDraw) > 0.1 || completed == total) {
-            lastDraw = Date()
-            draw()
-        }
-    }
-
-    private func draw() {
-        let elapsed = max(Date().timeIntervalSince(started), 0.001)
-        let rate = Double(completed) / elapsed
-        let eta = rate > 0 ? Double(total - completed) / rate : 0
-        let width = 24
-        let filled = total > 0 ? completed * width / total : width
-        let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-        let line = "\r[\(bar)] \(completed)/\(total)  \(String(format: "%.1f", rate))/s  ETA \(Self.duration(eta))  errors \(errors)"
-        FileHandle.standardError.write(Data(line.utf8))
-    }
-
-    private func clearLine() {
-        if live { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
-    }
-
-    func finish(interrupted: Bool) {
-        lock.lock()
-        defer { lock.unlock() }
-        if live { FileHandle.standardError.write(Data("\n".utf8)) }
-        let elapsed = Date().timeIntervalSince(started)
-        let kinds = errorsByKind.sorted { $0.key < $1.key }.map { "\($1) \($0)" }.joined(separator: ", ")
-        let rate = elapsed > 0 ? Double(completed) / elapsed : 0
-        print("\(interrupted ? "interrupted: " : "")warmed \(completed - errors) of \(total) files, \(errors) errors" +
-              (kinds.isEmpty ? "" : " (\(kinds))") + (skipped > 0 ? ", skipped \(skipped) (hidden or not images)" : "") +
-              String(format: ", %.1f s, %.1f files/s", elapsed, rate))
-    }
-
-    static func duration(_ seconds: Double) -> String {
-        let s = Int(seconds.rounded())
-        return s >= 60 ? "\(s / 60)m\(s % 60)s" : "\(s)s"
     }
 }
 

@@ -102,6 +102,6 @@ struct OtherUserDaemonTests {
         let warm = try runTool(viewerctl, socket + ["warm", secret, "--size", "32x32"],
                                environment: environment, timeout: .seconds(60))
         #expect(warm.status == 0, "\(warm.stdout)\(warm.stderr)")
-        #expect(warm.stdout.contains("warmed 1 of 1 files"), "\(warm.stdout)")
+        #expect(warm.stdout.contains("1 file: 1 rendered, 0 already stored, 0 failed"), "\(warm.stdout)")
     }
 }

@@ -59,7 +59,7 @@ struct ViewerctlTests {
         _ = FileManager.default.createFile(atPath: folder + "/raw.cr2", contents: Data("x".utf8))
         let warm = try runTool(viewerctl, socket + ["warm", folder, "--recursive", "--size", "32x32"])
         #expect(warm.status == 0, "\(warm.stderr)")
-        #expect(warm.stdout.contains("warmed 1 of 1 files"), "\(warm.stdout)")
+        #expect(warm.stdout.contains("1 file: 1 rendered, 0 already stored, 0 failed"), "\(warm.stdout)")
         #expect(warm.stdout.contains("skipped 4"), "\(warm.stdout)")  // .thumbnails, its t.jpg, notes.txt, raw.cr2
         let missing = try runTool(viewerctl, socket + ["render", folder + "/a.jpg", "--size", "32x32", "-o", folder + "/nowhere/x.jpg"])
         #expect(missing.status == 1)
@@ -155,11 +155,11 @@ struct ViewerctlSubcommandTests {
 
         let flat = try runTool(viewerctl, socket + ["warm", folder, "--size", "128x128"])
         #expect(flat.status == 1)
-        #expect(flat.stdout.contains("warmed 6 of 7 files, 1 errors (1 unsupported-format)"), "\(flat.stdout)")
+        #expect(flat.stdout.contains("7 files: 6 rendered, 0 already stored, 1 failed (1 unsupported-format)"), "\(flat.stdout)")
         #expect(flat.stderr.contains("broken.jpg"))
 
         let deep = try runTool(viewerctl, socket + ["warm", folder, "--recursive", "--size", "128x128"])
-        #expect(deep.stdout.contains("warmed 7 of 8 files"), "\(deep.stdout)")
+        #expect(deep.stdout.contains("8 files: 1 rendered, 6 already stored, 1 failed"), "\(deep.stdout)")
         let stats = try daemon.connect().stats()
         #expect(stats["renders"] == 7)
         #expect(stats["hits"] == 6)
