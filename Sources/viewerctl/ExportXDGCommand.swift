@@ -22,7 +22,8 @@ struct ExportXDGCommand: Subcommand {
           a file the daemon cannot render gets the standard's failure record
           (fail/viewerd-VERSION/); files inside the cache are never thumbnailed.
 
-          Prints what it wrote, kept and failed. Exit 1 if any file failed.
+          Prints what it wrote, kept and failed. Exit 1 if any file failed; 69 (one line) if the
+          daemon stops mid-export.
         """
 
     let paths: [String]
@@ -65,15 +66,22 @@ struct ExportXDGCommand: Subcommand {
                 case .written: counts.withLock { $0.written += 1 }
                 case .kept, .failedBefore: counts.withLock { $0.kept += 1 }
                 case .failed(.isThumbnail, _): counts.withLock { $0.skipped += 1 }
-                // A daemon gone or stopping, a cache that cannot be written: the export ends.
-                case .failed(let code, let message) where [.connectionError, .shuttingDown, .saveFailed].contains(code):
-                    throw ExportFailure(message: message)
+                // A daemon gone or stopping (exit 69, as for no daemon at all), a cache that
+                // cannot be written: the export ends, in one line.
+                case .failed(let code, let message) where [.connectionError, .shuttingDown].contains(code):
+                    throw ExportFailure(message: "viewerd stopped during the export: \(message)", status: ExitCode.unavailable)
+                case .failed(.saveFailed, let message):
+                    throw ExportFailure(message: message, status: ExitCode.failure)
                 case .failed(_, let message):
                     counts.withLock { $0.failed += 1 }
                     printError(message)
                 case .cancelled: break
                 }
             }
+        }
+        if case .failure(let error as ExportFailure) = outcome {
+            printError(error.message)
+            return error.status
         }
         if case .failure(let error) = outcome { throw error }
         return counts.withLock { $0.failed } > 0 ? ExitCode.failure : ExitCode.success
@@ -83,5 +91,7 @@ struct ExportXDGCommand: Subcommand {
 /// What ends an export early: the daemon gone or stopping, the cache not writable.
 struct ExportFailure: Error, CustomStringConvertible {
     let message: String
+    /// The exit status: 69 for the daemon, 1 for the cache.
+    let status: Int32
     var description: String { message }
 }

@@ -4,6 +4,9 @@ import Rendering
 import Testing
 import ViewerProtocol
 import ViewerTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `viewerctl export-xdg` through a real daemon: the desktop's thumbnail cache written as the
 /// Thumbnail Managing Standard says (issue 21, first part).
@@ -75,5 +78,32 @@ struct ExportXDGTests {
         let usage = try runTool(viewerctl, socket + ["export-xdg", root, "--flavor", "huge"])
         #expect(usage.status == 64 && usage.stderr.contains("--flavor huge"), "\(usage.stderr)")
         daemon.stop()
+    }
+
+    @Test("a daemon stopped (SIGTERM) mid-export is one line and exit 69, as no daemon at all is")
+    func daemonStopped() throws {
+        // Given an export whose renders wait for a stopped worker
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "1"])
+        let folder = daemon.directory + "/photos"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let files = try (0..<40).map { try Fixtures.write(folder + "/p\($0).jpg", width: 96, height: 64, seed: $0) }
+        let socket = ["--socket", daemon.socketPath]
+        let first = try runTool(viewerctl, socket + ["warm", files[0], "--size", "32x32"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let workers = daemon.workerPIDs()
+        #expect(!workers.isEmpty)
+        for pid in workers { kill(pid, SIGSTOP) }
+        let export = try launchTool(viewerctl, socket + ["export-xdg", folder, "--cache", daemon.directory + "/thumbnails"],
+                                    outputIn: daemon.directory, name: "export")
+        #expect(eventually(.seconds(30)) { (try? daemon.stats()["jobs_queued"]) ?? 0 >= 4 })
+        // When the daemon is told to stop
+        kill(daemon.pid, SIGTERM)
+        for pid in workers { kill(pid, SIGCONT) }
+        let (status, _, stderr) = export.wait()
+        _ = daemon.waitForExit(timeout: .seconds(30))
+        // Then one line names it, and the exit is 69
+        let errors = stderr.split(separator: "\n")
+        #expect(status == 69, "\(errors)")
+        #expect(errors.count == 1 && errors.first?.contains("viewerd stopped during the export") == true, "\(errors)")
     }
 }

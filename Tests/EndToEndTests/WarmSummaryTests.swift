@@ -23,21 +23,6 @@ struct WarmSummaryTests {
         return try (0..<count).map { try Fixtures.write(folder + String(format: "/img%03d.jpg", $0), width: 96, height: 64, seed: $0) }
     }
 
-    /// viewerctl started (not waited for), its output going to files in `directory`.
-    func launch(_ arguments: [String], in directory: String) throws -> (process: Process, stdout: String, stderr: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: viewerctl)
-        process.arguments = arguments
-        let stdout = directory + "/warm.out", stderr = directory + "/warm.err"
-        for path in [stdout, stderr] { _ = FileManager.default.createFile(atPath: path, contents: nil) }
-        process.standardOutput = FileHandle(forWritingAtPath: stdout)
-        process.standardError = FileHandle(forWritingAtPath: stderr)
-        try process.run()
-        return (process, stdout, stderr)
-    }
-
-    func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
-
     @Test("files already stored are counted apart from rendered ones, and failures apart from both")
     func storedApart() throws {
         let daemon = try DaemonProcess()
@@ -75,15 +60,14 @@ struct WarmSummaryTests {
         for pid in workers { kill(pid, SIGSTOP) }
         defer { for pid in workers { kill(pid, SIGCONT) } }
         // When a warm of the folder has had its 4 hits answered and is interrupted
-        let warm = try launch(socket + ["warm", folder, "--size", "32x32"], in: daemon.directory)
+        let warm = try launchTool(viewerctl, socket + ["warm", folder, "--size", "32x32"], outputIn: daemon.directory)
         #expect(eventually(.seconds(30)) { (try? daemon.stats()["hits"]) ?? 0 >= (before["hits"] ?? 0) + 4 })
         #expect(eventually(.seconds(30)) { (try? daemon.stats()["jobs_running"]) ?? 0 >= 1 })
         kill(warm.process.processIdentifier, SIGINT)
-        warm.process.waitUntilExit()
+        let (status, summary, errors) = warm.wait()
         for pid in workers { kill(pid, SIGCONT) }
         // Then it exits 130 and counts the 4, and the store holds those 4 and no more
-        #expect(warm.process.terminationStatus == 130, "\(read(warm.stderr))")
-        let summary = read(warm.stdout)
+        #expect(status == 130, "\(errors)")
         #expect(summary.contains("interrupted: 4 of 60 warmed (0 rendered, 4 already stored)"), "\(summary)")
         #expect(eventually(.seconds(30)) { (try? daemon.stats()["jobs_in_flight"]) == 0 })
         let connection = try daemon.connect()
@@ -107,18 +91,18 @@ struct WarmSummaryTests {
         #expect(!workers.isEmpty)
         for pid in workers { kill(pid, SIGSTOP) }
         // Given a warm whose renders wait for the stopped worker
-        let warm = try launch(socket + ["warm", folder, "--size", "32x32"], in: daemon.directory)
+        let warm = try launchTool(viewerctl, socket + ["warm", folder, "--size", "32x32"], outputIn: daemon.directory)
         #expect(eventually(.seconds(30)) { (try? daemon.stats()["jobs_queued"]) ?? 0 >= 8 })
         // When the daemon is told to stop (its running render finishes once the worker goes on)
         kill(daemon.pid, SIGTERM)
         for pid in workers { kill(pid, SIGCONT) }
-        warm.process.waitUntilExit()
+        let (status, stdout, stderr) = warm.wait()
         _ = daemon.waitForExit(timeout: .seconds(30))
         // Then one line names it, and the exit is 69
-        let errors = read(warm.stderr).split(separator: "\n")
-        #expect(warm.process.terminationStatus == 69, "\(errors)")
+        let errors = stderr.split(separator: "\n")
+        #expect(status == 69, "\(errors)")
         #expect(errors.count == 1, "\(errors)")
         #expect(errors.first?.contains("viewerd stopped") == true, "\(errors)")
-        #expect(read(warm.stdout).contains("viewerd stopped: "), "\(read(warm.stdout))")
+        #expect(stdout.contains("viewerd stopped: "), "\(stdout)")
     }
 }
