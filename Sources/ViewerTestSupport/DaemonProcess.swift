@@ -229,6 +229,26 @@ public final class DaemonProcess: @unchecked Sendable {
     /// The decode workers: the daemon's child processes.
     public func workerPIDs() -> [pid_t] { ProcessTable.children(of: pid) }
 
+    /// Runs `body` with the daemon's workers stopped (SIGSTOP), and lets them go on after it
+    /// (SIGCONT): no render can finish meanwhile, while the daemon answers what its store
+    /// holds, so a test knows exactly what is stored when it interrupts a client or the daemon.
+    /// The workers must be running already (a render before).
+    ///
+    /// ```swift
+    /// let (status, stdout, _) = try daemon.withWorkersStopped {
+    ///     let warm = try launchTool(viewerctl, ["warm", folder, "--size", "32x32"], outputIn: daemon.directory)
+    ///     kill(warm.process.processIdentifier, SIGINT)
+    ///     return warm.wait()
+    /// }
+    /// ```
+    public func withWorkersStopped<T>(_ body: () throws -> T) throws -> T {
+        let workers = workerPIDs()
+        guard !workers.isEmpty else { throw Failure("no workers to stop: render something first") }
+        for worker in workers { Glibc.kill(worker, SIGSTOP) }
+        defer { for worker in workers { Glibc.kill(worker, SIGCONT) } }
+        return try body()
+    }
+
     /// Open descriptors of the daemon.
     public func descriptorCount() -> Int { ProcessTable.descriptorCount(of: pid) }
 

@@ -90,15 +90,14 @@ struct ExportXDGTests {
         let socket = ["--socket", daemon.socketPath]
         let first = try runTool(viewerctl, socket + ["warm", files[0], "--size", "32x32"])
         #expect(first.status == 0, "\(first.stderr)")
-        let workers = daemon.workerPIDs()
-        #expect(!workers.isEmpty)
-        for pid in workers { kill(pid, SIGSTOP) }
-        let export = try launchTool(viewerctl, socket + ["export-xdg", folder, "--cache", daemon.directory + "/thumbnails"],
-                                    outputIn: daemon.directory, name: "export")
-        #expect(eventually(.seconds(30)) { (try? daemon.stats()["jobs_queued"]) ?? 0 >= 4 })
-        // When the daemon is told to stop
-        kill(daemon.pid, SIGTERM)
-        for pid in workers { kill(pid, SIGCONT) }
+        let export = try daemon.withWorkersStopped {
+            let export = try launchTool(viewerctl, socket + ["export-xdg", folder, "--cache", daemon.directory + "/thumbnails"],
+                                        outputIn: daemon.directory, name: "export")
+            #expect(eventually(.seconds(30)) { (try? daemon.stats()["jobs_queued"]) ?? 0 >= 4 })
+            // When the daemon is told to stop
+            kill(daemon.pid, SIGTERM)
+            return export
+        }
         let (status, _, stderr) = export.wait()
         _ = daemon.waitForExit(timeout: .seconds(30))
         // Then one line names it, and the exit is 69

@@ -11,8 +11,8 @@ import Glibc
 /// warmed, a daemon that stops mid-warm as one line and exit 69.
 ///
 /// The interrupted and stopped warms are made deterministic by stopping the daemon's workers
-/// (SIGSTOP) once they are spawned: a file already stored is answered from the store without a
-/// worker, and every other render waits, so the test knows exactly what can be stored.
+/// (`DaemonProcess.withWorkersStopped`): a file already stored is answered from the store
+/// without a worker, and every other render waits, so the test knows exactly what is stored.
 @Suite("viewerctl warm's summary")
 struct WarmSummaryTests {
     let viewerctl = DaemonProcess.executable("viewerctl")
@@ -55,17 +55,14 @@ struct WarmSummaryTests {
         let first = try runTool(viewerctl, socket + ["warm"] + files.prefix(4) + ["--size", "32x32"])
         #expect(first.status == 0, "\(first.stderr)")
         let before = try daemon.stats()
-        let workers = daemon.workerPIDs()
-        #expect(!workers.isEmpty)
-        for pid in workers { kill(pid, SIGSTOP) }
-        defer { for pid in workers { kill(pid, SIGCONT) } }
         // When a warm of the folder has had its 4 hits answered and is interrupted
-        let warm = try launchTool(viewerctl, socket + ["warm", folder, "--size", "32x32"], outputIn: daemon.directory)
-        #expect(eventually(.seconds(30)) { (try? daemon.stats()["hits"]) ?? 0 >= (before["hits"] ?? 0) + 4 })
-        #expect(eventually(.seconds(30)) { (try? daemon.stats()["jobs_running"]) ?? 0 >= 1 })
-        kill(warm.process.processIdentifier, SIGINT)
-        let (status, summary, errors) = warm.wait()
-        for pid in workers { kill(pid, SIGCONT) }
+        let (status, summary, errors) = try daemon.withWorkersStopped {
+            let warm = try launchTool(viewerctl, socket + ["warm", folder, "--size", "32x32"], outputIn: daemon.directory)
+            #expect(eventually(.seconds(30)) { (try? daemon.stats()["hits"]) ?? 0 >= (before["hits"] ?? 0) + 4 })
+            #expect(eventually(.seconds(30)) { (try? daemon.stats()["jobs_running"]) ?? 0 >= 1 })
+            kill(warm.process.processIdentifier, SIGINT)
+            return warm.wait()
+        }
         // Then it exits 130 and counts the 4, and the store holds those 4 and no more
         #expect(status == 130, "\(errors)")
         #expect(summary.contains("interrupted: 4 of 60 warmed (0 rendered, 4 already stored)"), "\(summary)")
@@ -87,15 +84,14 @@ struct WarmSummaryTests {
         let files = try album(folder, count: 60)
         let first = try runTool(viewerctl, socket + ["warm", files[0], "--size", "32x32"])
         #expect(first.status == 0, "\(first.stderr)")
-        let workers = daemon.workerPIDs()
-        #expect(!workers.isEmpty)
-        for pid in workers { kill(pid, SIGSTOP) }
         // Given a warm whose renders wait for the stopped worker
-        let warm = try launchTool(viewerctl, socket + ["warm", folder, "--size", "32x32"], outputIn: daemon.directory)
-        #expect(eventually(.seconds(30)) { (try? daemon.stats()["jobs_queued"]) ?? 0 >= 8 })
-        // When the daemon is told to stop (its running render finishes once the worker goes on)
-        kill(daemon.pid, SIGTERM)
-        for pid in workers { kill(pid, SIGCONT) }
+        let warm = try daemon.withWorkersStopped {
+            let warm = try launchTool(viewerctl, socket + ["warm", folder, "--size", "32x32"], outputIn: daemon.directory)
+            #expect(eventually(.seconds(30)) { (try? daemon.stats()["jobs_queued"]) ?? 0 >= 8 })
+            // When the daemon is told to stop (its running render finishes once the worker goes on)
+            kill(daemon.pid, SIGTERM)
+            return warm
+        }
         let (status, stdout, stderr) = warm.wait()
         _ = daemon.waitForExit(timeout: .seconds(30))
         // Then one line names it, and the exit is 69
