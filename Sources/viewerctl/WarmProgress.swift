@@ -65,19 +65,22 @@ final class PendingRenders: Sendable {
 }
 
 /// Counts, rate, ETA and failures of a warm; a live line on a terminal, a summary otherwise.
-/// All state behind `lock`.
-final class Progress: @unchecked Sendable {
-    private let lock = NSLock()
+/// The counts are behind one lock (`Locked`), held while a line is written so lines never mix.
+final class Progress: Sendable {
+    private struct Counts {
+        var completed = 0
+        var rendered = 0
+        var alreadyStored = 0
+        var failed = 0
+        var failedByKind: [String: Int] = [:]
+        var lastDraw = Date.distantPast
+    }
+
     private let total: Int
     private let skipped: Int
     private let live: Bool
     private let started = Date()
-    private var completed = 0
-    private var rendered = 0
-    private var alreadyStored = 0
-    private(set) var failed = 0
-    private var failedByKind: [String: Int] = [:]
-    private var lastDraw = Date.distantPast
+    private let counts = Locked(Counts())
 
     init(total: Int, skipped: Int, live: Bool) {
         self.total = total
@@ -85,36 +88,38 @@ final class Progress: @unchecked Sendable {
         self.live = live
     }
 
+    var failed: Int { counts.withLock { $0.failed } }
+
     func done(path: String, _ outcome: WarmOutcome) {
-        lock.lock()
-        defer { lock.unlock() }
-        switch outcome {
-        case .warmed(fromCache: true): alreadyStored += 1
-        case .warmed(fromCache: false): rendered += 1
-        case .cancelled: return  // not warmed, not failed: the summary counts it as not warmed
-        case .failed(let error):
-            failed += 1
-            let kind: String
-            if case ViewerClientError.server(let reply) = error { kind = reply.code?.name ?? "error" } else { kind = "error" }
-            failedByKind[kind, default: 0] += 1
-            clearLine()
-            printError("\(path): \(error)")
-        }
-        completed += 1
-        if live && (Date().timeIntervalSince(lastDraw) > 0.1 || completed == total) {
-            lastDraw = Date()
-            draw()
+        counts.withLock { counts in
+            switch outcome {
+            case .warmed(fromCache: true): counts.alreadyStored += 1
+            case .warmed(fromCache: false): counts.rendered += 1
+            case .cancelled: return  // neither warmed nor failed: the summary counts it as not warmed
+            case .failed(let error):
+                counts.failed += 1
+                let kind: String
+                if case ViewerClientError.server(let reply) = error { kind = reply.code?.name ?? "error" } else { kind = "error" }
+                counts.failedByKind[kind, default: 0] += 1
+                clearLine()
+                printError("\(path): \(error)")
+            }
+            counts.completed += 1
+            if live && (Date().timeIntervalSince(counts.lastDraw) > 0.1 || counts.completed == total) {
+                counts.lastDraw = Date()
+                draw(counts)
+            }
         }
     }
 
-    private func draw() {
+    private func draw(_ counts: Counts) {
         let elapsed = max(Date().timeIntervalSince(started), 0.001)
-        let rate = Double(completed) / elapsed
-        let eta = rate > 0 ? Double(total - completed) / rate : 0
+        let rate = Double(counts.completed) / elapsed
+        let eta = rate > 0 ? Double(total - counts.completed) / rate : 0
         let width = 24
-        let filled = total > 0 ? completed * width / total : width
+        let filled = total > 0 ? counts.completed * width / total : width
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-        let line = "\r[\(bar)] \(completed)/\(total)  \(String(format: "%.1f", rate))/s  ETA \(Self.duration(eta))  failed \(failed)"
+        let line = "\r[\(bar)] \(counts.completed)/\(total)  \(String(format: "%.1f", rate))/s  ETA \(Self.duration(eta))  failed \(counts.failed)"
         FileHandle.standardError.write(Data(line.utf8))
     }
 
@@ -125,24 +130,24 @@ final class Progress: @unchecked Sendable {
     /// The summary line. A whole warm: `41 files: 30 rendered, 7 already stored, 4 failed (…)`;
     /// one cut short: `interrupted: 4 of 41 warmed (4 rendered, 0 already stored), 0 failed, 37 not warmed`.
     func finish(_ stop: WarmStop?) {
-        lock.lock()
-        defer { lock.unlock() }
-        if live { FileHandle.standardError.write(Data("\n".utf8)) }
-        let elapsed = Date().timeIntervalSince(started)
-        let kinds = failedByKind.sorted { $0.key < $1.key }.map { "\($1) \($0)" }.joined(separator: ", ")
-        let failures = "\(failed) failed" + (kinds.isEmpty ? "" : " (\(kinds))")
-        let counts: String
-        switch stop {
-        case nil:
-            counts = "\(total == 1 ? "1 file" : "\(total) files"): \(rendered) rendered, \(alreadyStored) already stored, \(failures)"
-        case let stop?:
-            let warmed = rendered + alreadyStored
-            counts = "\(stop.isInterrupt ? "interrupted" : "viewerd stopped"): \(warmed) of \(total) warmed "
-                + "(\(rendered) rendered, \(alreadyStored) already stored), \(failures), \(total - warmed - failed) not warmed"
+        counts.withLock { c in
+            if live { FileHandle.standardError.write(Data("\n".utf8)) }
+            let elapsed = Date().timeIntervalSince(started)
+            let kinds = c.failedByKind.sorted { $0.key < $1.key }.map { "\($1) \($0)" }.joined(separator: ", ")
+            let failures = "\(c.failed) failed" + (kinds.isEmpty ? "" : " (\(kinds))")
+            let line: String
+            switch stop {
+            case nil:
+                line = "\(total == 1 ? "1 file" : "\(total) files"): \(c.rendered) rendered, \(c.alreadyStored) already stored, \(failures)"
+            case let stop?:
+                let warmed = c.rendered + c.alreadyStored
+                line = "\(stop.isInterrupt ? "interrupted" : "viewerd stopped"): \(warmed) of \(total) warmed "
+                    + "(\(c.rendered) rendered, \(c.alreadyStored) already stored), \(failures), \(total - warmed - c.failed) not warmed"
+            }
+            let rate = elapsed > 0 ? Double(c.completed) / elapsed : 0
+            print(line + (skipped > 0 ? ", skipped \(skipped) (hidden or not images)" : "") +
+                  String(format: ", %.1f s, %.1f files/s", elapsed, rate))
         }
-        let rate = elapsed > 0 ? Double(completed) / elapsed : 0
-        print(counts + (skipped > 0 ? ", skipped \(skipped) (hidden or not images)" : "") +
-              String(format: ", %.1f s, %.1f files/s", elapsed, rate))
     }
 
     static func duration(_ seconds: Double) -> String {
