@@ -9,7 +9,7 @@ from typing import AsyncIterator, Callable, Dict, List, Optional, Tuple, Union
 from . import protocol as p
 from ._common import IdCounter, expect, make_render, make_spec, raise_if_error, _enum
 from .client import Cancelled
-from .errors import ConnectionLost, ViewerError
+from .errors import ConnectionLost, DaemonUnavailable, ViewerError
 from .socketpath import connect_trusted, default_socket
 
 
@@ -36,6 +36,9 @@ class _AsyncConnection:
         try:
             await connection.send(p.encode(p.Hello(client_name=client_name), 0))
             welcome = expect(await connection.next_answer(0), p.Welcome, 0)
+        except ConnectionLost as error:
+            await connection.close()
+            raise DaemonUnavailable(path, "it closed the connection before its WELCOME") from error
         except BaseException:
             await connection.close()
             raise
@@ -92,9 +95,9 @@ class _AsyncConnection:
         self.queues.pop(rid, None)
 
     def _failure_error(self) -> BaseException:
-        if isinstance(self.failure, ViewerError):
-            return self.failure
-        return ConnectionLost(str(self.failure))
+        if isinstance(self.failure, ConnectionLost) or not isinstance(self.failure, ViewerError):
+            return ConnectionLost(str(self.failure))
+        return self.failure
 
     def _fail(self, failure: BaseException) -> None:
         if self.failure is None:

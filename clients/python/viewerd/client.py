@@ -9,7 +9,7 @@ from typing import Callable, Deque, Dict, Iterator, List, Optional, Tuple, Union
 
 from . import protocol as p
 from ._common import IdCounter, expect, make_render, make_spec, raise_if_error, _enum
-from .errors import ConnectionLost, ViewerError
+from .errors import ConnectionLost, DaemonUnavailable, ViewerError
 from .socketpath import connect_trusted, default_socket
 
 
@@ -32,6 +32,9 @@ class _Connection:
         try:
             self.send(p.encode(p.Hello(client_name=client_name), 0))
             welcome = expect(self.next_answer(0), p.Welcome, 0)
+        except ConnectionLost as error:
+            self.sock.close()
+            raise DaemonUnavailable(path, "it closed the connection before its WELCOME") from error
         except BaseException:
             self.sock.close()
             raise
@@ -85,9 +88,10 @@ class _Connection:
                     if queue:
                         return queue.popleft()
                     if self.failure is not None:
-                        if isinstance(self.failure, ViewerError):
-                            raise self.failure
-                        raise ConnectionLost(str(self.failure))
+                        # One exception per waiter: each raise adds to its traceback.
+                        if isinstance(self.failure, ConnectionLost):
+                            raise ConnectionLost(str(self.failure))
+                        raise self.failure
                     if not self.reading:
                         self.reading = True
                         break
@@ -180,8 +184,9 @@ class Client:
 
     The socket is found as PROTOCOL.md says (``$VIEWERD_SOCKET``, ``$XDG_RUNTIME_DIR/viewerd``,
     ``/tmp/viewerd-<uid>``, then ``/run/viewerd/viewerd.sock``) and checked before anything is
-    sent. If the daemon goes away, requests outstanding raise :class:`ConnectionLost` and the
-    next request connects again.
+    sent. With no daemon there, a request raises :class:`DaemonUnavailable` (naming the socket);
+    if the daemon goes away, requests outstanding raise :class:`ConnectionLost` and the next
+    request connects again. Every error about the daemon is a :class:`ViewerError`.
 
     >>> with viewerd.Client() as client:
     ...     result = client.render("/home/me/a.jpg", 256, 256)
