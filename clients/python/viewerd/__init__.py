@@ -7,14 +7,14 @@
 """
 from .aio import AsyncClient, AsyncRenderRequest
 from .client import Cancelled, Client, RenderRequest
-from .errors import ERROR_NAMES, ConnectionLost, UntrustedSocket, ViewerError
+from .errors import ERROR_NAMES, ConnectionLost, DaemonUnavailable, UntrustedSocket, ViewerError
 from .protocol import (Capability, Crop, Delivery, Fit, Format, InfoReply, MediaKind, Preview, Priority, Region, Result,
                        TileAddress, Welcome)
 from .pyramid import Tile, TilePyramid
 from .socketpath import default_socket
 
 __all__ = ["AsyncClient", "AsyncRenderRequest", "Cancelled", "Client", "RenderRequest", "ERROR_NAMES",
-           "ConnectionLost", "UntrustedSocket", "ViewerError", "Capability", "Crop", "Delivery", "Fit",
+           "ConnectionLost", "DaemonUnavailable", "UntrustedSocket", "ViewerError", "Capability", "Crop", "Delivery", "Fit",
            "Format", "InfoReply", "MediaKind", "Preview", "Priority", "Region", "Result", "Tile", "TileAddress",
            "TilePyramid", "Welcome", "default_socket"]
 __version__ = "0.1.0"

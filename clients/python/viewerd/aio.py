@@ -7,9 +7,9 @@ import time
 from typing import AsyncIterator, Callable, Dict, List, Optional, Tuple, Union
 
 from . import protocol as p
-from ._common import IdCounter, expect, make_render, make_spec, raise_if_error, _enum
+from ._common import IdCounter, expect, absolute, make_render, make_spec, raise_if_error, _enum
 from .client import Cancelled
-from .errors import ConnectionLost, ViewerError
+from .errors import ConnectionLost, DaemonUnavailable, ViewerError
 from .socketpath import connect_trusted, default_socket
 
 
@@ -36,6 +36,9 @@ class _AsyncConnection:
         try:
             await connection.send(p.encode(p.Hello(client_name=client_name), 0))
             welcome = expect(await connection.next_answer(0), p.Welcome, 0)
+        except ConnectionLost as error:
+            await connection.close()
+            raise DaemonUnavailable(path, "it closed the connection before its WELCOME") from error
         except BaseException:
             await connection.close()
             raise
@@ -92,9 +95,9 @@ class _AsyncConnection:
         self.queues.pop(rid, None)
 
     def _failure_error(self) -> BaseException:
-        if isinstance(self.failure, ViewerError):
-            return self.failure
-        return ConnectionLost(str(self.failure))
+        if isinstance(self.failure, ConnectionLost) or not isinstance(self.failure, ViewerError):
+            return ConnectionLost(str(self.failure))
+        return self.failure
 
     def _fail(self, failure: BaseException) -> None:
         if self.failure is None:
@@ -171,7 +174,7 @@ class AsyncRenderRequest:
         await self._connection.send(p.encode(p.Cancel(), self.request_id))
 
     async def set_priority(self, priority: Union[p.Priority, int, str]) -> None:
-        await self._connection.send(p.encode(p.SetPriority(_enum(p.Priority, priority)), self.request_id))
+        await self._connection.send(p.encode(p.SetPriority(_enum(p.Priority, priority, "priority")), self.request_id))
 
 
 class AsyncClient:
@@ -230,9 +233,12 @@ class AsyncClient:
                            fd: Optional[int] = None, fit="fit", crop="centre", format="jpeg", quality: int = 0,
                            background: int = 0xFFFFFF, page: int = 0, upscale: bool = False, priority="normal",
                            delivery="final", allow_larger: bool = False, region: Optional[Tuple[int, int, int, int]] = None,
-                           tile: Optional[p.TileAddress] = None, source_info: bool = False) -> AsyncRenderRequest:
+                           tile: Optional[p.TileAddress] = None, source_info: bool = False,
+                           time: Optional[float] = None) -> AsyncRenderRequest:
+        """Sends a RENDER and returns at once; the options, the values they take and the
+        resolving of a relative ``path`` are :meth:`viewerd.Client.start_render`'s."""
         spec = make_spec(width, height, fit, crop, format, quality, background, page, upscale,
-                         region=region, tile=tile)
+                         time, region, tile)
         message = make_render(path, fd, spec, priority, delivery, allow_larger, source_info)
         connection = await self._current()
         rid = connection.register()
@@ -246,28 +252,31 @@ class AsyncClient:
 
     async def prefetch(self, paths: List[str], width: int = 0, height: int = 0, *, priority="prefetch",
                        **spec) -> int:  # type: ignore[no-untyped-def]
-        message = p.Prefetch(list(paths), make_spec(width, height, **spec), _enum(p.Priority, priority))
+        message = p.Prefetch([absolute(path) for path in paths], make_spec(width, height, **spec),
+                             _enum(p.Priority, priority, "priority"))
         return expect(await self._request(message), p.Ack, 0).count
 
     async def stop_prefetch(self, paths: List[str], width: int = 0, height: int = 0, **spec) -> int:  # type: ignore[no-untyped-def]
-        message = p.StopPrefetch(list(paths), make_spec(width, height, **spec))
+        message = p.StopPrefetch([absolute(path) for path in paths], make_spec(width, height, **spec))
         return expect(await self._request(message), p.Ack, 0).count
 
     async def stop_prefetch_all(self) -> int:
         return expect(await self._request(p.StopPrefetchAll()), p.Ack, 0).count
 
     async def invalidate(self, path: str, recursive: bool = False) -> int:
-        return expect(await self._request(p.Invalidate(path, recursive)), p.Ack, 0).count
+        return expect(await self._request(p.Invalidate(absolute(path), recursive)), p.Ack, 0).count
 
     async def trim(self, max_bytes: int) -> int:
         return expect(await self._request(p.Trim(max_bytes)), p.Ack, 0).count
 
     async def info(self, path: Optional[str] = None, *, fd: Optional[int] = None) -> p.InfoReply:
-        """What the file at ``path`` (absolute), or the open file ``fd``, is: kind, upright size,
+        """What the file at ``path`` (a relative one resolved as by
+        :meth:`viewerd.Client.start_render`), or the open file ``fd``, is: kind, upright size,
         duration, frames, format (see :meth:`viewerd.Client.info`)."""
         if path is None and fd is None:
             raise ValueError("info needs a path or a descriptor")
-        return expect(await self._request(p.Info(path or ""), fd), p.InfoReply, 0)
+        named = absolute(path) if fd is None and path is not None else path or ""
+        return expect(await self._request(p.Info(named), fd), p.InfoReply, 0)
 
     async def stats(self) -> Dict[str, int]:
         return expect(await self._request(p.Stats()), p.StatsReply, 0).counters

@@ -8,8 +8,8 @@ import time
 from typing import Callable, Deque, Dict, Iterator, List, Optional, Tuple, Union
 
 from . import protocol as p
-from ._common import IdCounter, expect, make_render, make_spec, raise_if_error, _enum
-from .errors import ConnectionLost, ViewerError
+from ._common import IdCounter, expect, absolute, make_render, make_spec, raise_if_error, _enum
+from .errors import ConnectionLost, DaemonUnavailable, ViewerError
 from .socketpath import connect_trusted, default_socket
 
 
@@ -32,6 +32,9 @@ class _Connection:
         try:
             self.send(p.encode(p.Hello(client_name=client_name), 0))
             welcome = expect(self.next_answer(0), p.Welcome, 0)
+        except ConnectionLost as error:
+            self.sock.close()
+            raise DaemonUnavailable(path, "it closed the connection before its WELCOME") from error
         except BaseException:
             self.sock.close()
             raise
@@ -85,9 +88,10 @@ class _Connection:
                     if queue:
                         return queue.popleft()
                     if self.failure is not None:
-                        if isinstance(self.failure, ViewerError):
-                            raise self.failure
-                        raise ConnectionLost(str(self.failure))
+                        # One exception per waiter: each raise adds to its traceback.
+                        if isinstance(self.failure, ConnectionLost):
+                            raise ConnectionLost(str(self.failure))
+                        raise self.failure
                     if not self.reading:
                         self.reading = True
                         break
@@ -164,7 +168,7 @@ class RenderRequest:
 
     def set_priority(self, priority: Union[p.Priority, int, str]) -> None:
         """Sends SET_PRIORITY; it is never answered."""
-        self._connection.send(p.encode(p.SetPriority(_enum(p.Priority, priority)), self.request_id))
+        self._connection.send(p.encode(p.SetPriority(_enum(p.Priority, priority, "priority")), self.request_id))
 
 
 class Cancelled(Exception):
@@ -180,8 +184,9 @@ class Client:
 
     The socket is found as PROTOCOL.md says (``$VIEWERD_SOCKET``, ``$XDG_RUNTIME_DIR/viewerd``,
     ``/tmp/viewerd-<uid>``, then ``/run/viewerd/viewerd.sock``) and checked before anything is
-    sent. If the daemon goes away, requests outstanding raise :class:`ConnectionLost` and the
-    next request connects again.
+    sent. With no daemon there, a request raises :class:`DaemonUnavailable` (naming the socket);
+    if the daemon goes away, requests outstanding raise :class:`ConnectionLost` and the next
+    request connects again. Every error about the daemon is a :class:`ViewerError`.
 
     >>> with viewerd.Client() as client:
     ...     result = client.render("/home/me/a.jpg", 256, 256)
@@ -240,13 +245,26 @@ class Client:
                      fit="fit", crop="centre", format="jpeg", quality: int = 0, background: int = 0xFFFFFF,
                      page: int = 0, upscale: bool = False, priority="normal", delivery="final",
                      allow_larger: bool = False, region: Optional[Tuple[int, int, int, int]] = None,
-                     tile: Optional[p.TileAddress] = None, source_info: bool = False) -> RenderRequest:
-        """Sends a RENDER of ``path`` (absolute), or of the open file ``fd`` (passed to the
-        daemon; ``path`` then only names it), and returns at once. With ``source_info``, the
-        RESULT's ``source`` is the original's media info when the daemon knows it (else None:
-        ask :meth:`info`), saving a round trip."""
+                     tile: Optional[p.TileAddress] = None, source_info: bool = False,
+                     time: Optional[float] = None) -> RenderRequest:
+        """Sends a RENDER of ``path``, or of the open file ``fd`` (passed to the daemon; ``path``
+        then only names it), and returns at once. A relative ``path`` is resolved against the
+        working directory, as viewerctl does (``os.getcwd()``, then ``..`` lexically).
+
+        ``fit`` is ``"fit"`` or ``"fill"``; ``crop`` (fill only) ``"centre"``, ``"attention"`` or
+        ``"entropy"``; ``format`` ``"jpeg"``, ``"webp"``, ``"png"``, ``"avif"`` or ``"raw"``;
+        ``priority`` ``"visible"``, ``"high"``, ``"normal"``, ``"prefetch"`` or ``"background"``;
+        ``delivery`` ``"final"``, ``"opportunistic"`` or ``"cache-only"`` (or the enums of
+        :mod:`viewerd.protocol`): another value is a ValueError that lists these. ``time``: for a
+        video, the frame shown that many seconds from its start (``viewerctl render --time``);
+        None, a representative frame. With ``source_info``, the RESULT's ``source`` is the
+        original's media info when the daemon knows it (else None: ask :meth:`info`), saving a
+        round trip.
+
+        >>> frame = client.start_render("clip.mp4", 320, 180, time=12.5, format="webp").result()
+        """
         spec = make_spec(width, height, fit, crop, format, quality, background, page, upscale,
-                         region=region, tile=tile)
+                         time, region, tile)
         message = make_render(path, fd, spec, priority, delivery, allow_larger, source_info)
         connection = self._current()
         rid = connection.register()
@@ -256,42 +274,49 @@ class Client:
 
     def render(self, path: Optional[str] = None, width: int = 0, height: int = 0, *,
                on_preview: Optional[Callable[[p.Preview], None]] = None, **options) -> p.Result:  # type: ignore[no-untyped-def]
-        """Renders and waits: the RESULT, or :class:`ViewerError`. With
-        ``delivery="opportunistic"``, ``on_preview`` is called with each PREVIEW first."""
+        """Renders and waits: the RESULT, or :class:`ViewerError`; the options are
+        :meth:`start_render`'s. With ``delivery="opportunistic"``, ``on_preview`` is called with
+        each PREVIEW first."""
         return self.start_render(path, width, height, **options).result(on_preview)
 
     # ------------------------------------------------------------ the rest
 
     def prefetch(self, paths: List[str], width: int = 0, height: int = 0, *, priority="prefetch",
                  **spec) -> int:  # type: ignore[no-untyped-def]
-        """Queues renders of ``paths``; returns how many were queued. Nothing says when they
-        finish: poll with ``delivery="cache-only"`` renders."""
-        message = p.Prefetch(list(paths), make_spec(width, height, **spec), _enum(p.Priority, priority))
+        """Queues renders of ``paths`` (relative ones resolved as by :meth:`start_render`, whose
+        spec options ``spec`` takes, ``time`` included); returns how many were queued. Nothing
+        says when they finish: poll with ``delivery="cache-only"`` renders."""
+        message = p.Prefetch([absolute(path) for path in paths], make_spec(width, height, **spec),
+                             _enum(p.Priority, priority, "priority"))
         return expect(self._request(message), p.Ack, 0).count
 
     def stop_prefetch(self, paths: List[str], width: int = 0, height: int = 0, **spec) -> int:  # type: ignore[no-untyped-def]
         """Withdraws this connection's prefetches of ``paths`` with that spec; returns how many."""
-        message = p.StopPrefetch(list(paths), make_spec(width, height, **spec))
+        message = p.StopPrefetch([absolute(path) for path in paths], make_spec(width, height, **spec))
         return expect(self._request(message), p.Ack, 0).count
 
     def stop_prefetch_all(self) -> int:
         return expect(self._request(p.StopPrefetchAll()), p.Ack, 0).count
 
     def invalidate(self, path: str, recursive: bool = False) -> int:
-        """Forgets the renditions (and failures) of ``path``; returns how many were removed."""
-        return expect(self._request(p.Invalidate(path, recursive)), p.Ack, 0).count
+        """Forgets the renditions (and failures) of ``path`` (a relative one resolved as by
+        :meth:`start_render`), or of every file under it with ``recursive``; returns how many
+        were removed."""
+        return expect(self._request(p.Invalidate(absolute(path), recursive)), p.Ack, 0).count
 
     def trim(self, max_bytes: int) -> int:
         """Evicts until the cache holds at most ``max_bytes``; returns renditions evicted."""
         return expect(self._request(p.Trim(max_bytes)), p.Ack, 0).count
 
     def info(self, path: Optional[str] = None, *, fd: Optional[int] = None) -> p.InfoReply:
-        """What the file at ``path`` (absolute), or the open file ``fd``, is: kind, upright size, a
-        video's duration, frames or pages, format (INFO). Read from its header once, then answered
-        from the daemon's cache until the file changes."""
+        """What the file at ``path`` (a relative one resolved as by :meth:`start_render`), or the
+        open file ``fd``, is: kind, upright size, a video's duration, frames or pages, format
+        (INFO). Read from its header once, then answered from the daemon's cache until the file
+        changes."""
         if path is None and fd is None:
             raise ValueError("info needs a path or a descriptor")
-        return expect(self._request(p.Info(path or ""), fd), p.InfoReply, 0)
+        named = absolute(path) if fd is None and path is not None else path or ""
+        return expect(self._request(p.Info(named), fd), p.InfoReply, 0)
 
     def stats(self) -> Dict[str, int]:
         """The daemon's counters by name (unknown names included; look up what you need)."""

@@ -1,7 +1,9 @@
-"""Errors a viewerd client raises: the daemon's ERROR answers, and a lost connection."""
+"""Errors a viewerd client raises, all :class:`ViewerError`: the daemon's ERROR answers, and the
+client's own (no daemon, a lost connection, an untrusted socket)."""
 from __future__ import annotations
 
-from typing import Dict
+import os
+from typing import Dict, Optional
 
 #: Every error code of protocol version 1 and its stable name (PROTOCOL.md, "Error codes").
 ERROR_NAMES: Dict[int, str] = {
@@ -30,8 +32,11 @@ _RETRYABLE = frozenset({203, 304, 400, 401, 402, 500, 501})
 
 
 class ViewerError(Exception):
-    """An ERROR answer from the daemon: a stable numeric ``code``, its ``name`` and the
-    daemon's human ``message``.
+    """What a viewerd client raises about the daemon. For an ERROR answer: the protocol's stable
+    numeric ``code``, its ``name`` and the daemon's human ``message``. The client's own errors
+    are subclasses with ``code`` None and a name of their own: :class:`DaemonUnavailable`
+    (``daemon-unavailable``), :class:`ConnectionLost` (``connection-lost``) and
+    :class:`UntrustedSocket` (``untrusted-socket``).
 
     >>> try:
     ...     client.render("/missing.jpg", 256)
@@ -39,6 +44,8 @@ class ViewerError(Exception):
     ...     print(error.code, error.name, error.retryable)
     200 not-found False
     """
+
+    code: Optional[int]
 
     def __init__(self, code: int, name: str, message: str) -> None:
         super().__init__(f"{name} ({code}): {message}" if message else f"{name} ({code})")
@@ -54,20 +61,75 @@ class ViewerError(Exception):
     @property
     def retryable(self) -> bool:
         """Whether the same request may succeed later without the file changing."""
+        assert self.code is not None
         if self.code in ERROR_NAMES:
             return self.code in _RETRYABLE
         # Unknown codes are judged by their hundred: the daemon's state and its faults pass.
         return self.code // 100 in (4, 5)
 
 
-class ConnectionLost(ConnectionError):
+class _ClientError(ViewerError):
+    """An error of the client's own, not an ERROR answer: no code, a fixed name."""
+
+    name = ""
+    retryable = False  # type: ignore[assignment]
+
+    def __init__(self, message: str) -> None:
+        Exception.__init__(self, message)
+        self.code = None
+        self.message = message
+
+
+class DaemonUnavailable(_ClientError, ConnectionError):
+    """No daemon answers at ``socket_path``: nothing listens there (``errno`` ENOENT,
+    ECONNREFUSED), this user may not reach it (EACCES), or it closed the connection before its
+    WELCOME. Nothing was sent; the next request tries again.
+
+    >>> try:
+    ...     viewerd.Client().ping()
+    ... except viewerd.DaemonUnavailable as error:
+    ...     print(error)
+    viewerd is not available at /run/user/1000/viewerd/viewerd.sock: No such file or directory
+    """
+
+    name = "daemon-unavailable"
+    retryable = True
+
+    def __init__(self, socket_path: str, reason: str, errno: Optional[int] = None) -> None:
+        super().__init__(f"viewerd is not available at {socket_path}: {reason}")
+        self.socket_path = socket_path
+        self.reason = reason
+        self.errno = errno
+        self.strerror = reason
+        self.filename = socket_path
+
+    @classmethod
+    def from_os_error(cls, socket_path: str, error: OSError) -> "DaemonUnavailable":
+        if error.errno is not None:
+            return cls(socket_path, os.strerror(error.errno), error.errno)
+        return cls(socket_path, str(error) or type(error).__name__)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConnectionLost(_ClientError, ConnectionError):
     """The daemon closed the connection (it stopped or restarted) with this request outstanding.
 
     The request may be sent again: the client reconnects on its next request."""
 
+    name = "connection-lost"
     retryable = True
 
+    def __str__(self) -> str:
+        return self.message
 
-class UntrustedSocket(PermissionError):
+
+class UntrustedSocket(_ClientError, PermissionError):
     """The socket's directory or the process listening on it is not trusted
     (PROTOCOL.md, "Before trusting a socket"); nothing was sent."""
+
+    name = "untrusted-socket"
+
+    def __str__(self) -> str:
+        return self.message

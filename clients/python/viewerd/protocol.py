@@ -30,7 +30,23 @@ class MalformedFrame(ValueError):
     """Bytes that are not a valid frame or body (the daemon's ``malformed-frame``)."""
 
 
-class MessageType(enum.IntEnum):
+class _Named:
+    """Prints as its name in the options' spelling (``jpeg``, ``cache-only``, ``photo``), as
+    Swift's clients print theirs; ``repr`` and ``int`` still show the number. A name printed
+    is a value the clients' options take back: ``format=str(result.format)``."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name.lower().replace("_", "-")
+
+    def __format__(self, spec: str) -> str:
+        if spec and spec[-1] in "bcdoxXn":
+            return format(int(self), spec)  # type: ignore[call-overload]
+        return format(str(self), spec)
+
+
+class MessageType(_Named, enum.IntEnum):
     HELLO = 0x01
     RENDER = 0x02
     CANCEL = 0x03
@@ -54,18 +70,18 @@ class MessageType(enum.IntEnum):
     INFO_REPLY = 0x89
 
 
-class Fit(enum.IntEnum):
+class Fit(_Named, enum.IntEnum):
     FIT = 0
     FILL = 1
 
 
-class Crop(enum.IntEnum):
+class Crop(_Named, enum.IntEnum):
     CENTRE = 1
     ATTENTION = 2
     ENTROPY = 3
 
 
-class Format(enum.IntEnum):
+class Format(_Named, enum.IntEnum):
     JPEG = 1
     WEBP = 2
     PNG = 3
@@ -73,7 +89,7 @@ class Format(enum.IntEnum):
     RAW = 5
 
 
-class Priority(enum.IntEnum):
+class Priority(_Named, enum.IntEnum):
     VISIBLE = 0
     HIGH = 1
     NORMAL = 2
@@ -81,7 +97,7 @@ class Priority(enum.IntEnum):
     BACKGROUND = 4
 
 
-class Delivery(enum.IntEnum):
+class Delivery(_Named, enum.IntEnum):
     FINAL = 0
     OPPORTUNISTIC = 1
     CACHE_ONLY = 2
@@ -96,8 +112,26 @@ class Capability(enum.IntFlag):
     MEDIA_INFO = 0x20
     ZOOM = 0x40
 
+    def __str__(self) -> str:
+        """The names announced, ``|``-separated (``previews|zoom``), a newer daemon's bits in
+        hex, ``none`` for none."""
+        known = 0
+        names = []
+        for member in type(self):
+            if member.value & self.value:
+                names.append(member.name.lower().replace("_", "-"))  # type: ignore[union-attr]
+                known |= member.value
+        if self.value & ~known:
+            names.append(hex(self.value & ~known))
+        return "|".join(names) or "none"
 
-class MediaKind(enum.IntEnum):
+    def __format__(self, spec: str) -> str:
+        if spec and spec[-1] in "bcdoxXn":
+            return format(int(self), spec)
+        return format(str(self), spec)
+
+
+class MediaKind(_Named, enum.IntEnum):
     PHOTO = 0
     VIDEO = 1
     VECTOR = 2
@@ -428,7 +462,7 @@ class Render:
     source_info: bool = False
 
 
-@dataclass
+@dataclass(repr=False)
 class Rendition:
     """A RESULT or a PREVIEW: the image bytes in ``format``, ``width`` × ``height``. ``source``:
     the original's media info (what INFO answers), in the RESULT of a RENDER that asked for it
@@ -441,13 +475,18 @@ class Rendition:
     from_cache: bool = False
     source: Optional[InfoReply] = None
 
+    def __repr__(self) -> str:
+        # The bytes' length, not the bytes: print(result) of a thumbnail is one line.
+        return (f"{type(self).__name__}(format={self.format!r}, width={self.width}, height={self.height}, "
+                f"data=<{len(self.data)} bytes>, from_cache={self.from_cache}, source={self.source!r})")
 
-@dataclass
+
+@dataclass(repr=False)
 class Result(Rendition):
     pass
 
 
-@dataclass
+@dataclass(repr=False)
 class Preview(Rendition):
     pass
 

@@ -8,7 +8,7 @@ import stat
 import struct
 from typing import Mapping, Optional, Set
 
-from .errors import UntrustedSocket
+from .errors import DaemonUnavailable, UntrustedSocket
 
 SYSTEM_SOCKET = "/run/viewerd/viewerd.sock"
 
@@ -59,13 +59,20 @@ def trusted_uids(environ: Optional[Mapping[str, str]] = None) -> Set[int]:
 
 
 def check_directory(path: str, trusted: Set[int]) -> None:
-    """Raises :class:`UntrustedSocket` unless the socket's directory is safe to trust."""
+    """Raises :class:`UntrustedSocket` unless the socket's directory is safe to trust. A
+    directory that cannot be looked at (missing, or not this user's to search) is left to
+    ``connect``, whose error says why the daemon is unavailable."""
     directory = os.path.dirname(os.path.abspath(path)) or "/"
-    st = os.lstat(directory)
-    if stat.S_ISLNK(st.st_mode):
-        if st.st_uid not in trusted:
-            raise UntrustedSocket(f"refusing to talk to {path}: {directory} is a symlink owned by uid {st.st_uid}")
-        st = os.stat(directory)
+    try:
+        st = os.lstat(directory)
+        if stat.S_ISLNK(st.st_mode):
+            if st.st_uid not in trusted:
+                raise UntrustedSocket(f"refusing to talk to {path}: {directory} is a symlink owned by uid {st.st_uid}")
+            st = os.stat(directory)
+    except UntrustedSocket:
+        raise
+    except OSError:
+        return  # no such directory, or not ours to look at: connect says which
     if st.st_uid not in trusted:
         raise UntrustedSocket(f"refusing to talk to {path}: {directory} is owned by uid {st.st_uid}")
     if st.st_mode & 0o022 and not (st.st_uid == 0 and st.st_mode & stat.S_ISVTX):
@@ -80,12 +87,17 @@ def peer_uid(sock: socket.socket) -> int:
 
 def connect_trusted(path: str, blocking: bool = True) -> socket.socket:
     """Connects to ``path`` after checking its directory, and returns the socket only if a
-    trusted user listens there. Nothing is written to the socket."""
+    trusted user listens there. Nothing is written to the socket. Raises
+    :class:`DaemonUnavailable` when nothing answers there, :class:`UntrustedSocket` when the
+    directory or the listener is not trusted."""
     trusted = trusted_uids()
     check_directory(path, trusted)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(path)
+        try:
+            sock.connect(path)
+        except OSError as error:
+            raise DaemonUnavailable.from_os_error(path, error) from error
         uid = peer_uid(sock)
         if uid not in trusted:
             raise UntrustedSocket(f"refusing to talk to {path}: it is served by uid {uid}")
