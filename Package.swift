@@ -74,7 +74,7 @@ let package = Package(
         // desktop thumbnailer's, the standard's PNG written. viewerd-thumbnailer's and
         // `viewerctl export-xdg`'s; no sd-bus, no GIO (the MIME guess is the bus front's).
         .target(name: "DesktopThumbnails", dependencies: ["CSandbox", "FreedesktopThumbnails", "ViewerClient", "ViewerProtocol",
-                                                        "SystemCalls", "Locking"]),
+                                                        "SystemCalls", "Locking", "ViewerLog"]),
 
         // The D-Bus Thumbnailer1 and Cache1 objects: sd-bus's vtable macros, which Swift cannot expand.
         .target(name: "CDBusShim", dependencies: ["CSDBus"]),
@@ -82,11 +82,11 @@ let package = Package(
         // of the daemon writing the freedesktop cache (issue 21). `ThumbnailQueue` holds
         // Thumbnailer1's rules, passive; `ThumbnailerService` is their sd-bus shell.
         .target(name: "DesktopThumbnailer", dependencies: ["CSDBus", "CDBusShim", "CGio", "DesktopThumbnails", "FreedesktopThumbnails",
-                                                         "ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
+                                                         "ViewerClient", "ViewerProtocol", "SystemCalls", "Locking", "ViewerLog"]),
 
         .executableTarget(name: "viewerd", dependencies: ["ViewerDaemon"]),
         .executableTarget(name: "viewerd-thumbnailer", dependencies: ["DesktopThumbnailer", "DesktopThumbnails", "FreedesktopThumbnails",
-                                                                  "ViewerClient"]),
+                                                                  "ViewerClient", "ViewerLog"]),
         .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "Locking", "FreedesktopThumbnails",
                                                     "DesktopThumbnails"]),
         // ViewerDaemon: its stores are filled under the daemon's own keys (Store/RenditionKeys.swift).
