@@ -45,6 +45,9 @@ let package = Package(
 
         // The lock every module uses: a pthread mutex ThreadSanitizer can see (docs/DECISIONS.md).
         .target(name: "Locking"),
+        // The log lines (`level=info event=… key=value`, journald's priorities) of the daemon and
+        // of viewerd-thumbnailer alike; the front links this, not the daemon.
+        .target(name: "ViewerLog", dependencies: ["Locking"]),
         // Wire format: frames, messages, codes. No I/O, no C.
         .target(name: "ViewerProtocol"),
         // The only module that talks to libvips.
@@ -54,7 +57,8 @@ let package = Package(
         // CRC-32C with the CPU's instruction, for verifying stored renditions.
         .target(name: "CChecksum"),
         // Server, scheduler, render execution, configuration.
-        .target(name: "ViewerDaemon", dependencies: ["ViewerProtocol", "Rendering", "RenditionStore", "SystemCalls", "CSandbox", "Locking"]),
+        .target(name: "ViewerDaemon", dependencies: ["ViewerProtocol", "Rendering", "RenditionStore", "SystemCalls", "CSandbox", "Locking",
+                                                    "ViewerLog"]),
         // epoll, eventfd, signalfd, SO_PEERCRED: Linux calls Swift's Glibc does not export.
         .target(name: "CPosix"),
         // The one layer of system-call wrappers every target uses: EINTR retried, typed errno,
@@ -70,7 +74,7 @@ let package = Package(
         // desktop thumbnailer's, the standard's PNG written. viewerd-thumbnailer's and
         // `viewerctl export-xdg`'s; no sd-bus, no GIO (the MIME guess is the bus front's).
         .target(name: "DesktopThumbnails", dependencies: ["CSandbox", "FreedesktopThumbnails", "ViewerClient", "ViewerProtocol",
-                                                        "SystemCalls", "Locking"]),
+                                                        "SystemCalls", "Locking", "ViewerLog"]),
 
         // The D-Bus Thumbnailer1 and Cache1 objects: sd-bus's vtable macros, which Swift cannot expand.
         .target(name: "CDBusShim", dependencies: ["CSDBus"]),
@@ -78,11 +82,11 @@ let package = Package(
         // of the daemon writing the freedesktop cache (issue 21). `ThumbnailQueue` holds
         // Thumbnailer1's rules, passive; `ThumbnailerService` is their sd-bus shell.
         .target(name: "DesktopThumbnailer", dependencies: ["CSDBus", "CDBusShim", "CGio", "DesktopThumbnails", "FreedesktopThumbnails",
-                                                         "ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
+                                                         "ViewerClient", "ViewerProtocol", "SystemCalls", "Locking", "ViewerLog"]),
 
         .executableTarget(name: "viewerd", dependencies: ["ViewerDaemon"]),
         .executableTarget(name: "viewerd-thumbnailer", dependencies: ["DesktopThumbnailer", "DesktopThumbnails", "FreedesktopThumbnails",
-                                                                  "ViewerClient"]),
+                                                                  "ViewerClient", "ViewerLog"]),
         .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "Locking", "FreedesktopThumbnails",
                                                     "DesktopThumbnails"]),
         // ViewerDaemon: its stores are filled under the daemon's own keys (Store/RenditionKeys.swift).
@@ -100,7 +104,8 @@ let package = Package(
         .testTarget(name: "ViewerProtocolTests", dependencies: ["ViewerProtocol", "ViewerTestSupport"], exclude: ["FuzzRegressions"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "ViewerProtocol", "ViewerTestSupport"]),
         .testTarget(name: "RenditionStoreTests", dependencies: ["RenditionStore", "Locking", "ViewerTestSupport"]),
-        .testTarget(name: "ViewerDaemonTests", dependencies: ["ViewerDaemon", "ViewerProtocol", "SystemCalls", "Locking", "Rendering", "RenditionStore", "ViewerTestSupport"]),
+        .testTarget(name: "ViewerDaemonTests", dependencies: ["ViewerDaemon", "ViewerProtocol", "SystemCalls", "Locking", "Rendering", "RenditionStore", "ViewerTestSupport",
+                                                         "ViewerLog"]),
         .executableTarget(name: "store-crash-writer", dependencies: ["RenditionStore", "ViewerTestSupport"], path: "Tests/StoreCrashWriter"),
         // make test, make torture: viewerd with the tests' faults (workers that crash, hang or
         // try a forbidden call on files so named; a small store map, a fast sweep), which the

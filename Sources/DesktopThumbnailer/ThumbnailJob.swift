@@ -16,6 +16,8 @@ final class ThumbnailJob: Sendable {
     let uri: String
     let flavor: ThumbnailFlavor
     let mimeType: String?
+    /// When the queue started it (for the log's line of the file).
+    let startedAt = ContinuousClock.now
 
     private struct Control {
         var priority: Priority

@@ -25,6 +25,8 @@ import ViewerProtocol
 /// - A caller that leaves the bus hears nothing more; its files are still made (the cache is
 ///   shared), at background priority unless another caller waits for them too.
 /// - Stopping (or a name taken) ends every job still queued with `shutting down` errors.
+/// - Every handle, once it ends (Finished, or its caller gone), is summarized once for the
+///   service's log: its files, how many were Ready, Error or ended unanswered (dequeued).
 ///
 /// Signals go to the caller alone, as Tumbler sends them. Confined to the bus thread.
 struct ThumbnailQueue {
@@ -41,6 +43,26 @@ struct ThumbnailQueue {
         case raise(JobID, Priority)
         /// Serve the job at background priority from now on, less urgent: its callers left.
         case lower(JobID)
+        /// A handle ended: say so in the log (the shell adds the time it took).
+        case summarize(Summary)
+    }
+
+    /// What became of one handle's files: `ready + failed + cancelled == files`.
+    struct Summary: Equatable {
+        let handle: UInt32
+        let origin: String
+        /// The URIs it queued, each once.
+        var files = 0
+        /// Answered `Ready`.
+        var ready = 0
+        /// Answered `Error` (refused, failed, stopping).
+        var failed = 0
+        /// Ended unanswered by its caller's Dequeue or `handle_to_unqueue`.
+        var cancelled = 0
+        /// Its caller left the bus: nothing was sent for the files that ended after.
+        var callerLeft = false
+        /// Ended by Dequeue or `handle_to_unqueue`.
+        var dequeued = false
     }
 
     /// Thumbnailer1's signals.
@@ -95,6 +117,7 @@ struct ThumbnailQueue {
     private struct Handle {
         let origin: String
         var jobs: Set<JobKey> = []
+        var summary: Summary
         /// The caller left the bus: its files are made all the same, nothing is sent.
         var gone = false
     }
@@ -126,7 +149,7 @@ struct ThumbnailQueue {
         var actions: [Action] = [.reply(handle: handle), .signal(.started(handle), to: origin)]
 
         var refused: [(uri: String, code: TumblerError, text: String)] = []
-        var request = Handle(origin: origin)
+        var request = Handle(origin: origin, summary: Summary(handle: handle, origin: origin))
         if let flavor = ThumbnailFlavor(rawValue: flavorName) {
             let priority: Priority = switch scheduler {
             case "foreground": .visible
@@ -166,12 +189,14 @@ struct ThumbnailQueue {
             refused = uris.filter { seen.insert($0).inserted }
                 .map { ($0, .unsupportedFlavor, "Unsupported thumbnail flavor requested: \(flavorName)") }
         }
+        request.summary.files = request.jobs.count + refused.count
+        request.summary.failed = refused.count
         if !request.jobs.isEmpty { handles[handle] = request }
         // Replaced after the new handle waits on its files. (Not the new handle itself, which
         // a caller guessing the next number could name: it would hear Error after Finished.)
         if unqueue != 0 && unqueue != handle { actions += end(unqueue, by: origin) }
         for (uri, code, text) in refused { actions.append(.signal(.error(handle, uris: [uri], code, text), to: origin)) }
-        if request.jobs.isEmpty { actions.append(.signal(.finished(handle), to: origin)) }
+        if request.jobs.isEmpty { actions += [.signal(.finished(handle), to: origin), .summarize(request.summary)] }
         return actions
     }
 
@@ -196,7 +221,10 @@ struct ThumbnailQueue {
                 jobs[key] = job
             }
         }
-        actions.append(.signal(.finished(handle), to: origin))
+        var summary = request.summary
+        summary.cancelled += request.jobs.count
+        summary.dequeued = true
+        actions += [.signal(.finished(handle), to: origin), .summarize(summary)]
         return actions
     }
 
@@ -205,7 +233,10 @@ struct ThumbnailQueue {
     /// A caller gone from the bus (NameOwnerChanged to no owner).
     mutating func callerLeft(_ origin: String) -> [Action] {
         let left = handles.filter { $0.value.origin == origin }.map(\.key).sorted()
-        for handle in left { handles[handle]!.gone = true }
+        for handle in left {
+            handles[handle]!.gone = true
+            handles[handle]!.summary.callerLeft = true
+        }
         var actions: [Action] = []
         var lowered = Set<JobKey>()
         for handle in left {
@@ -237,6 +268,10 @@ struct ThumbnailQueue {
             for (handle, uri) in job.waiters {
                 handles[handle]?.jobs.remove(key)
                 touched.insert(handle)
+                switch outcome {
+                case .written, .kept: handles[handle]?.summary.ready += 1
+                default: handles[handle]?.summary.failed += 1
+                }
                 switch outcome {
                 case .written, .kept: ready[handle, default: []].append(uri)
                 case .failed(let code, let text): failed.append((handle, uri, code, text))
@@ -270,6 +305,7 @@ struct ThumbnailQueue {
             guard let request = handles[handle], request.jobs.isEmpty else { continue }
             handles[handle] = nil
             if !request.gone { actions.append(.signal(.finished(handle), to: request.origin)) }
+            actions.append(.summarize(request.summary))
         }
         return actions
     }

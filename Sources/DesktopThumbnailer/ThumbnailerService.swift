@@ -6,6 +6,7 @@ import FreedesktopThumbnails
 import Locking
 import SystemCalls
 import ViewerClient
+import ViewerLog
 import ViewerProtocol
 
 /// The freedesktop thumbnail service on the session bus (`org.freedesktop.thumbnails.Thumbnailer1`
@@ -24,6 +25,11 @@ import ViewerProtocol
 /// to the thread that calls `run()`; the renders run as tasks, and post their outcomes to
 /// `inbox` (a `Locked`) and wake the loop through `wakeup`. Cache1's file work runs on
 /// `cacheWork`, whose replies go through the inbox too. Hence `@unchecked Sendable`.
+///
+/// Its log (standard error, the daemon's `key=value` lines): the start (bus, names, the daemon's
+/// socket), whether the daemon answers (a warning when it does not, and again each time it
+/// stops answering), a line per handle at info when it ends (files, ready, failed, cancelled,
+/// time) and a line per file at debug.
 ///
 /// ```swift
 /// let service = try ThumbnailerService(writer: ThumbnailWriter(client: client, cache: cache))
@@ -44,6 +50,8 @@ public final class ThumbnailerService: @unchecked Sendable {
 
     let writer: ThumbnailWriter
     private let idleExit: Duration?
+    /// The bus as the start line names it: the address given, else the session bus.
+    private let busName: String
     private let wakeup: Wakeup
     private let inbox = Locked<[Event]>([])
     private let cacheWork = DispatchQueue(label: "viewerd-thumbnailer.cache1")
@@ -61,6 +69,10 @@ public final class ThumbnailerService: @unchecked Sendable {
     /// Whether the names are still ours (false once the idle exit released them: the bus then
     /// tells NameLost of our own release, which is not a name taken).
     private var ownsNames = false
+    /// When each open handle was queued, for its summary line.
+    private var queuedAt: [UInt32: ContinuousClock.Instant] = [:]
+    /// Whether the daemon answered last time it was asked (nil: not asked yet): a change is logged.
+    private var daemonAnswers: Bool?
 
     private enum Event: Sendable {
         case outcome(ThumbnailQueue.JobID, ThumbnailOutcome)
@@ -69,13 +81,18 @@ public final class ThumbnailerService: @unchecked Sendable {
         /// One of the names was taken from this service.
         case nameLost
         case stop
+        /// The daemon answered the start's probe (its version), or did not (why).
+        case daemonProbe(Result<String, ProbeFailure>)
     }
+
+    private struct ProbeFailure: Error { let reason: String }
 
     /// Connects to the bus (`busAddress`, else the session bus). `idleExit`: how long to stay
     /// with nothing queued before leaving the bus (D-Bus activation starts it again).
     public init(writer: ThumbnailWriter, busAddress: String? = nil, idleExit: Duration? = nil) throws(BusError) {
         self.writer = writer
         self.idleExit = idleExit
+        busName = busAddress ?? "session"
         bus = try SessionBus(address: busAddress)
         do {
             wakeup = try Wakeup()
@@ -106,6 +123,10 @@ public final class ThumbnailerService: @unchecked Sendable {
         try bus.requestName(Self.thumbnailerName, replace: replace)
 
         ownsNames = true
+        Log.info("event=started bus=\(Log.quote(busName)) names=\(Self.cacheName),\(Self.thumbnailerName) " +
+                 "socket=\(Log.quote(writer.client.socketPath)) cache=\(Log.quote(writer.cache.root)) " +
+                 "helpers=\(writer.helpers?.helpers.helpers.count ?? 0) pid=\(getpid())")
+        probeDaemon()
         while true {
             while try bus.process() {}
             drain()
@@ -176,7 +197,12 @@ public final class ThumbnailerService: @unchecked Sendable {
         for action in actions {
             switch action {
             case .reply(let handle):
-                if let handle { call?.reply { $0.append(handle) } } else { call?.reply() }
+                if let handle {
+                    queuedAt[handle] = .now
+                    call?.reply { $0.append(handle) }
+                } else {
+                    call?.reply()
+                }
             case .signal(let signal, let origin):
                 send(signal, to: origin)
             case .start(let id, let request):
@@ -185,11 +211,20 @@ public final class ThumbnailerService: @unchecked Sendable {
                 jobs[id] = job
                 job.start(writer) { [weak self] outcome in self?.post(.outcome(id, outcome)) }
             case .cancel(let id):
-                jobs.removeValue(forKey: id)?.cancel()
+                if let job = jobs.removeValue(forKey: id) {
+                    job.cancel()
+                    logFile(job, .cancelled)
+                }
             case .raise(let id, let priority):
                 jobs[id]?.raise(to: priority)
             case .lower(let id):
                 jobs[id]?.lower(to: .background)
+            case .summarize(let summary):
+                let took = queuedAt.removeValue(forKey: summary.handle).map { ContinuousClock.now - $0 } ?? .zero
+                Log.info("event=queue handle=\(summary.handle) caller=\(Log.quote(summary.origin)) files=\(summary.files) " +
+                         "ready=\(summary.ready) failed=\(summary.failed) cancelled=\(summary.cancelled) " +
+                         "time_ms=\(Self.milliseconds(took))" + (summary.dequeued ? " dequeued=yes" : "") +
+                         (summary.callerLeft ? " caller_left=yes" : ""))
             }
         }
     }
@@ -220,12 +255,78 @@ public final class ThumbnailerService: @unchecked Sendable {
             case .nameLost:
                 break
             case .outcome(let id, let outcome):
-                jobs[id] = nil
+                if let job = jobs.removeValue(forKey: id) { logFile(job, outcome) }
+                daemonAnswered(outcome)
                 batch.append(.outcome(id, outcome))
+            case .daemonProbe(let result):
+                switch result {
+                case .success(let version):
+                    daemonAnswers = true
+                    Log.info("event=daemon socket=\(Log.quote(writer.client.socketPath)) version=\(Log.quote(version))")
+                case .failure(let failure):
+                    daemonUnreachable(failure.reason)
+                }
             }
         }
         perform(queue.receive(batch))
         idleSince = .now
+    }
+
+    // MARK: The log
+
+    /// Asks the daemon for its WELCOME once, at the start, so that a daemon that cannot be
+    /// reached is said at once rather than by every file's error 1.
+    private func probeDaemon() {
+        let client = writer.client
+        Task { [weak self] in
+            let result: Result<String, ProbeFailure>
+            do {
+                result = .success(try await client.server.serverVersion)
+            } catch {
+                result = .failure(ProbeFailure(reason: (error as? ViewerClientError)?.description ?? "\(error)"))
+            }
+            self?.post(.daemonProbe(result))
+        }
+    }
+
+    /// A file's outcome says whether the daemon answers: its change is logged.
+    private func daemonAnswered(_ outcome: ThumbnailOutcome) {
+        switch outcome {
+        case .failed(.connectionError, let text):
+            if daemonAnswers != false { daemonUnreachable(text) }
+        case .written, .failed:
+            if daemonAnswers == false { Log.info("event=daemon-reachable socket=\(Log.quote(writer.client.socketPath))") }
+            daemonAnswers = true
+        case .kept, .failedBefore, .cancelled:
+            break  // answered without the daemon
+        }
+    }
+
+    private func daemonUnreachable(_ reason: String) {
+        daemonAnswers = false
+        Log.warning("event=daemon-unreachable socket=\(Log.quote(writer.client.socketPath)) error=\(Log.quote(reason)) " +
+                    "detail=\"files are answered error 1 until it answers\"")
+    }
+
+    /// A file's line, at debug: what became of it and how long it took.
+    private func logFile(_ job: ThumbnailJob, _ outcome: ThumbnailOutcome) {
+        Log.debug({
+            let name: String
+            var detail = ""
+            switch outcome {
+            case .written(let path): (name, detail) = ("written", " thumbnail=\(Log.quote(path))")
+            case .kept(let path): (name, detail) = ("kept", " thumbnail=\(Log.quote(path))")
+            case .failedBefore(let text): (name, detail) = ("failed-before", " error=\(Log.quote(text))")
+            case .failed(let code, let text): (name, detail) = ("failed", " code=\(code.rawValue) error=\(Log.quote(text))")
+            case .cancelled: name = "cancelled"
+            }
+            return "event=file uri=\(Log.quote(job.uri)) flavor=\(job.flavor.rawValue) outcome=\(name) " +
+                "time_ms=\(Self.milliseconds(ContinuousClock.now - job.startedAt))" + detail
+        }())
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
     }
 
     private func send(_ signal: ThumbnailQueue.Signal, to origin: String) {

@@ -1,5 +1,6 @@
 import CSandbox
 import Foundation
+import ViewerLog
 import Locking
 import SystemCalls
 
@@ -48,7 +49,7 @@ public final class HelperRunner: Sendable {
 
     public init(helpers: DesktopThumbnailers, guessMimeType: @escaping MimeTypeGuess, timeout: Duration = .seconds(30),
                 concurrency: Int = ProcessInfo.processInfo.activeProcessorCount,
-                warn: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data("viewerd-thumbnailer: \($0)\n".utf8)) }) {
+                warn: @escaping @Sendable (String) -> Void = { Log.warning("event=helper-sandbox-weakened detail=\(Log.quote($0))") }) {
         self.helpers = helpers
         self.guessMimeType = guessMimeType
         self.timeout = timeout

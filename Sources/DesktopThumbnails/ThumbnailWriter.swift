@@ -2,6 +2,7 @@ import Foundation
 import FreedesktopThumbnails
 import Synchronization
 import ViewerClient
+import ViewerLog
 import ViewerProtocol
 
 /// What became of one file's thumbnail.
@@ -42,6 +43,10 @@ public struct ThumbnailWriter: Sendable {
     /// The answers that say the file itself cannot be thumbnailed: recorded as the standard's
     /// failures, so it is not tried again until it changes. (A busy or stopping daemon, a
     /// crash, a timeout, a file gone meanwhile are tried again next time.)
+    ///
+    /// Of these only `unsupported-format` of a file that is not empty goes to a desktop
+    /// thumbnailer (a type the daemon does not read); a corrupt, empty or too large file is
+    /// answered with the daemon's own message.
     public static let fileIsToBlame: Set<ErrorCode> = [.unsupportedFormat, .corruptImage, .tooLarge]
 
     /// The thumbnail of the file at `path` in `flavor`.
@@ -104,8 +109,11 @@ public struct ThumbnailWriter: Sendable {
             }
         } catch is CancellationError {
             return .cancelled
-        } catch ViewerClientError.server(let reply) where reply.code == .unsupportedFormat && helpers != nil {
+        } catch ViewerClientError.server(let reply) where reply.code == .unsupportedFormat && helpers != nil && source.size != 0 {
             // A type the daemon does not read: the desktop's thumbnailer for it, if one is installed.
+            // Not for a file the daemon read and found bad: corrupt (its own code, never here)
+            // or empty (no thumbnailer makes anything of 0 bytes; gdk-pixbuf's would fail slowly,
+            // and its words would hide the daemon's "the file is empty").
             var guessed = source.mimeType
             if guessed == nil, let helpers {
                 let guess = await FileWork.run { Result { () throws(DesktopThumbnailers.UnreadableFile) in try helpers.guessMimeType(path) } }
@@ -200,8 +208,8 @@ public struct ThumbnailWriter: Sendable {
             Result { try cache.storeFailure(of: source, software: failureName) }
         }
         if case .failure(let error) = written, !Self.failureRecordUnwritten.exchange(true, ordering: .relaxed) {
-            FileHandle.standardError.write(Data(("viewerd-thumbnailer: event=failure-record-unwritten uri=\(source.uri) " +
-                "error=\"\(error)\" detail=\"the file is tried again next time; said once\"\n").utf8))
+            Log.warning("event=failure-record-unwritten uri=\(Log.quote(source.uri)) error=\(Log.quote("\(error)")) " +
+                        "detail=\"the file is tried again next time; said once\"")
         }
     }
 

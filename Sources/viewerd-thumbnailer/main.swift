@@ -6,10 +6,11 @@ import Dispatch
 import Foundation
 import FreedesktopThumbnails
 import ViewerClient
+import ViewerLog
 
 let usage = """
     usage: viewerd-thumbnailer [--socket PATH] [--cache DIR] [--bus ADDRESS] [--replace] [--idle-exit SECONDS]
-                               [--helper-timeout SECONDS] [--helper-jobs N] [--no-helpers]
+                               [--helper-timeout SECONDS] [--helper-jobs N] [--no-helpers] [--log-level LEVEL]
 
     Serves org.freedesktop.thumbnails.Thumbnailer1 and Cache1 on the session bus, as Tumbler
     does: desktop apps (Thunar, Ristretto, …) queue files, viewerd renders them, and the
@@ -30,7 +31,12 @@ let usage = """
       --helper-jobs N      how many desktop thumbnailers may run at once (default: one
                            per core)
       --no-helpers         run no desktop thumbnailer
+      --log-level LEVEL    debug, info, warning or error (default: $VIEWERD_LOG_LEVEL, else
+                           info): info logs the start, the daemon it reaches, failures and a
+                           line per Queue; debug adds a line per file
       --version, --help
+
+    Logs go to standard error (the journal, under systemd), as viewerd's do.
 
     Exit status: 0 after SIGTERM or the idle time, 1 when the bus fails or the names are taken
     (by Tumbler, say), 64 on a usage error.
@@ -38,8 +44,19 @@ let usage = """
     """
 
 func fail(_ text: String, status: Int32) -> Never {
-    FileHandle.standardError.write(Data("viewerd-thumbnailer: \(text)\n".utf8))
+    Log.failure(text, program: "viewerd-thumbnailer")
     exit(status)
+}
+
+/// A start that fails once the options are read: a log line, exit 1.
+func failed(_ event: String, _ error: some CustomStringConvertible) -> Never {
+    Log.error("event=\(event) error=\(Log.quote(error.description))")
+    exit(1)
+}
+
+func logLevel(_ text: String, from origin: String) -> LogLevel {
+    guard let level = LogLevel(name: text) else { fail("\(origin) \(text): expected debug, info, warning or error", status: 64) }
+    return level
 }
 
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -51,6 +68,7 @@ var idleExit: Duration?
 var helperTimeout: Duration = .seconds(30)
 var useHelpers = true
 var helperJobs = ProcessInfo.processInfo.activeProcessorCount
+var level = ProcessInfo.processInfo.environment["VIEWERD_LOG_LEVEL"].map { logLevel($0, from: "VIEWERD_LOG_LEVEL") } ?? .info
 while !arguments.isEmpty {
     let argument = arguments.removeFirst()
     func value() -> String {
@@ -75,6 +93,7 @@ while !arguments.isEmpty {
         guard let jobs = Int(text), jobs > 0 else { fail("--helper-jobs \(text): not a positive number", status: 64) }
         helperJobs = jobs
     case "--no-helpers": useHelpers = false
+    case "--log-level": level = logLevel(value(), from: "--log-level")
     case "--help", "-h":
         print(usage, terminator: "")
         exit(0)
@@ -86,6 +105,7 @@ while !arguments.isEmpty {
     }
 }
 
+Log.setThreshold(level)
 let environment = ProcessInfo.processInfo.environment
 guard let cache = cacheRoot.map({ ThumbnailCache(root: $0) }) ?? ThumbnailCache.forUser(environment: environment) else {
     fail("no cache directory: set XDG_CACHE_HOME or HOME, or give --cache DIR", status: 64)
@@ -99,7 +119,7 @@ do {
     let writer = ThumbnailWriter(client: client, cache: cache, helpers: helpers)
     service = try ThumbnailerService(writer: writer, busAddress: busAddress, idleExit: idleExit)
 } catch {
-    fail(error.description, status: 1)
+    failed("bus-failed", error)
 }
 
 /// SIGTERM (systemd, the end of the bus's session) and SIGINT stop the loop, which answers
@@ -118,6 +138,7 @@ let signalSources = stopOnSignals(service)
 do {
     try service.run(replace: replace)
 } catch {
-    fail(error.description, status: 1)
+    failed("bus-failed", error)
 }
+Log.info("event=stopped")
 withExtendedLifetime(signalSources) {}

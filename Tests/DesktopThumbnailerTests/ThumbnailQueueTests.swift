@@ -24,7 +24,8 @@ struct ThumbnailQueueTests {
         ])
         // And when both end between two turns of the loop, one Ready names both, then Finished
         #expect(queue.receive([.outcome(2, .written("/t/b.png")), .outcome(1, .kept("/t/a.png"))])
-                == [.signal(.ready(1, uris: [b, a]), to: ":1.5"), .signal(.finished(1), to: ":1.5")])
+                == [.signal(.ready(1, uris: [b, a]), to: ":1.5"), .signal(.finished(1), to: ":1.5"),
+                    .summarize(Queue.Summary(handle: 1, origin: ":1.5", files: 2, ready: 2))])
         #expect(queue.isIdle)
     }
 
@@ -194,5 +195,24 @@ struct ThumbnailQueueTests {
         }
         harness.checkEnd()
         #expect(harness.violations == [], "seed \(seed)")
+    }
+
+    @Test("each handle is summarized once when it ends: its files ready, failed or cancelled, and whether its caller left")
+    func summaries() {
+        var harness = ThumbnailQueueHarness()
+        // Given a handle with a refused URI and two files, a handle dequeued mid-way, and one whose caller leaves
+        let mixed = harness.queue([a, "http://x/y.jpg", b], from: ":1.1")
+        let dequeued = harness.queue([c], from: ":1.2")
+        let left = harness.queue(["file:///photos/d.jpg"], from: ":1.3")
+        harness.dequeue(dequeued, by: ":1.2")
+        harness.callerLeft(":1.3")
+        harness.finish([(1, .written("/t/a.png")), (2, .failed(.invalidFormat, "corrupt"))])
+        harness.finish(4, .written("/t/d.png"))
+        // Then each summary counts what its caller heard
+        #expect(harness.summaries[mixed] == Queue.Summary(handle: mixed, origin: ":1.1", files: 3, ready: 1, failed: 2))
+        #expect(harness.summaries[dequeued] == Queue.Summary(handle: dequeued, origin: ":1.2", files: 1, cancelled: 1, dequeued: true))
+        #expect(harness.summaries[left] == Queue.Summary(handle: left, origin: ":1.3", files: 1, ready: 1, callerLeft: true))
+        harness.checkEnd()
+        #expect(harness.violations == [])
     }
 }

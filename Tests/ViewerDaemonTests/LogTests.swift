@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ViewerDaemon
+@testable import ViewerLog
 
 @Suite("Log")
 struct LogTests {

@@ -11,7 +11,9 @@ import ViewerProtocol
 ///   was answered, unless its own caller ended it (Dequeue, handle_to_unqueue);
 /// - a Dequeue ends only its caller's own open handle (anything else is a bare reply);
 /// - one live job per file and flavor; a job is cancelled or ends once, and is raised only to a
-///   more urgent priority.
+///   more urgent priority;
+/// - a handle is summarized once, when it ends (after its Finished, or its caller gone), and its
+///   counts add up: every URI it queued, once, ready, failed or cancelled.
 /// `end` (stop, or every open handle dequeued) then checks that nothing is left running
 /// and every caller still on the bus heard `Finished` for each of its handles.
 struct ThumbnailQueueHarness {
@@ -29,6 +31,7 @@ struct ThumbnailQueueHarness {
     private(set) var signals: [UInt32: [Queue.Signal]] = [:]
     private(set) var finished: Set<UInt32> = []
     private(set) var gone: Set<String> = []
+    private(set) var summaries: [UInt32: Queue.Summary] = [:]
     private(set) var violations: [String] = []
 
     // MARK: Events
@@ -96,6 +99,7 @@ struct ThumbnailQueueHarness {
         for (handle, origin) in origins where !gone.contains(origin) && !finished.contains(handle) {
             violations.append("handle \(handle) of \(origin) never heard Finished")
         }
+        for handle in origins.keys where summaries[handle] == nil { violations.append("handle \(handle) never summarized") }
     }
 
     private mutating func apply(_ actions: [Queue.Action], endedByOwner: Set<UInt32>, context: String) {
@@ -122,7 +126,20 @@ struct ThumbnailQueueHarness {
             case .lower(let id):
                 if live[id] == nil { violations.append("\(context): lower of job \(id), not live") }
                 live[id]?.priority = .background
+            case .summarize(let summary):
+                check(summary, context: context)
             }
+        }
+    }
+
+    private mutating func check(_ summary: Queue.Summary, context: String) {
+        let handle = summary.handle
+        if summaries.updateValue(summary, forKey: handle) != nil { violations.append("\(context): \(handle) summarized twice") }
+        if !finished.contains(handle) && !gone.contains(summary.origin) {
+            violations.append("\(context): \(handle) summarized before its Finished")
+        }
+        if summary.files != asked[handle]?.count || summary.ready + summary.failed + summary.cancelled != summary.files {
+            violations.append("\(context): \(summary) does not count the \(asked[handle]?.count ?? 0) URIs queued")
         }
     }
 

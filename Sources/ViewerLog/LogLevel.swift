@@ -1,4 +1,4 @@
-/// How much the daemon logs: each level includes those above it in severity.
+/// How much the daemon (or viewerd-thumbnailer) logs: each level includes those above it in severity.
 ///
 /// `info` (the default) logs start, stop, configuration and failures; `debug` adds one line
 /// per request with the client's name and the decision taken, which is what a viewer author
@@ -6,7 +6,8 @@
 public enum LogLevel: Int, CaseIterable, Sendable, Comparable {
     case debug = 0, info, warning, error
 
-    /// The name used by `--log-level`, the config key `log-level` and `VIEWERD_LOG_LEVEL`.
+    /// The name used by `--log-level`, the config key `log-level` and `VIEWERD_LOG_LEVEL` (the
+    /// daemon's and viewerd-thumbnailer's).
     public var name: String {
         switch self {
         case .debug: "debug"

@@ -2,7 +2,8 @@ import Foundation
 import Locking
 import Synchronization
 
-/// One line per event, `key=value` fields, to standard error.
+/// One line per event, `key=value` fields, to standard error: viewerd's log and
+/// viewerd-thumbnailer's, so that the two read alike (`level=info event=… key=value`).
 ///
 /// When standard error is the journal's stream (systemd sets `JOURNAL_STREAM` to its device
 /// and inode), each line starts with its syslog priority, `<7>` debug, `<6>` info, `<4>`
@@ -35,8 +36,8 @@ public enum Log {
     public static func warning(_ line: String) { if enabled(.warning) { emit(.warning, "level=warning " + line) } }
     public static func error(_ line: String) { emit(.error, "level=error " + line) }
 
-    /// `viewerd: message`, for a start that fails before there is anything to log about.
-    public static func failure(_ message: String) { emit(.error, "viewerd: " + message) }
+    /// `program: message`, for a start that fails before there is anything to log about.
+    public static func failure(_ message: String, program: String = "viewerd") { emit(.error, program + ": " + message) }
 
     /// The syslog priorities used.
     enum Priority: Int {
