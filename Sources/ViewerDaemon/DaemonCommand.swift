@@ -1,4 +1,5 @@
 import Foundation
+import ViewerLog
 import ViewerProtocol
 
 /// `viewerd` itself: reads the command line, the environment and the config file, then

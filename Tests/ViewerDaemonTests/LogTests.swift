@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ViewerLog
 @testable import ViewerDaemon
 @testable import ViewerLog
 

@@ -1,5 +1,6 @@
 import Foundation
 import Rendering
+import ViewerLog
 import ViewerProtocol
 
 /// Everything the daemon can be told. Every field has a zero-config default.

@@ -1,4 +1,5 @@
 import Foundation
+import ViewerLog
 import ViewerProtocol
 
 /// One setting of the daemon: its config-file key, its `VIEWERD_*` variable and its flag.

@@ -2,6 +2,7 @@ import Foundation
 import Rendering
 import RenditionStore
 import SystemCalls
+import ViewerLog
 import ViewerProtocol
 
 /// Carrying out the request table's actions: files opened and headers read off the loop,

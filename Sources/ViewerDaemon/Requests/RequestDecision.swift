@@ -1,5 +1,6 @@
 import Rendering
 import RenditionStore
+import ViewerLog
 import ViewerProtocol
 
 /// What the daemon did with one request, as the debug log reports it (`decision=…`).

@@ -1,6 +1,7 @@
 import Foundation
 import Rendering
 import RenditionStore
+import ViewerLog
 import ViewerProtocol
 
 /// The store as requests read it: the look-ups the request table asks for (a hit is answered

@@ -2,6 +2,7 @@ import Foundation
 import Rendering
 import RenditionStore
 import SystemCalls
+import ViewerLog
 import ViewerProtocol
 
 /// The file system work of requests, done off the loop on the I/O threads (`SourceIO`): files

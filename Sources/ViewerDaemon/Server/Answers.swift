@@ -1,5 +1,6 @@
 import Rendering
 import RenditionStore
+import ViewerLog
 import ViewerProtocol
 
 /// Every frame the daemon sends a client is queued here; it goes out when the loop flushes

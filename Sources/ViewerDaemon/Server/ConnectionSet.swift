@@ -1,5 +1,6 @@
 import Foundation
 import SystemCalls
+import ViewerLog
 import ViewerProtocol
 
 /// The open connections and their epoll registrations: accepting, flushing, closing. Bytes

@@ -3,6 +3,7 @@ import Rendering
 import RenditionStore
 import Locking
 import SystemCalls
+import ViewerLog
 import ViewerProtocol
 
 /// The viewerd server: one event-loop thread owns every connection, the in-flight table and

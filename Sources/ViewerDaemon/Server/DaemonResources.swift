@@ -1,6 +1,7 @@
 import Foundation
 import RenditionStore
 import SystemCalls
+import ViewerLog
 
 /// Why the daemon could not start.
 public struct StartupError: Error, CustomStringConvertible {

@@ -1,6 +1,7 @@
 import SystemCalls
 #if canImport(Glibc)
 import Glibc
+import ViewerLog
 #endif
 
 /// Tells the service manager how the daemon is doing: sd_notify(3)'s datagrams on

@@ -2,6 +2,7 @@ import Foundation
 import Rendering
 import RenditionStore
 import Synchronization
+import ViewerLog
 
 /// A thread that walks the store's path index a little at a time and drops renditions and
 /// failures of files that changed or vanished. It stats files, so it stays off the event loop.

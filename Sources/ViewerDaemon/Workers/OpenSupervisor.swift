@@ -1,6 +1,7 @@
 import CSandbox
 #if canImport(Glibc)
 import Glibc
+import ViewerLog
 #endif
 
 /// The daemon's side of a worker's read-only opens (issue 15): the worker's filter hands each

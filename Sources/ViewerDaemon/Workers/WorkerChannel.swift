@@ -1,5 +1,6 @@
 import Locking
 import SystemCalls
+import ViewerLog
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc

@@ -4,6 +4,7 @@ import Rendering
 import RenditionStore
 import Locking
 import Synchronization
+import ViewerLog
 import ViewerProtocol
 
 /// Settings and counters shared by the pool's slots.

@@ -1,6 +1,7 @@
 import Foundation
 import Rendering
 import SystemCalls
+import ViewerLog
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc

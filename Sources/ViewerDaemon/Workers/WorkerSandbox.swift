@@ -2,6 +2,7 @@ import CSandbox
 import Foundation
 import Rendering
 import SystemCalls
+import ViewerLog
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc

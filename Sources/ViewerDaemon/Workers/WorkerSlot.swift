@@ -3,6 +3,7 @@ import Rendering
 import Locking
 import Synchronization
 import SystemCalls
+import ViewerLog
 import ViewerProtocol
 #if canImport(Glibc)
 import Glibc
