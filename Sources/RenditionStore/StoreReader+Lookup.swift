@@ -65,10 +65,17 @@ extension StoreReader {
     public func lookup<R>(_ key: RenditionKey, siblingsAt path: String?, use: ReadUse = .served,
                           _ serve: (RenditionMetadata, UnsafeRawBufferPointer) -> R) -> StoreLookup<R> {
         let source = Array(key.source), pathBytes = path.map { Array($0.utf8) }
-        // Read before the second snapshot, as `RenditionStore.renditionKeys` reads them.
-        var pendingKeys: [RenditionKey] = [], pendingFailure: FailureRecord?
+        // Read before the second snapshot, as `RenditionStore.renditionKeys` reads them: keys
+        // and values both, since the writer drops a value from what it holds once it is
+        // committed, perhaps after the second snapshot began (then only this read has it).
+        var pendingSiblings: [StoredSibling] = [], pendingFailure: FailureRecord?
         return lookUp(key, beforeSecondSnapshot: {
-            pendingKeys = pathBytes.map { store.writer.pendingKeys(path: $0, source: source) } ?? []
+            let keys = pathBytes.map { store.writer.pendingKeys(path: $0, source: source) } ?? []
+            pendingSiblings = keys.compactMap { key in
+                store.pendingValue(for: key).flatMap { value in
+                    value.withUnsafeBytes(StoredValue.metadata).map { StoredSibling(key: key, metadata: $0) }
+                }
+            }
             pendingFailure = store.writer.pendingFailure(for: source)
         }, { found -> StoreLookup<R> in
             let served: R? = switch found {
@@ -81,21 +88,17 @@ extension StoreReader {
         }, absent: { txn -> StoreLookup<R> in
             let _: Void? = miss(use)
             return .miss(missDetails(txn, source: source, pathKey: pathBytes.map { PathIndex.key(for: $0) },
-                                     pendingKeys: pendingKeys, pendingFailure: pendingFailure))
+                                     pendingSiblings: pendingSiblings, pendingFailure: pendingFailure))
         })
     }
 
     /// The failure and the siblings of a miss, from `txn` (nil: the snapshot could not be
     /// had, so only what the writer holds) and the writer's pending puts and failures.
     private func missDetails(_ txn: Transaction?, source: [UInt8], pathKey: [UInt8]?,
-                             pendingKeys: [RenditionKey], pendingFailure: FailureRecord?) -> StoreMiss {
+                             pendingSiblings: [StoredSibling], pendingFailure: FailureRecord?) -> StoreMiss {
         let recorded = pendingFailure ?? txn.flatMap { failure(in: $0, source: source) }
         let committed = txn.flatMap { txn in pathKey.map { siblings(in: txn, pathKey: $0, source: source) } } ?? []
-        let pending = pendingKeys.filter { key in !committed.contains { $0.key == key } }.compactMap { key in
-            store.pendingValue(for: key).flatMap { value in
-                value.withUnsafeBytes(StoredValue.metadata).map { StoredSibling(key: key, metadata: $0) }
-            }
-        }
+        let pending = pendingSiblings.filter { sibling in !committed.contains { $0.key == sibling.key } }
         let configuration = store.configuration
         let live = recorded.flatMap { record in
             record.isLive(now: configuration.nowMillis, backoff: configuration.failureBackoffMillis) ? record.failure : nil
