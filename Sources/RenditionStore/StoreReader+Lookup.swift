@@ -64,12 +64,14 @@ extension StoreReader {
     /// ```
     public func lookup<R>(_ key: RenditionKey, siblingsAt path: String?, use: ReadUse = .served,
                           _ serve: (RenditionMetadata, UnsafeRawBufferPointer) -> R) -> StoreLookup<R> {
-        let source = Array(key.source), pathBytes = path.map { Array($0.utf8) }
+        // Built only on a miss: a hit must not pay for the sibling scan's inputs.
+        var source: [UInt8] = [], pathBytes: [UInt8]?
         // Read before the second snapshot, as `RenditionStore.renditionKeys` reads them: keys
         // and values both, since the writer drops a value from what it holds once it is
         // committed, perhaps after the second snapshot began (then only this read has it).
         var pendingSiblings: [StoredSibling] = [], pendingFailure: FailureRecord?
         return lookUp(key, beforeSecondSnapshot: {
+            (source, pathBytes) = (Array(key.source), path.map { Array($0.utf8) })
             let keys = pathBytes.map { store.writer.pendingKeys(path: $0, source: source) } ?? []
             pendingSiblings = keys.compactMap { key in
                 store.pendingValue(for: key).flatMap { value in
