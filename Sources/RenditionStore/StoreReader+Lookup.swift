@@ -62,6 +62,7 @@ extension StoreReader {
     /// case .miss(let miss): plan(from: miss.siblings)   // miss.failure: answered without a render
     /// }
     /// ```
+    @_specialize(exported: true, where R == Bool)
     public func lookup<R>(_ key: RenditionKey, siblingsAt path: String?, use: ReadUse = .served,
                           _ serve: (RenditionMetadata, UnsafeRawBufferPointer) -> R) -> StoreLookup<R> {
         // Built only on a miss: a hit must not pay for the sibling scan's inputs.

@@ -32,14 +32,25 @@ public struct FieldWriter: Sendable {
 }
 
 /// Reads the fields of one message body. Values are slices of the body (no copies).
+///
+/// Every frame of every request is read through one, so it costs no hashing for the tags the
+/// protocol defines (all below `Self.directTags`: found by index) and no text until it throws.
 public struct FieldReader: Sendable {
     private let body: [UInt8]
-    private var ranges: [UInt16: Range<Int>] = [:]
-    private let message: String
+    /// Where each field of a tag below `directTags` starts and ends in `body`, packed
+    /// (start << 32 | end); 0 when absent (a field's end is past its 6-byte header: never 0).
+    private var direct: [UInt64]
+    /// Fields of other tags (a newer peer's, or a hostile one's), found by hashing.
+    private var others: [UInt16: Range<Int>] = [:]
+    private let type: MessageType?
 
-    public init(_ body: [UInt8], message: String) throws(ProtocolError) {
+    public static let directTags = 32
+
+    /// Reads the fields of a body of a message of `type` (named in a missing field's error).
+    public init(_ body: [UInt8], type: MessageType? = nil) throws(ProtocolError) {
         self.body = body
-        self.message = message
+        self.type = type
+        direct = Array(repeating: 0, count: Self.directTags)
         var offset = 0
         while offset < body.count {
             guard body.count - offset >= 6 else { throw .truncatedFieldHeader(offset: offset) }
@@ -47,15 +58,27 @@ public struct FieldReader: Sendable {
             let length = Int(UInt32(le: body, at: offset + 2))
             offset += 6
             guard length <= body.count - offset else { throw .truncatedField(tag: tag) }
-            guard ranges[tag] == nil else { throw .duplicateField(tag: tag) }
-            ranges[tag] = offset..<(offset + length)
+            guard ranges(tag) == nil else { throw .duplicateField(tag: tag) }
+            if Int(tag) < Self.directTags {
+                direct[Int(tag)] = UInt64(offset) << 32 | UInt64(offset + length)
+            } else {
+                others[tag] = offset..<(offset + length)
+            }
             offset += length
         }
     }
 
-    public func has(_ tag: UInt16) -> Bool { ranges[tag] != nil }
+    private func ranges(_ tag: UInt16) -> Range<Int>? {
+        guard Int(tag) < Self.directTags else { return others[tag] }
+        let packed = direct[Int(tag)]
+        return packed == 0 ? nil : Int(packed >> 32)..<Int(packed & 0xFFFF_FFFF)
+    }
 
-    public func bytes(_ tag: UInt16) -> ArraySlice<UInt8>? { ranges[tag].map { body[$0] } }
+    private var message: String { type.map { "\($0)" } ?? "message" }
+
+    public func has(_ tag: UInt16) -> Bool { ranges(tag) != nil }
+
+    public func bytes(_ tag: UInt16) -> ArraySlice<UInt8>? { ranges(tag).map { body[$0] } }
 
     public func requiredBytes(_ tag: UInt16) throws(ProtocolError) -> ArraySlice<UInt8> {
         guard let value = bytes(tag) else { throw .missingField(tag: tag, message: message) }
@@ -63,7 +86,7 @@ public struct FieldReader: Sendable {
     }
 
     public func integer<T: FixedWidthInteger>(_ tag: UInt16, as: T.Type = T.self) throws(ProtocolError) -> T? {
-        guard let range = ranges[tag] else { return nil }
+        guard let range = ranges(tag) else { return nil }
         guard range.count == T.bitWidth / 8 else { throw .badFieldLength(tag: tag, length: range.count) }
         return T(le: body, at: range.lowerBound)
     }

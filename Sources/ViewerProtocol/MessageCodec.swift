@@ -124,7 +124,7 @@ extension Message {
     /// Decodes a frame. Unknown fields are ignored; an unknown type throws `unexpectedMessage`.
     public init(frame: Frame) throws(ProtocolError) {
         guard let type = MessageType(rawValue: frame.type) else { throw .unexpectedMessage(type: frame.type) }
-        let r = try FieldReader(frame.body, message: "\(type)")
+        let r = try FieldReader(frame.body, type: type)
         switch type {
         case .hello:
             self = .hello(Hello(minVersion: try r.required(Tag.Hello.minVersion),
@@ -305,7 +305,7 @@ extension MediaInfo {
 
     /// Decodes an INFO_REPLY body (`body()`).
     public init(body: some Collection<UInt8>) throws(ProtocolError) {
-        try self.init(try FieldReader(Array(body), message: "infoReply"))
+        try self.init(try FieldReader(Array(body), type: .infoReply))
     }
 
     init(_ r: FieldReader) throws(ProtocolError) {

@@ -105,7 +105,7 @@ struct SourceInfoTests {
             try raw.send(.render(Self.request(path, sourceInfo: asked)), id: id)
             let frame = try raw.readFrame()
             #expect(frame.requestID == id && frame.type == MessageType.result.rawValue)
-            let reader = try FieldReader(frame.body, message: "result")
+            let reader = try FieldReader(frame.body, type: .result)
             let payload = try #require(reader.bytes(5))
             // The rendition's bytes end the body, whatever else it holds
             #expect(payload.endIndex == frame.body.count)

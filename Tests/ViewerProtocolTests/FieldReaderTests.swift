@@ -19,7 +19,7 @@ struct FieldReaderTests {
         writer.put(6, "grüße")
         writer.put(7, bytes: [1, 2, 3])
 
-        let reader = try FieldReader(writer.bytes, message: "test")
+        let reader = try FieldReader(writer.bytes)
 
         #expect(try reader.integer(1, as: UInt8.self) == 200)
         #expect(try reader.integer(2, as: UInt16.self) == 0xBEEF)
@@ -27,7 +27,7 @@ struct FieldReaderTests {
         #expect(try reader.integer(4, as: UInt64.self) == UInt64.max - 1)
         #expect(try reader.bool(5) == true)
         #expect(try reader.string(6) == "grüße")
-        #expect(reader.bytes(7).map(Array.init) == [1, 2, 3])
+        #expect(reader.bytes(7).map { Array($0) } == [1, 2, 3])
         #expect(try reader.integer(8, as: UInt8.self) == nil)
     }
 
@@ -40,7 +40,7 @@ struct FieldReaderTests {
 
     @Test("an empty body has no fields")
     func emptyBody() throws {
-        let reader = try FieldReader([], message: "test")
+        let reader = try FieldReader([])
         #expect(!reader.has(1))
     }
 
@@ -60,10 +60,10 @@ struct FieldReaderTests {
     @Test("a repeated tag makes the body malformed, known or not")
     func duplicateTag() throws {
         #expect(throws: ProtocolError.duplicateField(tag: 1)) {
-            try FieldReader(field(1, [1, 0]) + field(2, [1, 0]) + field(1, [1, 0]), message: "test")
+            try FieldReader(field(1, [1, 0]) + field(2, [1, 0]) + field(1, [1, 0]))
         }
         #expect(throws: ProtocolError.duplicateField(tag: 0x7777)) {
-            try FieldReader(field(0x7777, []) + field(0x7777, []), message: "test")
+            try FieldReader(field(0x7777, []) + field(0x7777, []))
         }
     }
 
@@ -71,7 +71,7 @@ struct FieldReaderTests {
     func truncatedValue() throws {
         let body = field(1, [1, 0]) + field(3, [1, 2, 3, 4])
         #expect(throws: ProtocolError.truncatedField(tag: 3)) {
-            try FieldReader(Array(body.dropLast()), message: "test")
+            try FieldReader(Array(body.dropLast()))
         }
     }
 
@@ -79,13 +79,13 @@ struct FieldReaderTests {
     func truncatedHeader(length: Int) throws {
         let body = field(1, [1, 0]) + field(2, [1, 0])
         #expect(throws: ProtocolError.truncatedFieldHeader(offset: 8)) {
-            try FieldReader(Array(body.prefix(8 + length)), message: "test")
+            try FieldReader(Array(body.prefix(8 + length)))
         }
     }
 
     @Test("an integer of the wrong width throws badFieldLength")
     func wrongWidth() throws {
-        let reader = try FieldReader(field(1, [1, 0]) + field(2, [1, 0, 0, 0, 0]), message: "test")
+        let reader = try FieldReader(field(1, [1, 0]) + field(2, [1, 0, 0, 0, 0]))
         #expect(throws: ProtocolError.badFieldLength(tag: 1, length: 2)) { try reader.integer(1, as: UInt32.self) }
         #expect(throws: ProtocolError.badFieldLength(tag: 1, length: 2)) { try reader.bool(1) }
         #expect(throws: ProtocolError.badFieldLength(tag: 2, length: 5)) { try reader.integer(2, as: UInt32.self) }
@@ -102,7 +102,7 @@ struct FieldReaderTests {
 
     @Test("any non-zero byte reads as true")
     func boolValues() throws {
-        let reader = try FieldReader(field(1, [0]) + field(2, [1]) + field(3, [0x80]), message: "test")
+        let reader = try FieldReader(field(1, [0]) + field(2, [1]) + field(3, [0x80]))
         #expect(try reader.bool(1) == false)
         #expect(try reader.bool(2) == true)
         #expect(try reader.bool(3) == true)
@@ -110,15 +110,32 @@ struct FieldReaderTests {
 
     @Test("a string that is not UTF-8 throws invalidUTF8")
     func invalidUTF8() throws {
-        let reader = try FieldReader(field(3, [0x61, 0xC3]), message: "test")
+        let reader = try FieldReader(field(3, [0x61, 0xC3]))
         #expect(throws: ProtocolError.invalidUTF8(tag: 3)) { try reader.string(3) }
     }
 
     @Test("a missing required field names the field and the message")
     func missingRequired() throws {
-        let reader = try FieldReader([], message: "hello")
+        let reader = try FieldReader([], type: .hello)
         #expect(throws: ProtocolError.missingField(tag: 1, message: "hello")) { try reader.required(1, as: UInt16.self) }
         #expect(throws: ProtocolError.missingField(tag: 2, message: "hello")) { try reader.requiredString(2) }
         #expect(throws: ProtocolError.missingField(tag: 3, message: "hello")) { try reader.requiredBytes(3) }
+    }
+
+    @Test("tags on both sides of the directly indexed ones read alike, duplicates refused on each")
+    func tagsPastTheDirectTable() throws {
+        let edge = UInt16(FieldReader.directTags)
+        let reader = try FieldReader(field(0, [7]) + field(edge - 1, [1, 2]) + field(edge, [3, 4, 5]) + field(0xFFFF, [9]))
+        #expect(reader.bytes(0).map { Array($0) } == [7])
+        #expect(reader.bytes(edge - 1).map { Array($0) } == [1, 2])
+        #expect(reader.bytes(edge).map { Array($0) } == [3, 4, 5])
+        #expect(reader.bytes(0xFFFF).map { Array($0) } == [9])
+        #expect(!reader.has(1) && !reader.has(edge + 1))
+        // An empty field is present: its end (past its header) is never 0.
+        #expect(try FieldReader(field(2, [])).bytes(2).map { Array($0) } == [])
+        #expect(throws: ProtocolError.duplicateField(tag: edge - 1)) {
+            try FieldReader(field(edge - 1, []) + field(edge - 1, []))
+        }
+        #expect(throws: ProtocolError.duplicateField(tag: edge)) { try FieldReader(field(edge, []) + field(edge, [])) }
     }
 }

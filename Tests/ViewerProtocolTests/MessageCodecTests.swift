@@ -213,7 +213,7 @@ struct MessageCodecTests {
         let larger = Message.render(RenderRequest(path: "/a.jpg", spec: spec, allowLarger: true)).body()
 
         // The false form is the twelve-field body; true appends tag 13 = 1
-        #expect(try !FieldReader(plain, message: "render").has(13))
+        #expect(try !FieldReader(plain, type: .render).has(13))
         #expect(larger == plain + [13, 0, 1, 0, 0, 0, 1])
 
         // Any non-zero byte is true, like every bool

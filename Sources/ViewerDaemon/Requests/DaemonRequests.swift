@@ -15,7 +15,10 @@ enum DaemonRequests: RequestKinds {
     typealias Stored = StoreMiss
 
     static func keys(of spec: RenditionSpec, identity: AssetIdentity) -> (key: RenditionKey, job: RenditionKey) {
-        (RenditionKey(identity: identity.bytes, spec: spec), RenditionKey.job(of: spec, identity: identity.bytes))
+        // Every request passes here: the identity and the spec are encoded once, and again
+        // only for a tile, whose job is its whole level's.
+        let identity = identity.bytes, key = RenditionKey(identity: identity, spec: spec)
+        return (key, spec.tile == nil ? key : RenditionKey.job(of: spec, identity: identity))
     }
 
     static func identity(of source: SourceFile) -> AssetIdentity { source.identity }

@@ -143,10 +143,10 @@ struct RequestTable<Kinds: RequestKinds> {
 
     /// Where a request is in its life.
     enum Phase {
-        case opening(Render)
+        indirect case opening(Render)
         /// The daemon reads the store for it now (`lookedUp` follows at once).
-        case lookingUp(Opened, LookUp)
-        case sniffing(Opened)
+        indirect case lookingUp(Opened, LookUp)
+        indirect case sniffing(Opened)
         /// Waits for a render job (`renders` has it), or for `part` of it.
         case waiting(JobID, part: Key?)
         case openingInfo
@@ -189,7 +189,7 @@ struct RequestTable<Kinds: RequestKinds> {
     /// What the daemon must do, in order.
     enum Action {
         /// Send `answer` to the request.
-        case answer(RequestRef, Answer)
+        indirect case answer(RequestRef, Answer)
         /// Answer a frame whose request id is another request's, outstanding: an ERROR on
         /// that id, which ends nothing of the outstanding request.
         case refuse(RequestRef, ErrorReply)
@@ -201,12 +201,12 @@ struct RequestTable<Kinds: RequestKinds> {
         /// terminal answer, already queued.
         case servedFromStore(RequestRef)
         /// What was decided for a RENDER, for the debug log (`decision=…`) and the counters.
-        case decided(RequestRef, RenderRequest, RequestDecision)
+        indirect case decided(RequestRef, RenderRequest, RequestDecision)
         /// Claim a place in the user's quota of open sources and open the RENDER's file off
         /// the loop: `sourceOpened` follows (or `openRefused` past the quota).
-        case open(RequestRef, RenderRequest, Priority)
+        indirect case open(RequestRef, RenderRequest, Priority)
         /// Read the store for a RENDER now, answering it on a hit: `lookedUp` follows at once.
-        case lookUp(RequestRef, Opened, LookUp)
+        indirect case lookUp(RequestRef, Opened, LookUp)
         /// Read the source's header off the loop: `headerRead` follows.
         case sniff(RequestRef, Kinds.Source, Priority)
         /// A job action of `renders` (submit, abandon, update).
@@ -288,14 +288,20 @@ struct RequestTable<Kinds: RequestKinds> {
 
     /// Sets (or, with nil, ends) the phase of `ref`, keeping the opening counts.
     mutating func setPhase(_ ref: RequestRef, _ phase: Phase?) {
-        let old = phases[ref.connection]?[ref.id]
-        let delta = (phase?.isOpening == true ? 1 : 0) - (old?.isOpening == true ? 1 : 0)
-        if delta != 0 {
-            let count = openingCounts[ref.connection, default: 0] + delta
+        // One look-up of the connection's table, and the old phase moved out, not copied: a
+        // hit passes here three times.
+        let wasOpening: Bool, isOpening = phase?.isOpening == true
+        if let phase {
+            wasOpening = phases[ref.connection, default: [:]].updateValue(phase, forKey: ref.id)?.isOpening == true
+        } else {
+            guard let index = phases.index(forKey: ref.connection) else { return }
+            wasOpening = phases.values[index].removeValue(forKey: ref.id)?.isOpening == true
+            if phases.values[index].isEmpty { phases.remove(at: index) }
+        }
+        if isOpening != wasOpening {
+            let count = openingCounts[ref.connection, default: 0] + (isOpening ? 1 : -1)
             openingCounts[ref.connection] = count > 0 ? count : nil
         }
-        phases[ref.connection, default: [:]][ref.id] = phase
-        if phases[ref.connection]?.isEmpty == true { phases[ref.connection] = nil }
     }
 
     /// `renders`' actions as the table's; a terminal answer ends its request's `waiting`.

@@ -28,7 +28,7 @@ enum FuzzInput {
             i = end
         }
         // The field list reader on its own, on the raw bytes.
-        if let reader = try? FieldReader(Array(stream), message: "fuzz") {
+        if let reader = try? FieldReader(Array(stream)) {
             for tag: UInt16 in 0..<16 {
                 _ = try? reader.string(tag)
                 _ = try? reader.integer(tag, as: UInt32.self)
