@@ -111,7 +111,10 @@ public final class StoreReader {
             defer { mdb_txn_reset(txn) }
             var value = MDB_val()
             if key.bytes.withVal({ k in mdb_get(txn, env.renditions, &k, &value) }) == 0 { return body(.committed(value.buffer)) }
-            guard snapshot == 0 else { return absent(txn.map { Transaction(raw: $0) }) }
+            guard snapshot == 0 else {
+                afterSecondSnapshotMiss?()
+                return absent(txn.map { Transaction(raw: $0) })
+            }
             afterSnapshotMiss?()
             if let pending = store.pendingValue(for: key) { return body(.pending(pending)) }
             beforeSecondSnapshot()
@@ -122,6 +125,11 @@ public final class StoreReader {
     /// Tests only: runs between a first snapshot's miss and the read of the pending puts
     /// (where a commit used to make a stored value a miss).
     var afterSnapshotMiss: (() -> Void)?
+
+    /// Tests only: runs once the second snapshot missed too, before the miss's failure and
+    /// siblings are read in it (where a commit used to take a sibling from both the pending
+    /// puts and the snapshot).
+    var afterSecondSnapshotMiss: (() -> Void)?
 
     func hit<R>(_ key: RenditionKey, _ use: ReadUse, _ result: R) -> R {
         switch use {

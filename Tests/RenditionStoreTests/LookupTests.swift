@@ -49,6 +49,26 @@ struct LookupTests {
         store.close()
     }
 
+    /// The writer drops a put from its pending ones once committed: a miss whose second
+    /// snapshot began before that commit, and which read the pending puts after it, found the
+    /// sibling in neither, and a PREVIEW was planned without the grid's rendition (0a6ac8d).
+    /// Here the commit falls exactly in that window.
+    @Test("a sibling committed after a miss's second snapshot began is still one of its siblings")
+    func siblingCommittedDuringTheMiss() throws {
+        let dir = try StoreDirectory()
+        let store = try RenditionStore(configuration(dir))
+        let reader = store.makeReader()
+        reader.afterSecondSnapshotMiss = { store.flush() }
+        store.put(key(1, spec: 1), path: "/p/1.jpg", metadata: meta, bytes: [UInt8](repeating: 7, count: 3000))
+        guard case .miss(let miss) = reader.lookup(key(1, spec: 2), siblingsAt: "/p/1.jpg", { _, _ in true }) else {
+            Issue.record("a hit for a key never stored")
+            return
+        }
+        #expect(miss.siblings.map(\.key) == [key(1, spec: 1)])
+        reader.afterSecondSnapshotMiss = nil
+        store.close()
+    }
+
     @Test("only a rendition served is a hit and raises its frequency; a peek counts nothing; a late hit replaces the miss")
     func whatCounts() throws {
         let dir = try StoreDirectory()
