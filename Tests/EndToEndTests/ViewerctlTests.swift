@@ -188,7 +188,7 @@ struct ViewerctlSubcommandTests {
         #expect(trim.status == 0 && trim.stdout.contains("evicted 6 renditions"), "\(trim.stdout)")
         #expect(try runTool(viewerctl, socket + ["clear"]).stdout.contains("removed 0 renditions"))
         #expect(try runTool(viewerctl, socket + ["trim", "--to", "lots"]).status == 64)
-        #expect(try runTool(viewerctl, socket + ["warm", daemon.directory]).status == 64)  // no --size
+        #expect(try runTool(viewerctl, socket + ["warm", daemon.directory, "--size", "big"]).status == 64)
         #expect(try runTool(viewerctl, ["--version"]).stdout.hasPrefix("viewerctl "))
         #expect(try runTool(viewerctl, ["render", "--help"]).stdout.contains("usage: viewerctl render"))
         daemon.stop()
