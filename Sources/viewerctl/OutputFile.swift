@@ -102,7 +102,7 @@ struct OutputFile {
 
     /// Renders with `render`, into the file opened first; says what was written and returns
     /// the exit code. A render that fails removes a file it created.
-    func write(_ render: () throws -> RenderResult) throws -> Int32 {
+    func write<Failure: Error>(_ render: () throws(Failure) -> RenderResult) throws(Failure) -> Int32 {
         let opened: Opened?
         do throws(OutputError) {
             opened = try open()
@@ -111,7 +111,7 @@ struct OutputFile {
             return ExitCode.failure
         }
         let result: RenderResult
-        do {
+        do throws(Failure) {
             result = try render()
         } catch {
             opened?.discard()

@@ -140,4 +140,26 @@ struct ViewerctlSecondHourTests {
         #expect(gone.status == 1)
         #expect(gone.stderr == "viewerctl: no such file: \(daemon.directory)/nope.jpg\n", "\(gone.stderr)")
     }
+
+    @Test("render of several files writes each to -o's %s; a failed one is named, leaves no file, and the rest are written")
+    func batchRender() throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.stop() }
+        let socket = ["--socket", daemon.socketPath]
+        let a = try Fixtures.write(daemon.directory + "/a.jpg", width: 300, height: 200)
+        let b = try Fixtures.write(daemon.directory + "/B.PNG", width: 200, height: 300)
+        let bad = daemon.directory + "/bad.jpg"
+        _ = FileManager.default.createFile(atPath: bad, contents: Data("not a photo".utf8))
+        let thumbs = daemon.directory + "/thumbs"
+        try FileManager.default.createDirectory(atPath: thumbs, withIntermediateDirectories: true)
+        let batch = try runTool(viewerctl, socket + ["render", a, bad, b, "--size", "64", "-o", thumbs + "/%s.webp"])
+        #expect(batch.status == 1, "\(batch.stderr)")
+        #expect(batch.stdout.contains("\(thumbs)/a.webp: 64x43 webp") && batch.stdout.contains("\(thumbs)/B.webp: 43x64 webp"),
+                "\(batch.stdout)")
+        #expect(batch.stderr.contains("\(bad): ") && batch.stderr.split(separator: "\n").count == 1, "\(batch.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: thumbs).sorted() == ["B.webp", "a.webp"])
+        // Several files and one OUT is a mistake
+        let one = try runTool(viewerctl, socket + ["render", a, b, "--size", "64", "-o", thumbs + "/x.jpg"])
+        #expect(one.status == 64 && one.stderr.contains("needs -o with %s"), "\(one.stderr)")
+    }
 }

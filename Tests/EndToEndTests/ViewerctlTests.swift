@@ -36,7 +36,7 @@ struct ViewerctlTests {
         #expect(typo.stderr.contains("unknown option --szie (did you mean --size?)"), "\(typo.stderr)")
         let help = try runTool(viewerctl, ["help", "render"])
         #expect(help.status == 0)
-        #expect(help.stdout.contains("usage: viewerctl render PATH --size"), "\(help.stdout)")
+        #expect(help.stdout.contains("usage: viewerctl render PATH... --size"), "\(help.stdout)")
         // After --, a name that starts with a dash is a path (here: no daemon, so exit 69, not 64)
         let dashed = try runTool(viewerctl, ["--socket", "/nonexistent/viewerd.sock", "render", "--size", "10x10",
                                              "-o", "/dev/null", "--", "-x.jpg"])
