@@ -66,10 +66,13 @@ struct OutputFile {
         let fd: Int32
         let created: Bool
 
-        /// Replaces the file's contents with `bytes`.
+        /// Replaces the file's contents with `bytes` (a device such as /dev/null, or a pipe, is
+        /// written to as it is).
         func write(_ bytes: [UInt8]) throws(SystemError) {
             defer { Posix.close(fd) }
-            _ = try Posix.check("truncate \(path)") { ftruncate(fd, 0) }
+            if try Posix.status(fd).st_mode & S_IFMT == S_IFREG {
+                _ = try Posix.check("truncate \(path)") { ftruncate(fd, 0) }
+            }
             try Posix.writeAll(fd, bytes)
         }
 

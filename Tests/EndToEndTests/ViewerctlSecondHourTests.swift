@@ -116,6 +116,15 @@ struct ViewerctlSecondHourTests {
         #expect(intoFolder.status == 1)
         #expect(intoFolder.stderr == "viewerctl: cannot write \(folder): Is a directory\n", "\(intoFolder.stderr)")
         #expect(try renders() == 0, "nothing was rendered for an output that cannot be written")
+        // A device is written as it is (no truncation), and a shorter rendition over a longer file leaves no tail
+        let devNull = try runTool(viewerctl, socket + ["render", photo, "--size", "64", "-o", "/dev/null"])
+        #expect(devNull.status == 0, "\(devNull.stderr)")
+        let over = daemon.directory + "/over.jpg"
+        try Data(repeating: 0x55, count: 100_000).write(to: URL(fileURLWithPath: over))
+        let overwritten = try runTool(viewerctl, socket + ["render", photo, "--size", "64", "-o", over])
+        #expect(overwritten.status == 0, "\(overwritten.stderr)")
+        #expect(try ImageFixtures.decode(Array(Data(contentsOf: URL(fileURLWithPath: over)))).width == 64)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: over)).count < 100_000)
 
         // warm without --size warms 256x256, which --size 256 then finds in the cache
         let warm = try runTool(viewerctl, socket + ["warm", daemon.directory])
