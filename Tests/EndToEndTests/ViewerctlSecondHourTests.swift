@@ -41,14 +41,18 @@ struct ViewerctlSecondHourTests {
         try #require(source.contains("exif-data") && source.contains("icc-profile-data") && source.contains("orientation: 6"),
                      "the source carries EXIF, a profile and an orientation: \(source)")
 
-        // When info is asked, then its last line says what renditions carry
-        let info = try runTool(viewerctl, socket + ["info", photo])
+        // When info is asked on a terminal (script(1) gives it one), then its last line says
+        // what renditions carry
+        let command = [viewerctl, "--socket", daemon.socketPath, "info", photo].map { "'\($0)'" }.joined(separator: " ")
+        let info = try runTool("/usr/bin/script", ["-qec", "exec " + command, "/dev/null"])
         #expect(info.status == 0, "\(info.stderr)")
-        let lines = info.stdout.split(separator: "\n")
+        let lines = info.stdout.split(whereSeparator: \.isNewline)
         #expect(lines.first?.hasSuffix("photo jpeg 400x600") == true, "the size is upright: \(info.stdout)")
         #expect(lines.last?.hasPrefix("renditions carry: pixels only (8-bit sRGB, upright); no EXIF, XMP, IPTC, GPS or ICC profile")
                 == true, "\(info.stdout)")
-        // --json stays one array, for scripts
+        // Not on a terminal: one line a file, for scripts; --json stays one array
+        let piped = try runTool(viewerctl, socket + ["info", photo])
+        #expect(piped.stdout == "\(photo): photo jpeg 400x600\n", "\(piped.stdout)")
         let json = try runTool(viewerctl, socket + ["info", photo, "--json"])
         #expect((try JSONSerialization.jsonObject(with: Data(json.stdout.utf8))) is [Any], "\(json.stdout)")
 
