@@ -136,7 +136,7 @@ sanitize: test-deps
 	torture/sanitize.sh thread $(SANITIZE_BUILD_PATH)-thread
 	torture/sanitize.sh address $(SANITIZE_BUILD_PATH)-address
 
-## install: binaries, units, D-Bus service files, man pages, bash completion, a commented
+## install: binaries, units, D-Bus service files, man pages, bash, zsh and fish completion, a commented
 ## default config.
 ## Copies what `make build` made and builds nothing (no deps, no swift): `make && sudo make
 ## install`. Under sudo, Debian's secure_path has no swift, and a build as root would leave
@@ -148,6 +148,8 @@ MANDIR = $(DESTDIR)$(PREFIX)/share/man
 UNITDIR = $(DESTDIR)$(PREFIX)/lib/systemd/system
 USERUNITDIR = $(DESTDIR)$(PREFIX)/lib/systemd/user
 COMPLETIONDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSHCOMPLETIONDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+FISHCOMPLETIONDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 DOCDIR = $(DESTDIR)$(PREFIX)/share/doc/viewerd
 DBUSDIR = $(DESTDIR)$(PREFIX)/share/dbus-1/services
 
@@ -156,11 +158,13 @@ INSTALL_BINARIES = .build/release/viewerd .build/release/viewerctl .build/releas
 install:
 	@for bin in $(INSTALL_BINARIES); do [ -x "$$bin" ] || { \
 	  echo "make install: $$bin is missing: run make first (as yourself, not root), then sudo make install" >&2; exit 1; }; done
-	install -d $(BINDIR) $(MANDIR)/man1 $(MANDIR)/man8 $(UNITDIR) $(USERUNITDIR) $(COMPLETIONDIR) $(DOCDIR) $(DBUSDIR)
+	install -d $(BINDIR) $(MANDIR)/man1 $(MANDIR)/man8 $(UNITDIR) $(USERUNITDIR) $(COMPLETIONDIR) $(ZSHCOMPLETIONDIR) $(FISHCOMPLETIONDIR) $(DOCDIR) $(DBUSDIR)
 	install -m 0755 $(INSTALL_BINARIES) $(BINDIR)/
 	install -m 0644 docs/man/viewerctl.1 docs/man/viewerd-thumbnailer.1 $(MANDIR)/man1/
 	install -m 0644 docs/man/viewerd.8 $(MANDIR)/man8/
 	install -m 0644 completion/viewerctl.bash $(COMPLETIONDIR)/viewerctl
+	install -m 0644 completion/_viewerctl $(ZSHCOMPLETIONDIR)/_viewerctl
+	install -m 0644 completion/viewerctl.fish $(FISHCOMPLETIONDIR)/viewerctl.fish
 	install -m 0644 README.md protocol/PROTOCOL.md $(DOCDIR)/
 	# The units name /usr/local/bin: point them at this PREFIX.
 	for unit in systemd/*.service systemd/*.socket; do \
@@ -180,7 +184,7 @@ uninstall:
 	rm -f $(BINDIR)/viewerd $(BINDIR)/viewerctl $(BINDIR)/viewerd-thumbnailer $(MANDIR)/man1/viewerctl.1 $(MANDIR)/man8/viewerd.8
 	rm -f $(MANDIR)/man1/viewerd-thumbnailer.1
 	for service in dbus/*.service; do rm -f $(DBUSDIR)/$$(basename "$$service"); done
-	rm -f $(COMPLETIONDIR)/viewerctl
+	rm -f $(COMPLETIONDIR)/viewerctl $(ZSHCOMPLETIONDIR)/_viewerctl $(FISHCOMPLETIONDIR)/viewerctl.fish
 	rm -rf $(DOCDIR)
 	for unit in systemd/*.service systemd/*.socket; do rm -f $(UNITDIR)/$$(basename "$$unit"); done
 	for unit in systemd/user/*; do rm -f $(USERUNITDIR)/$$(basename "$$unit"); done

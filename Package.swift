@@ -87,7 +87,7 @@ let package = Package(
         .executableTarget(name: "viewerd", dependencies: ["ViewerDaemon"]),
         .executableTarget(name: "viewerd-thumbnailer", dependencies: ["DesktopThumbnailer", "DesktopThumbnails", "FreedesktopThumbnails",
                                                                   "ViewerClient", "ViewerLog"]),
-        .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "Locking", "FreedesktopThumbnails",
+        .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking", "FreedesktopThumbnails",
                                                     "DesktopThumbnails"]),
         // ViewerDaemon: its stores are filled under the daemon's own keys (Store/RenditionKeys.swift).
         .executableTarget(name: "viewerd-bench", dependencies: ["ViewerDaemon", "ViewerProtocol", "RenditionStore", "Rendering", "SystemCalls", "Locking",

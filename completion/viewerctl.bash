@@ -46,8 +46,8 @@ _viewerctl() {
     fi
     local options=""
     case "$command" in
-        render) options="--size --mode --crop --format --quality --time --region --priority --cache-only -o --help" ;;
-        tile) options="--tile-size --overlap --format --quality --priority --cache-only -o --pyramid --json --help" ;;
+        render) options="--size --mode --crop --format --quality --time --region --priority --cache-only -o --output --help" ;;
+        tile) options="--tile-size --overlap --format --quality --priority --cache-only -o --output --pyramid --json --help" ;;
         warm) options="--size --mode --crop --format --quality --time --priority --recursive --help" ;;
         info) options="--json --help" ;;
         export-xdg) options="--flavor --recursive --cache --help" ;;

@@ -67,7 +67,12 @@ extension Renderer {
     static func zoomProblem(_ spec: RenditionSpec, image: (width: Int, height: Int), path: String) -> String? {
         let size = "the \(image.width)x\(image.height) image"
         if let region = spec.region, !region.fits(width: image.width, height: image.height) {
-            return "region: \(region) is outside \(size) (\(path))"
+            // Which edge, when it starts inside: the reader then knows to shorten it.
+            guard Int(region.x) < image.width, Int(region.y) < image.height else {
+                return "region: \(region) is outside \(size) (\(path))"
+            }
+            return "region: \(region) extends past the edge of \(size): at most "
+                + "\(image.width - Int(region.x))x\(image.height - Int(region.y)) at +\(region.x)+\(region.y) (\(path))"
         }
         guard let address = spec.tile else { return nil }
         let pyramid = address.pyramid(width: image.width, height: image.height)

@@ -9,7 +9,7 @@ enum ExitCode {
     static let unavailable: Int32 = 69
 }
 
-/// A mistake on the command line: printed with the subcommand's usage, exit 64.
+/// A mistake on the command line: printed on one line with where to read the usage, exit 64.
 struct UsageError: Error {
     let message: String
     init(_ message: String) { self.message = message }
@@ -34,6 +34,15 @@ struct Arguments {
     /// What is left, `--` and what followed it included (to hand on to a subcommand).
     var unparsed: [String] { afterOptions.isEmpty ? remaining : remaining + ["--"] + afterOptions }
 
+    /// Whether `argument` is an option's name: it starts with a dash, and not with a dash and a
+    /// digit (no option does), so `--time -1` and `--region -10,0,5,5` are values to check,
+    /// not unknown options. A lone "-" is standard output.
+    static func isOption(_ argument: String) -> Bool {
+        guard argument.hasPrefix("-"), argument != "-" else { return false }
+        let next = argument.dropFirst().first
+        return !(next?.isNumber ?? false) && next != "."
+    }
+
     /// The options a usage text names (`--size`, `-o`, ...), for `unknownOption`.
     static func options(inUsage usage: String) -> Set<String> {
         var found: Set<String> = ["--help", "-h"]
@@ -48,14 +57,19 @@ struct Arguments {
     /// --size?)"). Checked before a command parses, so a typo is named as such, not as the
     /// option it was meant to be missing.
     func unknownOption(known: Set<String>) -> UsageError? {
-        for argument in remaining where argument.hasPrefix("-") && argument != "-" {
+        for argument in remaining where Self.isOption(argument) {
             let name = argument.split(separator: "=", maxSplits: 1).first.map(String.init) ?? argument
             guard !known.contains(name) else { continue }
-            let nearest = known.filter { $0.hasPrefix("--") }.min { Self.distance($0, name) < Self.distance($1, name) }
-            let hint = nearest.flatMap { Self.distance($0, name) <= 2 ? " (did you mean \($0)?)" : nil } ?? ""
-            return UsageError("unknown option \(name)\(hint)")
+            return UsageError("unknown option \(name)\(Self.suggestion(for: name, among: known.filter { $0.hasPrefix("--") }))")
         }
         return nil
+    }
+
+    /// " (did you mean NEAREST?)" when one of `candidates` is within two edits of `word`, else "".
+    static func suggestion(for word: String, among candidates: some Collection<String>) -> String {
+        guard let nearest = candidates.min(by: { distance($0, word) < distance($1, word) }),
+              distance(nearest, word) <= 2 else { return "" }
+        return " (did you mean \(nearest)?)"
     }
 
     /// Levenshtein distance, for suggestions.
@@ -100,7 +114,7 @@ struct Arguments {
 
     /// The positional arguments left, after checking no unknown option remains.
     mutating func positionals() throws(UsageError) -> [String] {
-        if let unknown = remaining.first(where: { $0.hasPrefix("-") && $0 != "-" }) {
+        if let unknown = remaining.first(where: Self.isOption) {
             throw UsageError("unknown option \(unknown)")
         }
         defer { (remaining, afterOptions) = ([], []) }

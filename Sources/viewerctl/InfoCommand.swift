@@ -17,8 +17,18 @@ struct InfoCommand: Subcommand {
                    duration_ms, frames, pages, format, has_alpha; or path and error
                    (code, name, message) for a file that failed
 
+          On a terminal, a last line says what a rendition carries: pixels only, 8-bit
+          sRGB and upright; none of the source's EXIF, XMP, IPTC, GPS, ICC profile or text.
+          This command (INFO; RENDER's source_info) is how a client gets the source's kind,
+          size, duration, frames and format; its other metadata is read from the file itself.
+
           Exit 1 if any file failed (each failure is printed to stderr).
         """
+
+    /// What every rendition carries, and where the rest is (tested by RenditionMetadataTests,
+    /// for each output format, and against real renditions in ViewerctlTests).
+    static let renditionsCarry = "renditions carry: pixels only (8-bit sRGB, upright); no EXIF, XMP, IPTC, GPS or ICC "
+        + "profile (info gives the source's kind and size; read the rest from the file)"
 
     struct Entry: Encodable {
         struct Failure: Encodable {
@@ -76,7 +86,12 @@ struct InfoCommand: Subcommand {
                 printError("\(path): \(reply.message)")
             }
         }
-        if json { try printJSON(entries) }
+        // For the reader at a terminal; a script reading the lines gets one a file, as before.
+        if json {
+            try printJSON(entries)
+        } else if isatty(STDOUT_FILENO) != 0 && entries.contains(where: { $0.error == nil }) {
+            print(Self.renditionsCarry)
+        }
         return failed ? ExitCode.failure : ExitCode.success
     }
 }

@@ -1,11 +1,18 @@
 import Foundation
+import SystemCalls
 import ViewerProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where `render` and `tile` write, and the format that choice implies.
 ///
 /// A file's suffix names its format, as `vipsthumbnail -o x.webp` reads it: `-o out.webp`
 /// without `--format` writes WebP, never JPEG bytes under a `.webp` name. Standard output
-/// (`-o -`) and a name without a known suffix keep `--format`'s default (JPEG).
+/// (`-o -`) and a name without a known suffix keep `--format`'s default (JPEG); a suffix that
+/// names an image format viewerd does not write (`.heic`, `.gif`, `.tif`, `.jxl`) is refused.
+/// The file is opened before the render (`open`), so a path that cannot be written is named,
+/// with the system's words, before any work.
 ///
 /// ```swift
 /// let format = try OutputFile(path: "out.webp").format(requested: nil)   // .webp
@@ -19,21 +26,30 @@ struct OutputFile {
         "jpg": .jpeg, "jpeg": .jpeg, "jpe": .jpeg, "webp": .webp, "png": .png, "avif": .avif,
     ]
 
+    /// Suffixes of image formats viewerd reads but does not write.
+    static let unwritable: Set<String> = ["heic", "heif", "gif", "tif", "tiff", "jxl", "bmp", "jp2", "svg", "pdf"]
+
     var isStandardOutput: Bool { path == "-" }
 
-    /// The format the file's suffix names, if it names one.
-    var suffixFormat: OutputFormat? {
+    /// The file name's suffix, lowercased, without the dot.
+    var suffix: String? {
         guard !isStandardOutput else { return nil }
         let name = path.split(separator: "/").last.map(String.init) ?? path
         guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return nil }
-        return Self.suffixes[name[name.index(after: dot)...].lowercased()]
+        return name[name.index(after: dot)...].lowercased()
     }
+
+    /// The format the file's suffix names, if it names one.
+    var suffixFormat: OutputFormat? { suffix.flatMap { Self.suffixes[$0] } }
 
     /// The format to ask for: `requested` (`--format`) if given, else the suffix's, else JPEG.
     ///
     /// - Throws: `UsageError` when `--format` and the suffix disagree: writing PNG bytes into
     ///   `x.webp` is surely a mistake, and guessing which one was meant would hide it.
     func format(requested: OutputFormat?) throws(UsageError) -> OutputFormat {
+        if let suffix, Self.unwritable.contains(suffix) {
+            throw UsageError("viewerd does not write .\(suffix) files; name the output .jpg, .webp, .png or .avif")
+        }
         switch (requested, suffixFormat) {
         case let (requested?, suffix?) where requested != suffix:
             throw UsageError("--format \(requested.name) contradicts the name \(path), which says \(suffix.name)")
@@ -43,27 +59,85 @@ struct OutputFile {
         }
     }
 
-    /// Writes `result`'s bytes here and, for a file, says what was written; returns the exit code.
-    func write(_ result: RenderResult) -> Int32 {
-        let data = Data(result.bytes)
-        if isStandardOutput {
-            FileHandle.standardOutput.write(data)
-            return ExitCode.success
+    /// The file, opened for writing before the render; created if missing (and removed again
+    /// by `discard` if the render fails), truncated only when the rendition is written.
+    struct Opened {
+        let path: String
+        let fd: Int32
+        let created: Bool
+
+        /// Replaces the file's contents with `bytes` (a device such as /dev/null, or a pipe, is
+        /// written to as it is).
+        func write(_ bytes: [UInt8]) throws(SystemError) {
+            defer { Posix.close(fd) }
+            if try Posix.status(fd).st_mode & S_IFMT == S_IFREG {
+                _ = try Posix.check("truncate \(path)") { ftruncate(fd, 0) }
+            }
+            try Posix.writeAll(fd, bytes)
         }
+
+        /// Closes the file, and removes it if this run created it.
+        func discard() {
+            Posix.close(fd)
+            if created { unlink(path) }
+        }
+    }
+
+    /// Opens the file for writing; nil for standard output.
+    ///
+    /// - Throws: the open's `SystemError`, whose code reads as strerror does ("Is a directory",
+    ///   "Permission denied"); a missing folder is named as such.
+    func open() throws(OutputError) -> Opened? {
+        guard !isStandardOutput else { return nil }
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            printError("cannot write \(path): no directory \(directory)")
+            throw OutputError("cannot write \(path): no directory \(directory)")
+        }
+        let existed = access(path, F_OK) == 0
+        do throws(SystemError) {
+            let fd = try Posix.check("open \(path)") { Glibc.open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o666) }
+            return Opened(path: path, fd: fd, created: !existed)
+        } catch {
+            throw OutputError("cannot write \(path): \(error.code)")
+        }
+    }
+
+    /// Renders with `render`, into the file opened first; says what was written and returns
+    /// the exit code. A render that fails removes a file it created.
+    func write<Failure: Error>(_ render: () throws(Failure) -> RenderResult) throws(Failure) -> Int32 {
+        let opened: Opened?
+        do throws(OutputError) {
+            opened = try open()
+        } catch {
+            printError(error.message)
             return ExitCode.failure
         }
-        do {
-            try data.write(to: URL(fileURLWithPath: path))
+        let result: RenderResult
+        do throws(Failure) {
+            result = try render()
         } catch {
-            printError("cannot write \(path): \(error.localizedDescription)")
+            opened?.discard()
+            throw error
+        }
+        guard let opened else {
+            FileHandle.standardOutput.write(Data(result.bytes))
+            return ExitCode.success
+        }
+        do throws(SystemError) {
+            try opened.write(result.bytes)
+        } catch {
+            printError("cannot write \(path): \(error.code)")
             return ExitCode.failure
         }
         print("\(path): \(result.width)x\(result.height) \(result.format.name), " +
               "\(ByteCount.format(UInt64(result.bytes.count))) (\(result.fromCache ? "from cache" : "rendered"))")
         return ExitCode.success
     }
+}
+
+/// A file `-o` names that cannot be written: exit 1, before any render.
+struct OutputError: Error {
+    let message: String
+    init(_ message: String) { self.message = message }
 }

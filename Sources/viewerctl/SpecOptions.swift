@@ -3,17 +3,14 @@ import ViewerProtocol
 
 /// The rendition options shared by `render` and `warm`.
 enum SpecOptions {
-    /// Parses `--size`, `--mode`, `--crop`, `--format`, `--quality`, `--time` and `--region`.
+    /// Parses `--size` (when not `required`, absent is 256x256), `--mode`, `--crop`, `--format`, `--quality`, `--time` and `--region`.
     ///
     /// - Parameter output: where `render` writes; its suffix decides the format when
     ///   `--format` is absent (see `OutputFile`). Nil for `warm`, which writes nothing.
     static func parse(_ arguments: inout Arguments, required: Bool, output: OutputFile? = nil) throws(UsageError) -> RenditionSpec {
-        guard let size = try arguments.option("--size", "-s") else { throw UsageError("needs --size WxH") }
-        let parts = size.lowercased().split(separator: "x", omittingEmptySubsequences: false)
-        guard parts.count == 2, let width = UInt32(parts[0].isEmpty ? "0" : parts[0]),
-              let height = UInt32(parts[1].isEmpty ? "0" : parts[1]) else {
-            throw UsageError("--size takes WxH, e.g. 256x256 (got \(size))")
-        }
+        let size = try arguments.option("--size", "-s")
+        if size == nil && required { throw UsageError("needs --size WxH (or N for NxN)") }
+        let (width, height) = try size.map(Self.box) ?? (256, 256)
         var spec = RenditionSpec(width: width, height: height)
         if let mode = try arguments.option("--mode") {
             switch mode {
@@ -35,13 +32,29 @@ enum SpecOptions {
         (spec.format, spec.quality) = try encoding(&arguments, output: output)
         if let time = try arguments.option("--time", "-t") {
             // Seconds, as a viewer's scrubber shows them; the wire carries milliseconds.
-            guard let seconds = Double(time), seconds >= 0, seconds * 1000 < Double(UInt32.max) else {
+            if let seconds = Double(time), seconds < 0 { throw UsageError("--time must be ≥ 0 (got \(time))") }
+            guard let seconds = Double(time), seconds * 1000 < Double(UInt32.max) else {
                 throw UsageError("--time takes seconds from the video's start, e.g. 12.5 (got \(time))")
             }
             spec.timeMillis = UInt32((seconds * 1000).rounded())
         }
         if let region = try arguments.option("--region") { spec.region = try Self.region(region) }
+        // What the spec says of itself (a 0x0 box) is a usage error here; the largest side is
+        // the daemon's to check (viewerd: 8192), as only it knows its limit.
+        if let problem = spec.validate(maxSide: .max) { throw UsageError(problem) }
         return spec
+    }
+
+    /// `--size`'s box: `WxH`, either side 0 (or empty) for unconstrained, or `N` for `NxN`,
+    /// as `vipsthumbnail -s 256` reads it.
+    static func box(_ size: String) throws(UsageError) -> (width: UInt32, height: UInt32) {
+        let parts = size.lowercased().split(separator: "x", omittingEmptySubsequences: false)
+        if parts.count == 1, let side = UInt32(parts[0]) { return (side, side) }
+        guard parts.count == 2, let width = UInt32(parts[0].isEmpty ? "0" : parts[0]),
+              let height = UInt32(parts[1].isEmpty ? "0" : parts[1]) else {
+            throw UsageError("--size takes WxH or N, e.g. 256x256 or 256 (got \(size))")
+        }
+        return (width, height)
     }
 
     /// Parses `--format` and `--quality` (0 when absent: the format's default), for `render`,
@@ -68,8 +81,11 @@ enum SpecOptions {
     /// `X,Y,W,H` in the upright image's pixels, as `--region` takes it. Whether it lies inside
     /// the image is the daemon's to say: only it knows the size.
     static func region(_ text: String) throws(UsageError) -> PixelRegion {
-        let numbers = text.split(separator: ",", omittingEmptySubsequences: false)
-            .map { UInt32($0.trimmingCharacters(in: .whitespaces)) }
+        let words = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        if words.contains(where: { $0.hasPrefix("-") }) {
+            throw UsageError("--region: X, Y, W and H must be ≥ 0 (got \(text))")
+        }
+        let numbers = words.map { UInt32($0) }
         guard numbers.count == 4, let x = numbers[0], let y = numbers[1], let width = numbers[2], let height = numbers[3] else {
             throw UsageError("--region takes X,Y,W,H in the upright image's pixels, e.g. 2000,1000,1000,1000 (got \(text))")
         }

@@ -19,10 +19,16 @@ struct InvalidateCommand: Subcommand {
 
     func run(_ globals: Globals) throws -> Int32 {
         let removed = try globals.connect().invalidate(path, recursive: recursive)
-        print("removed \(removed) \(removed == 1 ? "entry" : "entries") for \(path)\(recursive ? " and below" : "")")
         var isDirectory: ObjCBool = false
-        if removed == 0 && !recursive && FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory),
-           isDirectory.boolValue {
+        let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+        // A file deleted since it was rendered still has renditions to forget; a name that
+        // is neither stored nor there is a mistake.
+        if removed == 0 && !exists {
+            printError("no such file: \(path)")
+            return ExitCode.failure
+        }
+        print("removed \(removed) \(removed == 1 ? "entry" : "entries") for \(path)\(recursive ? " and below" : "")")
+        if removed == 0 && !recursive && isDirectory.boolValue {
             printError("hint: \(path) is a folder; add --recursive to forget the renditions of the files in it")
         } else if removed == 0 {
             printError("hint: nothing was stored under that name (the daemon indexes files by their real path)")
@@ -95,7 +101,8 @@ struct StatusCommand: Subcommand {
         let connection = try globals.connect()
         let s = try connection.stats()
         let value = { (name: String) in s[name] ?? 0 }
-        let failures = s.counters.filter { $0.name.hasPrefix("errors_") }
+        // A --cache-only miss (not-cached) is an answer, not a failure: counted with the requests.
+        let failures = s.counters.filter { $0.name.hasPrefix("errors_") && $0.name != "errors_not_cached" }
             .map { ($0.name.dropFirst("errors_".count).replacingOccurrences(of: "_", with: "-"), $0.value) }
         if json {
             var sandbox: StatusReport.Sandbox?
@@ -124,10 +131,11 @@ struct StatusCommand: Subcommand {
         print("queued    " + Priority.allCases.map { "\($0.name) \(value("queued_\($0.name)"))" }.joined(separator: ", "))
         print("memory    \(ByteCount.format(value("memory_in_use_bytes"))) of \(ByteCount.format(value("memory_budget_bytes"))) budget in use by renders")
         print("cache     \(ByteCount.format(value("store_bytes"))) of \(ByteCount.format(value("store_budget_bytes"))) budget, " +
-              "\(value("store_entries")) \(value("store_entries") == 1 ? "rendition" : "renditions")")
+              "\(value("store_entries")) \(value("store_entries") == 1 ? "entry" : "entries") (renditions, and a media-info record a file)")
         let counted = { (n: UInt64, one: String) in "\(n) \(one)\(n == 1 ? "" : "s")" }
         print("requests  \(value("requests")): \(counted(value("hits"), "hit")), \(counted(value("renders"), "render")), " +
-              "\(value("coalesced")) coalesced")
+              "\(value("coalesced")) coalesced, \(value("errors_not_cached")) not cached (cache-only); " +
+              "tiles cut \(value("tiles"))")
         print("failures  " + (failures.isEmpty ? "none" : failures.map { "\($0.0) \($0.1)" }.joined(separator: ", ")))
         return ExitCode.success
     }

@@ -11,7 +11,7 @@ struct TileCommand: Subcommand {
         viewerctl tile PATH LEVEL COLUMN ROW [--tile-size 256|512] [--overlap 0|1]
                        [--format jpeg|webp|png|avif|raw] [--quality 1-100]
                        [--priority visible|high|normal|prefetch|background] [--cache-only]
-                       -o OUT|-
+                       -o|--output OUT|-
         viewerctl tile PATH --pyramid [--tile-size 256|512] [--overlap 0|1] [--json]
           The pyramid is Deep Zoom's (vips dzsave, OpenSeadragon): the top level is the upright
           image at full size, each level below half the one above, down to 1x1 at level 0; a
@@ -73,7 +73,7 @@ struct TileCommand: Subcommand {
     func run(_ globals: Globals) throws -> Int32 {
         switch action {
         case .tile(let request, let output):
-            return OutputFile(path: output).write(try globals.connect().render(request))
+            return try OutputFile(path: output).write { try globals.connect().render(request) }
         case .pyramid(let path, let json):
             let info = try globals.connect().info(path: path)
             guard info.kind != .video, info.width > 0, info.height > 0 else {

@@ -8,9 +8,10 @@ struct WarmCommand: Subcommand {
     static let name = "warm"
     static let abstract = "Render files ahead of time, at background priority (a folder, or several)."
     static let usage = """
-        viewerctl warm PATH... [--recursive] --size WxH [--mode fit|fill] [--crop centre|attention|entropy]
+        viewerctl warm PATH... [--recursive] [--size WxH|N] [--mode fit|fill] [--crop centre|attention|entropy]
                        [--format jpeg|webp|png|avif|raw] [--quality 1-100] [--time SECONDS]
                        [--priority visible|high|normal|prefetch|background]
+          --size as for render, default 256x256 (the desktop's large thumbnail).
           Renders every image and video (its poster frame) in the folders (their direct contents; all below with --recursive),
           skipping hidden files and folders and files of other kinds (counted). Progress on a
           terminal, then one summary line: "41 files: 30 rendered, 7 already stored, 4 failed".
@@ -32,7 +33,7 @@ struct WarmCommand: Subcommand {
 
     init(_ arguments: inout Arguments) throws(UsageError) {
         recursive = arguments.flag("--recursive", "-r")
-        spec = try SpecOptions.parse(&arguments, required: true)
+        spec = try SpecOptions.parse(&arguments, required: false)
         priority = try SpecOptions.priority(&arguments, fallback: .background)
         paths = try arguments.positionals().map(absolute)
         guard !paths.isEmpty else { throw UsageError("warm needs at least one PATH") }

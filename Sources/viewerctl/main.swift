@@ -68,7 +68,8 @@ let topUsage = """
         return ExitCode.success
     }
     guard let command = commands.first(where: { $0.name == name }) else {
-        printError("unknown command \(name); see viewerctl --help")
+        let hint = Arguments.suggestion(for: name, among: commands.map { $0.name } + ["help"])
+        printError("unknown command \(name)\(hint); see viewerctl --help")
         return ExitCode.usage
     }
     if rest.contains("--help") || rest.contains("-h") {
@@ -76,15 +77,16 @@ let topUsage = """
         return ExitCode.success
     }
     var commandArguments = Arguments(rest)
+    // A usage error is one line: the mistake, then where the usage is (not the whole of it).
     if let unknown = commandArguments.unknownOption(known: Arguments.options(inUsage: command.usage)) {
-        printError("\(unknown.message)\nusage: \(command.usage)")
+        printError("\(unknown.message); see viewerctl \(name) --help")
         return ExitCode.usage
     }
     let parsed: any Subcommand
     do throws(UsageError) {
         parsed = try command.init(&commandArguments)
     } catch {
-        printError("\(error.message)\nusage: \(command.usage)")
+        printError("\(error.message); see viewerctl \(name) --help")
         return ExitCode.usage
     }
     let globals = Globals(socketPath: socketOption ?? ViewerConnection.defaultSocketPath(), handshakeTimeout: handshakeTimeout)

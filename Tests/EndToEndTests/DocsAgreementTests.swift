@@ -43,6 +43,7 @@ struct DocsAgreementTests {
         let top = try Self.help("viewerctl", ["--help"])
         let man = try Self.read("docs/man/viewerctl.1")
         let completion = try Self.read("completion/viewerctl.bash")
+        let zshCompletion = try Self.read("completion/_viewerctl"), fishCompletion = try Self.read("completion/viewerctl.fish")
         let commandsBlock = top.components(separatedBy: "commands:\n")[1].components(separatedBy: "\n\n")[0]
         let commands = commandsBlock.split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) }
         #expect(commands.count >= 8, "\(top)")
@@ -70,7 +71,20 @@ struct DocsAgreementTests {
                 offered = ["--help"]
             }
             #expect(helpOptions == offered, "\(command): --help has \(helpOptions.sorted()), the completion \(offered.sorted())")
+            // zsh's and fish's offer the same
+            let zsh = Self.words(in: zshCompletion, after: "\n        \(command)) options=(", upTo: ")")
+            #expect(zsh == offered || (zsh.isEmpty && offered == ["--help"]), "\(command): zsh's completion \(zsh.sorted())")
+            let fish = Self.words(in: fishCompletion, after: "\n__viewerctl_command_options \(command) ", upTo: "\n")
+            #expect(fish == offered, "\(command): fish's completion \(fish.sorted())")
         }
+        #expect(Set(Self.words(in: zshCompletion, after: "commands=(", upTo: ")")) == Set(commands + ["help"]), "zsh's command list")
+        #expect(Set(Self.words(in: fishCompletion, after: "set -l commands ", upTo: "\n")) == Set(commands + ["help"]), "fish's command list")
+    }
+
+    /// The words of `text` between `start` and the next `end`; none when `start` is not there.
+    static func words(in text: String, after start: String, upTo end: Character) -> Set<String> {
+        guard let found = text.range(of: start) else { return [] }
+        return Set(text[found.upperBound...].prefix { $0 != end }.split(separator: " ").map(String.init))
     }
 
     @Test("viewerctl: global options, environment and exit statuses in --help and viewerctl(1)")

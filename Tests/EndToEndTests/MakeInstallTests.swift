@@ -68,7 +68,8 @@ struct MakeInstallTests {
         #expect(out.status == 0, "\(out.stdout)\n\(out.stderr)")
         for file in ["opt/v/bin/viewerd", "opt/v/bin/viewerctl", "opt/v/bin/viewerd-thumbnailer", "opt/v/share/man/man1/viewerctl.1",
                      "opt/v/share/man/man1/viewerd-thumbnailer.1", "opt/v/lib/systemd/system/viewerd.service",
-                     "opt/v/lib/systemd/user/viewerd-thumbnailer.service", "opt/v/share/bash-completion/completions/viewerctl"] {
+                     "opt/v/lib/systemd/user/viewerd-thumbnailer.service", "opt/v/share/bash-completion/completions/viewerctl",
+                     "opt/v/share/zsh/site-functions/_viewerctl", "opt/v/share/fish/vendor_completions.d/viewerctl.fish"] {
             #expect(FileManager.default.fileExists(atPath: stage + "/root/" + file), "\(file) not installed")
         }
         // The session bus's activation files (issue 21), pointing at this PREFIX

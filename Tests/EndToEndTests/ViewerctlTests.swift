@@ -36,7 +36,7 @@ struct ViewerctlTests {
         #expect(typo.stderr.contains("unknown option --szie (did you mean --size?)"), "\(typo.stderr)")
         let help = try runTool(viewerctl, ["help", "render"])
         #expect(help.status == 0)
-        #expect(help.stdout.contains("usage: viewerctl render PATH --size"), "\(help.stdout)")
+        #expect(help.stdout.contains("usage: viewerctl render PATH... --size"), "\(help.stdout)")
         // After --, a name that starts with a dash is a path (here: no daemon, so exit 69, not 64)
         let dashed = try runTool(viewerctl, ["--socket", "/nonexistent/viewerd.sock", "render", "--size", "10x10",
                                              "-o", "/dev/null", "--", "-x.jpg"])
@@ -188,7 +188,7 @@ struct ViewerctlSubcommandTests {
         #expect(trim.status == 0 && trim.stdout.contains("evicted 6 renditions"), "\(trim.stdout)")
         #expect(try runTool(viewerctl, socket + ["clear"]).stdout.contains("removed 0 renditions"))
         #expect(try runTool(viewerctl, socket + ["trim", "--to", "lots"]).status == 64)
-        #expect(try runTool(viewerctl, socket + ["warm", daemon.directory]).status == 64)  // no --size
+        #expect(try runTool(viewerctl, socket + ["warm", daemon.directory, "--size", "big"]).status == 64)
         #expect(try runTool(viewerctl, ["--version"]).stdout.hasPrefix("viewerctl "))
         #expect(try runTool(viewerctl, ["render", "--help"]).stdout.contains("usage: viewerctl render"))
         daemon.stop()

@@ -219,7 +219,9 @@ struct ZoomTests {
             }
         }
         let cases: [(String, (inout RenditionSpec) -> Void)] = [
-            ("region: 101x10+500+0 is outside the 600x400 image", { $0.region = PixelRegion(x: 500, y: 0, width: 101, height: 10) }),
+            ("region: 101x10+500+0 extends past the edge of the 600x400 image: at most 100x400 at +500+0",
+             { $0.region = PixelRegion(x: 500, y: 0, width: 101, height: 10) }),
+            ("region: 10x10+600+0 is outside the 600x400 image", { $0.region = PixelRegion(x: 600, y: 0, width: 10, height: 10) }),
             ("region: 0x10+0+0 has no area", { $0.region = PixelRegion(x: 0, y: 0, width: 0, height: 10) }),
             ("tile: level 11 is past the top level 10", { $0.tile = TileAddress(level: 11, column: 0, row: 0) }),
             ("tile: column 3 is past the last column 2 of level 10", { $0.tile = TileAddress(level: 10, column: 3, row: 0) }),
