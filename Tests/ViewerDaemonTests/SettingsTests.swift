@@ -68,7 +68,7 @@ struct SettingsTests {
         #expect(SettingKey.cacheBudget.environmentName == "VIEWERD_CACHE_BUDGET")
         #expect(SettingKey.workerMemoryLimit.environmentName == "VIEWERD_WORKER_MEMORY_LIMIT")
         #expect(SettingKey.idleExit.flag == "--idle-exit")
-        #expect(SettingKey.allCases.count == 16)
+        #expect(SettingKey.allCases.count == 17)
         #expect(SettingKey.sandbox.environmentName == nil)
         #expect(SettingKey.sandbox.flag == "--sandbox")
         #expect(SettingKey.maxConnectionsPerUser.environmentName == "VIEWERD_MAX_CONNECTIONS_PER_USER")

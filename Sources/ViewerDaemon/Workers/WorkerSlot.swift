@@ -367,6 +367,13 @@ final class WorkerSlot: @unchecked Sendable {
         }
     }
 
+    /// Ends a worker that had no job for `worker-idle-exit`; the next job starts another.
+    func retireIdle() {
+        guard pid > 0 else { return }
+        Log.debug("event=worker-idle-exit slot=\(index)")
+        shutdown()
+    }
+
     /// Closes the socket (the worker exits at end of stream) and waits for the process.
     func shutdown() {
         guard pid > 0 else { return }
