@@ -55,6 +55,23 @@ public enum SettingKey: String, CaseIterable, Sendable {
         }
     }
 
+    /// The settings whose values differ from `old` to `new`, in `allCases` order: those a
+    /// reload applies, and those that wait for a restart.
+    public static func changes(from old: Configuration, to new: Configuration)
+        -> (reloadable: [SettingKey], restartOnly: [SettingKey]) {
+        let changed = allCases.filter { $0.format(old) != $0.format(new) }
+        return (changed.filter(\.reloadable), changed.filter { !$0.reloadable })
+    }
+
+    /// Sets this setting of `target` to its value in `source`.
+    func copy(from source: Configuration, to target: inout Configuration) {
+        do throws(Invalid) {
+            try apply(format(source), to: &target)
+        } catch {
+            preconditionFailure("\(rawValue): \(format(source)) does not parse back: \(error.message)")
+        }
+    }
+
     /// `--` and the key.
     public var flag: String { "--" + rawValue }
 

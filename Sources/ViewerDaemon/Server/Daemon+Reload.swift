@@ -8,8 +8,8 @@ extension Daemon {
     /// a changed setting that needs a restart is logged as such and left as it runs. A file
     /// that does not parse changes nothing: the error is logged and the daemon serves on.
     ///
-    /// Log lines: one `event=setting-changed` per setting applied, one
-    /// `event=setting-needs-restart` per other one changed, then `event=reloaded`.
+    /// Log lines: one `event=setting-needs-restart` per changed setting read at start only,
+    /// one `event=setting-changed` per setting applied, then `event=reloaded`.
     func reload() {
         guard !shuttingDown else { return }
         guard let reread else {
@@ -26,19 +26,19 @@ extension Daemon {
                       "detail=\"the running configuration stays\"")
             return
         }
-        var applied: [String] = [], needRestart: [String] = []
-        for key in SettingKey.allCases where key.format(requested) != key.format(fresh) {
-            let (from, to) = (key.format(requested), key.format(fresh))
-            guard key.reloadable else {
-                Log.warning("event=setting-needs-restart setting=\(key.rawValue) running=\(Log.quote(from)) " +
-                            "configured=\(Log.quote(to)) detail=\"takes effect at restart\"")
-                needRestart.append(key.rawValue)
-                continue
-            }
+        let (reloadable, restartOnly) = SettingKey.changes(from: requested, to: fresh)
+        for key in restartOnly {
+            Log.warning("event=setting-needs-restart setting=\(key.rawValue) running=\(Log.quote(key.format(requested))) " +
+                        "configured=\(Log.quote(key.format(fresh))) detail=\"takes effect at restart\"")
+        }
+        var applied: [String] = []
+        for key in reloadable {
+            let from = key.format(requested)
             guard apply(key, fresh) else { continue }
-            Log.info("event=setting-changed setting=\(key.rawValue) from=\(Log.quote(from)) to=\(Log.quote(to))")
+            Log.info("event=setting-changed setting=\(key.rawValue) from=\(Log.quote(from)) to=\(Log.quote(key.format(fresh)))")
             applied.append(key.rawValue)
         }
+        let needRestart = restartOnly.map(\.rawValue)
         Log.info("event=reloaded changed=\(Log.quote(applied.joined(separator: ","))) " +
                  "restart_needed=\(Log.quote(needRestart.joined(separator: ",")))")
         // Last, so that a quieter level still lets the lines above out.
@@ -75,10 +75,9 @@ extension Daemon {
         case .socket, .cacheDir, .workers, .jobTimeout, .maxPixels, .workerMemoryLimit, .socketGroup, .sandbox:
             preconditionFailure("\(key.rawValue) is read at start only")
         }
-        // The value as served, and as the next reload compares with (a value `fresh` holds
-        // parses again).
-        if key != .sharedRoots { try? key.apply(key.format(fresh), to: &configuration) }
-        try? key.apply(key.format(fresh), to: &requested)
+        // The value as served, and as the next reload compares with.
+        if key != .sharedRoots { key.copy(from: fresh, to: &configuration) }
+        key.copy(from: fresh, to: &requested)
         return true
     }
 }
