@@ -60,6 +60,34 @@ struct ReloadTests {
         #expect(daemon.stop() == 0)
     }
 
+    @Test("a lowered cache budget is evicted down to at once, without a request")
+    func lowerBudgetEvicts() throws {
+        // Given a store holding several renditions under a roomy budget
+        let directory = try DaemonProcess.makeTemporaryDirectory()
+        let file = directory + "/viewerd.conf"
+        try "cache-budget = 64M\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let manager = try NotifySocket(name: directory + "/notify.sock")
+        let daemon = try daemon(directory, file: file, manager: manager)
+        let photo = try Fixtures.write(directory + "/photo.jpg", width: 1200, height: 800)
+        let client = try daemon.connect()
+        for side in stride(from: 200, through: 600, by: 100) {
+            _ = try client.render(RenderRequest(path: photo, spec: RenditionSpec(width: UInt32(side), height: UInt32(side))))
+        }
+        #expect(eventually { (try? daemon.stats()["store_entries"]).map { $0 >= 5 } == true }, "\((try? daemon.stats()) ?? [:])")
+        let before = try daemon.stats()
+
+        // When the budget is lowered below what is stored, and the daemon gets SIGHUP
+        let budget = before["store_bytes"]! / 2
+        try "cache-budget = \(budget)\n".write(toFile: file, atomically: true, encoding: .utf8)
+        kill(daemon.pid, SIGHUP)
+
+        // Then the store is evicted under the new budget, with no request made
+        #expect(eventually { (try? daemon.stats()).map { $0["store_bytes"]! <= budget && $0["store_evictions"]! > 0 } == true },
+                "\((try? daemon.stats()) ?? [:])")
+        #expect(daemon.log().contains("event=setting-changed setting=cache-budget"), "\(daemon.logTail())")
+        #expect(daemon.stop() == 0)
+    }
+
     @Test("a file that no longer parses: the error is logged, the running configuration stays")
     func badFileKeepsRunning() throws {
         // Given viewerd started with a valid file
