@@ -105,6 +105,10 @@ public struct ThumbnailWriter: Sendable {
             if original == nil { original = try? await client.info(path: path) }
             if let info = original {
                 (source.imageWidth, source.imageHeight) = (Int(info.width), Int(info.height))
+                // The standard's key is whole seconds; a clip under half a second says 0.
+                if info.kind == .video && info.durationMillis > 0 {
+                    source.movieLength = Int((info.durationMillis + 500) / 1000)
+                }
                 if source.mimeType == nil { source.mimeType = Self.mimeType(info.format) }
             }
         } catch is CancellationError {

@@ -32,6 +32,8 @@ public struct ThumbnailSource: Sendable, Equatable {
     /// The original image's size (`Thumb::Image::Width`, `Height`), when known.
     public var imageWidth: Int?
     public var imageHeight: Int?
+    /// A video's length in whole seconds (`Thumb::Movie::Length`), when known.
+    public var movieLength: Int?
 
     public init(uri: String, mtime: Int64, size: UInt64? = nil, mimeType: String? = nil, imageWidth: Int? = nil,
                 imageHeight: Int? = nil) {

@@ -25,6 +25,7 @@ public struct ThumbnailPNG: Sendable {
         if let width = source.imageWidth, let height = source.imageHeight {
             keys += [("Thumb::Image::Width", String(width)), ("Thumb::Image::Height", String(height))]
         }
+        if let seconds = source.movieLength { keys.append(("Thumb::Movie::Length", String(seconds))) }
         keys.append(("Software", software))
         return keys
     }

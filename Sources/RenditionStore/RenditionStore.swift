@@ -141,7 +141,7 @@ public final class RenditionStore: Sendable {
         guard charge <= writer.limits.largestValue, size <= Int(UInt32.max),
               key.sourceCount <= 255, key.bytes.count + 2 <= PathIndex.maximumItemSize else {
             counters.refused.add(1, ordering: .relaxed)
-            log("event=store-put-refused bytes=\(size) budget=\(configuration.budgetBytes) key_bytes=\(key.bytes.count) path=\(path)")
+            log("event=store-put-refused bytes=\(size) budget=\(writer.limits.budget) key_bytes=\(key.bytes.count) path=\(path)")
             return
         }
         writer.put(key, path: Array(path.utf8), value: StoredValue.encode(metadata, source: key.source, bytes: bytes),
@@ -194,6 +194,14 @@ public final class RenditionStore: Sendable {
     /// A rendition queued for writing and not yet committed.
     func pendingValue(for key: RenditionKey) -> [UInt8]? { writer.pendingValue(for: key.bytes) }
 
+    /// Changes the budget of the open store (a reload of `cache-budget`): puts are measured
+    /// against it at once, and a lowered one is evicted down to by the writer.
+    public func setBudget(_ bytes: UInt64) {
+        var changed = configuration
+        changed.budgetBytes = bytes
+        writer.setLimits(StoreLimits(changed))
+    }
+
     /// Blocks until everything queued so far is committed.
     public func flush() { writer.flush() }
 
@@ -205,7 +213,7 @@ public final class RenditionStore: Sendable {
         state.misses = writer.base.misses + counters.misses.load(ordering: .relaxed)
         state.corrupt = writer.base.corrupt + counters.corrupt.load(ordering: .relaxed)
         state.refused = writer.base.refused + counters.refused.load(ordering: .relaxed)
-        state.budgetBytes = configuration.budgetBytes
+        state.budgetBytes = writer.limits.budget
         let counts = reading(.counts) { txn in (txn.count(environment.renditions), txn.count(environment.failures)) }
         var stats = StoreStats(state: state, entries: counts?.0 ?? 0, failures: counts?.1 ?? 0, mapSize: environment.mapSize)
         stats.fileBytes = environment.fileBytes

@@ -72,7 +72,9 @@ final class StoreWriter: Sendable {
     static let idleInterval: DispatchTimeInterval = .seconds(1)
 
     let environment: Environment
-    let limits: StoreLimits
+    /// The budget's limits; `setLimits` changes them (a reload), read on any thread.
+    var limits: StoreLimits { currentLimits.withLock { $0 } }
+    private let currentLimits: Locked<StoreLimits>
     let counters: SharedCounters
     let log: @Sendable (String) -> Void
     /// The persisted counters as they were at open; `counters` adds what this process saw.
@@ -88,7 +90,7 @@ final class StoreWriter: Sendable {
     init(environment: Environment, configuration: StoreConfiguration, state: PolicyState,
          counters: SharedCounters, log: @escaping @Sendable (String) -> Void) {
         self.environment = environment
-        self.limits = StoreLimits(configuration)
+        self.currentLimits = Locked(StoreLimits(configuration))
         self.counters = counters
         self.log = log
         self.base = state
@@ -107,6 +109,12 @@ final class StoreWriter: Sendable {
         thread.name = "viewerd-store-writer"
         thread.start()
         // A budget lowered since the last run is enforced at once.
+        wakeup.signal()
+    }
+
+    /// New limits (a changed budget): the writer evicts down to a lowered one at once.
+    func setLimits(_ limits: StoreLimits) {
+        currentLimits.withLock { $0 = limits }
         wakeup.signal()
     }
 
@@ -230,7 +238,8 @@ final class StoreWriter: Sendable {
                 defer { buffer.keys.removeAll(keepingCapacity: true) }
                 return buffer.keys
             }
-            let overBudget = status.withLock { $0.state.bytes > limits.high }
+            let high = limits.high
+            let overBudget = status.withLock { $0.state.bytes > high }
             guard !batch.isEmpty || !read.isEmpty || overBudget else { continue }
             let replies = commit(batch, hits: read)
             queue.withLock { q in

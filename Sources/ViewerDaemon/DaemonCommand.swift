@@ -34,18 +34,22 @@ public enum DaemonCommand {
                 print(settings.report, terminator: "")
                 return 0
             }
-            return serve(settings, hooks: hooks)
+            return serve(settings, hooks: hooks) { () throws(ConfigError) in
+                try Settings.resolve(parsed, environment: environment)
+            }
         } catch {
             Log.failure(error.description + (error.origin == nil ? " (viewerd --help lists the options)" : ""))
             return error.exitCode
         }
     }
 
-    private static func serve(_ settings: Settings, hooks: TestHooks) -> Int32 {
+    /// - Parameter reread: the settings again, from the same layers (SIGHUP).
+    private static func serve(_ settings: Settings, hooks: TestHooks,
+                              reread: @escaping () throws(ConfigError) -> Settings) -> Int32 {
         Log.setThreshold(settings.configuration.logLevel)
         let daemon: Daemon
         do throws(StartupError) {
-            daemon = try Daemon(configuration: settings.configuration, hooks: hooks)
+            daemon = try Daemon(configuration: settings.configuration, hooks: hooks, reread: reread)
         } catch {
             Log.failure(error.description)
             return 1

@@ -128,6 +128,25 @@ class QueueTests(ConformanceCase):
             self.assertEqual(stat.S_IMODE(os.stat(directory).st_mode), 0o700)
         self.assertEqual([n for n in os.listdir(os.path.join(self.cache, "large")) if not n.endswith(".png")], [])
 
+    def test_a_video_thumbnail_has_its_length_and_a_photo_none(self) -> None:
+        # Given a 3 s clip (ffmpeg, as the other video tests make them) and a photo
+        clip = os.path.join(self.images, "clip 3s.mp4")
+        subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                        "testsrc2=size=320x240:rate=10:duration=3", "-c:v", "libx264", "-pix_fmt", "yuv420p", clip],
+                       check=True, timeout=60)
+        photo = self.photo("still.jpg")
+
+        # When both are queued
+        outcome = self.client.wait(self.client.queue([uri(clip), uri(photo)], flavor="large"))
+
+        # Then the clip's thumbnail says its length in whole seconds (Thumb::Movie::Length),
+        # the photo's says none
+        self.assertEqual(outcome["errors"], [])
+        video = PNG(self.thumbnail_path(uri(clip)))
+        self.assertEqual(video.keys.get("Thumb::Movie::Length"), "3", video.keys)
+        self.assertEqual(video.keys["Thumb::Mimetype"], "video/mp4")
+        self.assertNotIn("Thumb::Movie::Length", PNG(self.thumbnail_path(uri(photo))).keys)
+
     def test_every_flavor_has_its_box(self) -> None:
         path = self.photo("flavors.jpg", 2400, 1600)
         for flavor, side in [("normal", 128), ("large", 256), ("x-large", 512), ("xx-large", 1024)]:

@@ -67,7 +67,7 @@ struct CheckConfigTests {
         #expect(out.status == 0, "\(out.stderr)")
         #expect(out.stdout.hasPrefix("config file: \(file)\n"))
         let settings = report(out.stdout)
-        #expect(settings.count == 16)
+        #expect(settings.count == 17)
         #expect(settings["workers"]! == ("4", "--workers"))
         #expect(settings["cache-budget"]! == ("3G", "VIEWERD_CACHE_BUDGET"))
         #expect(settings["idle-exit"]! == ("30", "\(file):4"))
@@ -191,12 +191,12 @@ struct CheckConfigTests {
         let all = try check(["--config", file], home: scratch.path)
         #expect(all.status == 0, "\(all.stderr)")
         let settings = report(all.stdout)
-        #expect(settings.count == 16)
+        #expect(settings.count == 17)
         #expect(settings.values.allSatisfy { $0.source.hasPrefix(file + ":") }, "\(all.stdout)")
 
         // And where the default does not depend on the machine, the example is the default
         let defaults = report(asShipped.stdout)
-        for key in ["cache-budget", "memory-budget", "job-timeout", "max-pixels", "worker-memory-limit", "idle-exit",
+        for key in ["cache-budget", "memory-budget", "job-timeout", "max-pixels", "worker-memory-limit", "idle-exit", "worker-idle-exit",
                     "max-connections-per-user", "max-sources-per-user", "sandbox"] {
             #expect(settings[key]?.value == defaults[key]?.value, "\(key)")
         }

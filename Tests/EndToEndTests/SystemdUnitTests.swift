@@ -83,6 +83,7 @@ struct SystemdUnitTests {
             "RestrictAddressFamilies": "AF_UNIX", "PrivateTmp": "yes",
             "ProtectKernelTunables": "yes", "LockPersonality": "yes", "RestrictNamespaces": "yes",
             "OOMPolicy": "continue", "RestartPreventExitStatus": "64 78",
+            "ExecReload": "/bin/kill -HUP $MAINPID",
         ]
         for (key, value) in expected { #expect(service[key] == [value], "\(key)") }
         #expect(service["SystemCallFilter"] == Self.systemCallFilter)
@@ -99,14 +100,15 @@ struct SystemdUnitTests {
         #expect(socket["FileDescriptorName"] == ["viewerd"])
     }
 
-    @Test("the user instance: %t/viewerd/viewerd.sock, owner only, notify with a watchdog")
+    @Test("the user instance: %t/viewerd/viewerd.sock, owner only, notify with a watchdog, exits when idle, reloads on HUP")
     func userUnits() throws {
         let socket = try keys(of: "user/viewerd.socket")
         #expect(socket["ListenStream"] == ["%t/viewerd/viewerd.sock"])
         #expect(socket["SocketMode"] == ["0600"])
         let service = try keys(of: "user/viewerd.service")
         #expect(service["Type"] == ["notify"])
-        #expect(service["ExecStart"] == ["/usr/local/bin/viewerd"])
+        #expect(service["ExecStart"] == ["/usr/local/bin/viewerd --idle-exit 300"])
+        #expect(service["ExecReload"] == ["/bin/kill -HUP $MAINPID"])
         #expect(service["WatchdogSec"] != nil)
         #expect(service["RestrictAddressFamilies"] == ["AF_UNIX"])
         #expect(service["SystemCallFilter"] == Self.systemCallFilter)

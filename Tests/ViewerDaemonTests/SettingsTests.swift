@@ -63,12 +63,28 @@ struct SettingsTests {
         #expect(try settings(file: "shared-roots = /srv/a", environment: ["VIEWERD_SHARED_ROOTS": ""]).configuration.sharedRoots == [])
     }
 
+    @Test("a reload's changes: the settings that differ, split into applied now and read at start only")
+    func reloadChanges() throws {
+        // Given the running settings and a file changed in one of each kind, and one kept
+        let old = try settings(file: "cache-budget = 1G\nworkers = 2\nlog-level = info").configuration
+        let new = try settings(file: "cache-budget = 2G\nworkers = 4\nlog-level = info\nshared-roots = /srv").configuration
+
+        // Then the budget and the roots change at once, the worker count waits for a restart
+        let changes = SettingKey.changes(from: old, to: new)
+        #expect(changes.reloadable == [.cacheBudget, .sharedRoots])
+        #expect(changes.restartOnly == [.workers])
+        #expect(SettingKey.changes(from: old, to: old) == ([], []))
+        // And what the daemon starts with only (its socket, store, workers, sandbox) is never applied
+        #expect(SettingKey.allCases.filter { !$0.reloadable } ==
+                [.socket, .cacheDir, .workers, .jobTimeout, .maxPixels, .workerMemoryLimit, .socketGroup, .sandbox])
+    }
+
     @Test("every setting but sandbox has a variable and a flag named after its key")
     func names() {
         #expect(SettingKey.cacheBudget.environmentName == "VIEWERD_CACHE_BUDGET")
         #expect(SettingKey.workerMemoryLimit.environmentName == "VIEWERD_WORKER_MEMORY_LIMIT")
         #expect(SettingKey.idleExit.flag == "--idle-exit")
-        #expect(SettingKey.allCases.count == 16)
+        #expect(SettingKey.allCases.count == 17)
         #expect(SettingKey.sandbox.environmentName == nil)
         #expect(SettingKey.sandbox.flag == "--sandbox")
         #expect(SettingKey.maxConnectionsPerUser.environmentName == "VIEWERD_MAX_CONNECTIONS_PER_USER")

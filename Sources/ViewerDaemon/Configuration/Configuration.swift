@@ -40,6 +40,9 @@ public struct Configuration: Sendable {
     /// zero: never. Meant for socket activation, which starts the daemon again on the next
     /// connection.
     public var idleExit: Duration = .zero
+    /// A worker process with no job for this long exits (the next job starts another, in
+    /// about 100 ms), so an idle daemon holds little memory; zero: workers stay.
+    public var workerIdleExit: Duration = .seconds(60)
     /// The lowest level logged; `debug` logs every request with its client and decision.
     public var logLevel: LogLevel = .info
     /// Connections one peer uid may have open at once; past it a new one gets a

@@ -106,6 +106,8 @@ public struct DaemonArguments: Sendable {
           --socket-group GROUP      let GROUP's members connect (socket mode 0660; default: none, 0600)
           --idle-exit SECONDS       exit after this long without clients and work, 0 for never; for
                                     socket activation (default: 0)
+          --worker-idle-exit SECONDS  a decode worker with no job this long exits; the next job
+                                    starts another (0 for never; default: 60)
           --log-level LEVEL         debug, info, warning or error (default: info); debug logs each
                                     request with the client's name and the decision taken
           --client-write-timeout SECONDS  close a connection whose answers go unread this long (default: 30)

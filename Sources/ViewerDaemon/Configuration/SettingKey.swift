@@ -19,6 +19,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
     case sharedRoots = "shared-roots"
     case socketGroup = "socket-group"
     case idleExit = "idle-exit"
+    case workerIdleExit = "worker-idle-exit"
     case logLevel = "log-level"
     case clientWriteTimeout = "client-write-timeout"
     case maxConnectionsPerUser = "max-connections-per-user"
@@ -41,6 +42,34 @@ public enum SettingKey: String, CaseIterable, Sendable {
 
     private static func variableName(_ key: String) -> String {
         "VIEWERD_" + key.uppercased().replacingOccurrences(of: "-", with: "_")
+    }
+
+    /// Whether a running daemon takes a new value on SIGHUP (`Daemon.reload`). The others are
+    /// read once at start: the socket, the store's directory, the worker processes and what
+    /// they are started with (their count, timeout, memory and pixel limits, sandbox).
+    public var reloadable: Bool {
+        switch self {
+        case .cacheBudget, .memoryBudget, .sharedRoots, .idleExit, .workerIdleExit, .logLevel, .clientWriteTimeout,
+             .maxConnectionsPerUser, .maxSourcesPerUser: true
+        case .socket, .cacheDir, .workers, .jobTimeout, .maxPixels, .workerMemoryLimit, .socketGroup, .sandbox: false
+        }
+    }
+
+    /// The settings whose values differ from `old` to `new`, in `allCases` order: those a
+    /// reload applies, and those that wait for a restart.
+    public static func changes(from old: Configuration, to new: Configuration)
+        -> (reloadable: [SettingKey], restartOnly: [SettingKey]) {
+        let changed = allCases.filter { $0.format(old) != $0.format(new) }
+        return (changed.filter(\.reloadable), changed.filter { !$0.reloadable })
+    }
+
+    /// Sets this setting of `target` to its value in `source`.
+    func copy(from source: Configuration, to target: inout Configuration) {
+        do throws(Invalid) {
+            try apply(format(source), to: &target)
+        } catch {
+            preconditionFailure("\(rawValue): \(format(source)) does not parse back: \(error.message)")
+        }
     }
 
     /// `--` and the key.
@@ -93,6 +122,8 @@ public enum SettingKey: String, CaseIterable, Sendable {
             }
         case .idleExit:
             configuration.idleExit = .milliseconds(Int64((try Self.seconds(text) * 1000).rounded()))
+        case .workerIdleExit:
+            configuration.workerIdleExit = .milliseconds(Int64((try Self.seconds(text) * 1000).rounded()))
         case .logLevel:
             guard let level = LogLevel(name: text) else { throw Invalid("expected debug, info, warning or error") }
             configuration.logLevel = level
@@ -124,6 +155,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
         case .sharedRoots: configuration.sharedRoots.joined(separator: ":")
         case .socketGroup: configuration.socketGroup ?? ""
         case .idleExit: Self.formatSeconds(configuration.idleExit)
+        case .workerIdleExit: Self.formatSeconds(configuration.workerIdleExit)
         case .logLevel: configuration.logLevel.name
         case .clientWriteTimeout: Self.formatSeconds(configuration.clientWriteTimeout)
         case .maxConnectionsPerUser: String(configuration.maxConnectionsPerUser)

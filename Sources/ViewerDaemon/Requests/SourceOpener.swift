@@ -14,7 +14,9 @@ import ViewerProtocol
 /// on the loop before.
 struct SourceOpener: Sendable {
     let io: SourceIO
-    let access: SourceAccess
+    /// Replaced by a reload that changes the shared roots; opens already dispatched keep the
+    /// rules they were given.
+    var access: SourceAccess
     let store: RenditionStore
     let completions: CompletionQueue
 

@@ -29,16 +29,26 @@ final class SourceQuota: Sendable {
         deinit { quota.release(uid) }
     }
 
-    let limit: Int
+    private let limitValue: Locked<Int>
     private let held = Locked<[UInt32: Int]>([:])
 
     init(limit: Int) {
         precondition(limit > 0)
-        self.limit = limit
+        limitValue = Locked(limit)
+    }
+
+    /// The cap; a reload changes it (`setLimit`). Sources held over a lowered cap stay open
+    /// until their jobs end; new claims wait under it.
+    var limit: Int { limitValue.withLock { $0 } }
+
+    func setLimit(_ limit: Int) {
+        precondition(limit > 0)
+        limitValue.withLock { $0 = limit }
     }
 
     /// A place for one more source of `uid`; nil when it holds `limit` already.
     func claim(for uid: UInt32) -> Lease? {
+        let limit = self.limit
         let granted = held.withLock { held in
             guard held[uid, default: 0] < limit else { return false }
             held[uid, default: 0] += 1

@@ -18,7 +18,8 @@ struct SchedulerState<Payload: Sendable>: Sendable {
         var exclusive = false
     }
 
-    let budget: UInt64
+    /// Changed by a reload (`Scheduler.setMemoryBudget`).
+    var budget: UInt64
     let perClientLimit: Int
     let maxBypass: Int
 

@@ -117,6 +117,12 @@ final class Scheduler<Payload: Sendable>: Sendable {
         state = Locked(SchedulerState(budget: memoryBudget, perClientLimit: perClientLimit, maxBypass: maxBypass))
     }
 
+    /// A new memory budget (a reload): running work keeps what it holds; admission uses the
+    /// new figure from the next `next()` on.
+    func setMemoryBudget(_ bytes: UInt64) {
+        state.withLock { $0.budget = bytes }
+    }
+
     /// Queues work and returns what was dropped to keep its client within `perClientLimit`:
     /// the client's lowest-priority, oldest queued work (possibly `work` itself). The caller
     /// answers the dropped work with `busy`.

@@ -32,6 +32,9 @@ final class ConnectionSet {
         self.perUser = PerUserConnections(limit: maxConnectionsPerUser)
     }
 
+    /// A new `max-connections-per-user` (a reload): new connections are admitted under it.
+    func setMaxConnectionsPerUser(_ limit: Int) { perUser.limit = limit }
+
     /// Connections refused because their user had `max-connections-per-user` open.
     var refused: UInt64 { perUser.refused }
 

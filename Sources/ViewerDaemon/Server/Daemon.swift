@@ -19,7 +19,13 @@ import ViewerProtocol
 /// try daemon.run()   // until SIGTERM or SIGINT
 /// ```
 public final class Daemon {
-    let configuration: Configuration
+    /// The configuration as served (the inherited socket's path, the resolved shared roots);
+    /// SIGHUP changes its run-time settings (`reload`).
+    var configuration: Configuration
+    /// The configuration as the settings gave it, what a reload compares the new one with.
+    var requested: Configuration
+    /// Reads the settings again, for SIGHUP; nil: HUP is logged and ignored.
+    let reread: (() throws(ConfigError) -> Settings)?
     let store: RenditionStore
     let listener: Listener
     /// Held until the daemon object goes (the process ends): one store, one daemon.
@@ -38,7 +44,7 @@ public final class Daemon {
     /// Every request and job, in its phase.
     var requests: Requests
     /// Opens sources and reads headers off the loop.
-    let opener: SourceOpener
+    var opener: SourceOpener
     /// Connections whose reading waits for their user's open sources to drop under the quota.
     var quotaPaused: Set<UInt64> = []
     /// Every answer to a client, and those held back for clients that do not read.
@@ -59,8 +65,13 @@ public final class Daemon {
     /// Readiness, status, watchdog and the idle clock, for systemd.
     var service: ServiceManagerLink
 
-    /// - Parameter hooks: a test executable's faults (`TestHooks`); none in the product.
-    public init(configuration: Configuration, hooks: TestHooks = TestHooks()) throws(StartupError) {
+    /// - Parameters:
+    ///   - hooks: a test executable's faults (`TestHooks`); none in the product.
+    ///   - reread: reads the settings again on SIGHUP (`DaemonCommand` resolves the same
+    ///     flags, environment and config file).
+    public init(configuration: Configuration, hooks: TestHooks = TestHooks(),
+                reread: (() throws(ConfigError) -> Settings)? = nil) throws(StartupError) {
+        (requested, self.reread) = (configuration, reread)
         let resources = try DaemonResources.open(configuration, hooks: hooks)
         (signalFD, socketActivated) = (resources.signalFD, resources.socketActivated)
         service = ServiceManagerLink(notifier: resources.notifier, idleExit: resources.configuration.idleExit)
@@ -107,7 +118,7 @@ public final class Daemon {
     }
 
     /// Serves until SIGTERM or SIGINT, then answers what is in flight, flushes the store and
-    /// returns.
+    /// returns. SIGHUP reloads the configuration (`reload`).
     public func run() {
         Log.info("event=listening socket=\(Log.quote(configuration.socketPath)) " +
                  "cache=\(Log.quote(configuration.cacheDirectory)) workers=\(configuration.workerCount) " +
@@ -122,7 +133,9 @@ public final class Daemon {
                     wakeup.drain()
                     deliverCompletions()
                 } else if fd == signalFD {
-                    if let signal = Posix.nextSignal(signalFD) { beginShutdown(reason: "signal signal=\(signal)") }
+                    while let signal = Posix.nextSignal(signalFD) {
+                        if signal == SIGHUP { reload() } else { beginShutdown(reason: "signal signal=\(signal)") }
+                    }
                 } else if let connection = connections.byFD[fd] {
                     handle(connection, events: events)
                 }

@@ -13,7 +13,10 @@ struct PerUserConnections {
     /// counted in it (a client that reconnects in a loop must not flood the log).
     static let logInterval: Duration = .seconds(10)
 
-    let limit: Int
+    /// A reload changes it; connections open over a lowered cap stay.
+    var limit: Int {
+        didSet { precondition(limit > 0) }
+    }
     private var open: [UInt32: Int] = [:]
     /// Connections refused over the cap since start, for STATS.
     private(set) var refused: UInt64 = 0

@@ -11,8 +11,8 @@ struct ServiceManagerLink {
 
     /// The service manager's socket, when started by systemd with `Type=notify`.
     let notifier: Notifier?
-    /// Exit after this long idle; zero: never.
-    let idleExit: Duration
+    /// Exit after this long idle; zero: never. A reload may change it.
+    var idleExit: Duration
     private var nextStatus: ContinuousClock.Instant?
     private var lastStatus = ""
     private var nextWatchdog: ContinuousClock.Instant?
@@ -39,6 +39,21 @@ struct ServiceManagerLink {
             notifier.send("WATCHDOG=1")
             nextWatchdog = now + interval
         }
+    }
+
+    /// `RELOADING=1` as SIGHUP's reload begins, with the monotonic time systemd matches it
+    /// against (`Type=notify-reload`; older managers ignore both).
+    func reloading() {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        notifier?.send("RELOADING=1\nMONOTONIC_USEC=\(UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000)")
+    }
+
+    /// `READY=1` again when the reload is done, with the status.
+    mutating func reloaded(status: String) {
+        guard let notifier else { return }
+        lastStatus = status
+        notifier.send("READY=1\nSTATUS=\(status)")
     }
 
     /// `STOPPING=1` with why.

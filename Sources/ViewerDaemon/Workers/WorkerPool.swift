@@ -111,6 +111,10 @@ final class WorkerPool: Sendable {
     private let running = Atomic<Int>(0)
     private let threadsAlive = DispatchGroup()
     let settings: WorkerPoolSettings
+    /// `worker-idle-exit` in milliseconds: a worker process that had no job for this long
+    /// exits, and the next job starts another; zero: never. A reload changes it (from each
+    /// worker's next wait on).
+    private let workerIdleMillis: Atomic<Int64>
 
     init(configuration: Configuration, store: RenditionStore, onEvent: @escaping @Sendable (LoopEvent) -> Void) throws(SystemError) {
         // The worker is this executable: the product's `viewerd --worker`, a test executable's
@@ -121,6 +125,7 @@ final class WorkerPool: Sendable {
                                       maxSourcePixels: configuration.limits.maxSourcePixels, sandbox: configuration.sandbox)
         self.store = store
         self.onEvent = onEvent
+        workerIdleMillis = Atomic(Self.millis(configuration.workerIdleExit))
         scheduler = Scheduler(memoryBudget: configuration.memoryBudget, perClientLimit: configuration.maxOutstandingPerClient)
         var slots: [WorkerSlot] = []
         for index in 0..<configuration.workerCount {
@@ -156,6 +161,28 @@ final class WorkerPool: Sendable {
                                                       exclusive: cost.exclusive))
         wakeup.broadcast()
         return dropped.map(\.payload)
+    }
+
+    /// A new memory budget (a reload); the idle workers look again at what waits for memory.
+    func setMemoryBudget(_ bytes: UInt64) {
+        scheduler.setMemoryBudget(bytes)
+        wakeup.broadcast()
+    }
+
+    func setWorkerIdleExit(_ idle: Duration) {
+        workerIdleMillis.store(Self.millis(idle), ordering: .relaxed)
+    }
+
+    private static func millis(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+    }
+
+    /// When `slot`'s process has been idle long enough to go; nil when none runs or it never
+    /// goes.
+    private func idleDeadline(of slot: WorkerSlot) -> Date? {
+        let millis = workerIdleMillis.load(ordering: .relaxed)
+        guard millis > 0, slot.isAlive else { return nil }
+        return Date(timeIntervalSinceNow: Double(millis) / 1000)
     }
 
     /// Asks the preview lane for `job`'s PREVIEW; `renew` makes it the newest wanted (it just
@@ -234,6 +261,8 @@ final class WorkerPool: Sendable {
         defer { previewSlot.shutdown() }
         defer { for job in infoWanted.withLock({ $0 }) { onEvent(.info(job, .failed(Self.stopped(job), cause: .protocolError))) } }
         while true {
+            let deadline = idleDeadline(of: previewSlot)
+            var idle = false
             guard let work = wakeup.wait(until: { () -> LaneWork?? in
                 if stopping.load(ordering: .acquiring) { return .some(nil) }
                 if let info = infoWanted.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
@@ -246,7 +275,8 @@ final class WorkerPool: Sendable {
                 if previewSlot.isAlive { job.previewClaimed.store(true, ordering: .relaxed) }
                 _ = previewSlot.control.begin(job.sequence)
                 return .some(.preview(job))
-            }) else {
+            }, deadline: deadline, idle: &idle) else {
+                if idle { previewSlot.retireIdle(); continue }
                 return
             }
             switch work {
@@ -284,13 +314,16 @@ final class WorkerPool: Sendable {
     private func drive(_ slot: WorkerSlot) {
         defer { slot.shutdown() }
         while true {
+            let deadline = idleDeadline(of: slot)
+            var idle = false
             guard let job = wakeup.wait(until: { () -> RenderJob?? in
                 if stopping.load(ordering: .acquiring) { return .some(nil) }
                 guard let work = scheduler.next() else { return nil }
                 // Begun under the lock `abandon` takes: a cancel finds it queued or here.
                 _ = slot.control.begin(work.id)
                 return .some(work.payload)
-            }) else {
+            }, deadline: deadline, idle: &idle) else {
+                if idle { slot.retireIdle(); continue }
                 return
             }
             running.add(1, ordering: .relaxed)
@@ -344,13 +377,22 @@ final class NSConditionBox: @unchecked Sendable {  // NSCondition is thread-safe
         return body()
     }
 
-    /// `check` returns nil to keep waiting, `.some(value)` to return `value`.
-    func wait<T>(until check: () -> T??) -> T? {
+    /// `check` returns nil to keep waiting, `.some(value)` to return `value`. With a
+    /// `deadline`, a wait that reaches it with nothing to do returns nil and sets `idle`.
+    func wait<T>(until check: () -> T??, deadline: Date? = nil, idle: inout Bool) -> T? {
         condition.lock()
         defer { condition.unlock() }
         while true {
             if let result = check() { return result }
-            condition.wait()
+            if let deadline {
+                if !condition.wait(until: deadline) {
+                    if let result = check() { return result }  // came as the time ran out
+                    idle = true
+                    return nil
+                }
+            } else {
+                condition.wait()
+            }
         }
     }
 }

@@ -367,6 +367,16 @@ final class WorkerSlot: @unchecked Sendable {
         }
     }
 
+    /// Ends a worker that had no job for `worker-idle-exit`; the next job starts another.
+    func retireIdle() {
+        guard pid > 0 else { return }
+        Log.debug("event=worker-idle-exit slot=\(index)")
+        shutdown()
+        // Ended by us, after a whole idle period: not an early death, whatever its jobs'
+        // outcomes (all cancelled, say), so the next start is not held back as if failing.
+        consecutiveEarlyDeaths = 0
+    }
+
     /// Closes the socket (the worker exits at end of stream) and waits for the process.
     func shutdown() {
         guard pid > 0 else { return }

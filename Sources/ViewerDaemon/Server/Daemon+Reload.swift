@@ -1,0 +1,83 @@
+import SystemCalls
+import ViewerLog
+
+/// SIGHUP: the configuration read again, its run-time settings applied on the loop thread.
+extension Daemon {
+    /// Reads the settings again from the same layers (the config file, the environment the
+    /// daemon started with, its flags) and applies what changed among the `reloadable` ones;
+    /// a changed setting that needs a restart is logged as such and left as it runs. A file
+    /// that does not parse changes nothing: the error is logged and the daemon serves on.
+    ///
+    /// Log lines: one `event=setting-needs-restart` per changed setting read at start only,
+    /// one `event=setting-changed` per setting applied, then `event=reloaded`.
+    func reload() {
+        guard !shuttingDown else { return }
+        guard let reread else {
+            Log.info("event=reload-ignored detail=\"no settings to read again\"")
+            return
+        }
+        service.reloading()
+        defer { service.reloaded(status: statusLine()) }
+        let fresh: Configuration
+        do throws(ConfigError) {
+            fresh = try reread().configuration
+        } catch {
+            Log.error("event=reload-failed error=\(Log.quote(error.description)) " +
+                      "detail=\"the running configuration stays\"")
+            return
+        }
+        let (reloadable, restartOnly) = SettingKey.changes(from: requested, to: fresh)
+        for key in restartOnly {
+            Log.warning("event=setting-needs-restart setting=\(key.rawValue) running=\(Log.quote(key.format(requested))) " +
+                        "configured=\(Log.quote(key.format(fresh))) detail=\"takes effect at restart\"")
+        }
+        var applied: [String] = []
+        for key in reloadable {
+            let from = key.format(requested)
+            guard apply(key, fresh) else { continue }
+            Log.info("event=setting-changed setting=\(key.rawValue) from=\(Log.quote(from)) to=\(Log.quote(key.format(fresh)))")
+            applied.append(key.rawValue)
+        }
+        let needRestart = restartOnly.map(\.rawValue)
+        Log.info("event=reloaded changed=\(Log.quote(applied.joined(separator: ","))) " +
+                 "restart_needed=\(Log.quote(needRestart.joined(separator: ",")))")
+        // Last, so that a quieter level still lets the lines above out.
+        if applied.contains(SettingKey.logLevel.rawValue) { Log.setThreshold(fresh.logLevel) }
+    }
+
+    /// Puts one reloadable setting's new value in effect; false when it cannot be (logged),
+    /// and the old one stays.
+    private func apply(_ key: SettingKey, _ fresh: Configuration) -> Bool {
+        switch key {
+        case .logLevel: break  // set by `reload`, after its lines
+        case .cacheBudget: store.setBudget(fresh.cacheBudgetBytes)
+        case .memoryBudget: pool.setMemoryBudget(fresh.memoryBudget)
+        case .sharedRoots:
+            // All or nothing: a root that cannot be opened keeps the old list, so no user
+            // loses a root that serves now for a typo in another.
+            var roots: [SharedRoot] = []
+            for root in fresh.sharedRoots {
+                do throws(SystemError) {
+                    roots.append(try SharedRoot(configured: root))
+                } catch {
+                    Log.error("event=setting-refused setting=shared-roots root=\(Log.quote(root)) " +
+                              "error=\(Log.quote(error.description)) detail=\"the running shared roots stay\"")
+                    return false
+                }
+            }
+            opener.access = SourceAccess(roots: roots)
+            configuration.sharedRoots = roots.map(\.resolved)  // as served: resolved
+        case .idleExit: service.idleExit = fresh.idleExit
+        case .workerIdleExit: pool.setWorkerIdleExit(fresh.workerIdleExit)
+        case .clientWriteTimeout: break  // read from `configuration` at each look
+        case .maxConnectionsPerUser: connections.setMaxConnectionsPerUser(fresh.maxConnectionsPerUser)
+        case .maxSourcesPerUser: sourceQuota.setLimit(fresh.maxSourcesPerUser)
+        case .socket, .cacheDir, .workers, .jobTimeout, .maxPixels, .workerMemoryLimit, .socketGroup, .sandbox:
+            preconditionFailure("\(key.rawValue) is read at start only")
+        }
+        // The value as served, and as the next reload compares with.
+        if key != .sharedRoots { key.copy(from: fresh, to: &configuration) }
+        key.copy(from: fresh, to: &requested)
+        return true
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+import ViewerClient
+import ViewerProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// SIGHUP: viewerd reads its configuration again and applies what can change while it runs
+/// (issue 36, Must 6); it used to shut down.
+@Suite("SIGHUP reloads the configuration", .serialized)
+struct ReloadTests {
+    /// A daemon reading a config file of its own, with a notification socket to hear
+    /// RELOADING=1 and READY=1; ready when made.
+    final class Configured {
+        let directory: String, file: String
+        let manager: NotifySocket
+        let daemon: DaemonProcess
+        /// What the manager heard so far.
+        var seen: [String] = []
+
+        init(_ text: String) throws {
+            directory = try DaemonProcess.makeTemporaryDirectory()
+            file = directory + "/viewerd.conf"
+            try text.write(toFile: file, atomically: true, encoding: .utf8)
+            manager = try NotifySocket(name: directory + "/notify.sock")
+            daemon = try DaemonProcess(directory: directory, extraArguments: ["--config", file],
+                                       environment: ["NOTIFY_SOCKET": manager.name])
+            _ = manager.waitFor("READY=1", seen: &seen)
+        }
+
+        /// Writes the file anew, then sends SIGHUP.
+        func reload(_ text: String) throws {
+            try text.write(toFile: file, atomically: true, encoding: .utf8)
+            kill(daemon.pid, SIGHUP)
+        }
+    }
+
+    @Test("a changed file: budgets and log level take effect, a restart-only setting is named, the daemon serves on")
+    func reloadApplies() throws {
+        // Given viewerd started with a config file
+        let configured = try Configured("log-level = info\ncache-budget = 64M\nmemory-budget = 256M\nworkers = 1\n")
+        let (daemon, manager) = (configured.daemon, configured.manager)
+        #expect(try daemon.stats()["store_budget_bytes"] == 64 << 20)
+
+        // When the file changes and the daemon gets SIGHUP
+        try configured.reload("log-level = debug\ncache-budget = 32M\nmemory-budget = 128M\nworkers = 2\n")
+
+        // Then it says it reloads, and is ready again, to the service manager
+        #expect(manager.waitFor("RELOADING=1", seen: &configured.seen)?.contains("MONOTONIC_USEC=") == true, "\(configured.seen)")
+        #expect(manager.waitFor("READY=1", seen: &configured.seen) != nil, "\(configured.seen)")
+        #expect(eventually { daemon.log().contains("event=reloaded") }, "\(daemon.logTail())")
+
+        // And it still runs, with the new budgets in effect
+        #expect(daemon.isRunning)
+        let stats = try daemon.stats()
+        #expect(stats["store_budget_bytes"] == 32 << 20, "\(stats)")
+        #expect(stats["memory_budget_bytes"] == 128 << 20, "\(stats)")
+
+        // And its log names what changed, and the setting that waits for a restart
+        let log = daemon.log()
+        #expect(log.contains("event=setting-changed setting=cache-budget from=64M to=32M"), "\(log)")
+        #expect(log.contains("event=setting-changed setting=log-level from=info to=debug"), "\(log)")
+        #expect(log.contains("event=setting-needs-restart setting=workers running=1 configured=2"), "\(log)")
+        #expect(log.contains("event=reloaded changed=cache-budget,memory-budget,log-level restart_needed=workers"), "\(log)")
+        #expect(!log.contains("event=shutdown"), "\(log)")
+
+        // And the new log level is in effect: a request is logged at debug
+        let photo = try Fixtures.write(configured.directory + "/photo.jpg", width: 300, height: 200)
+        _ = try daemon.connect().render(RenderRequest(path: photo, spec: RenditionSpec(width: 64, height: 64)))
+        #expect(eventually { daemon.log().contains("event=request client=e2e") }, "\(daemon.logTail())")
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test("a lowered cache budget is evicted down to at once, without a request")
+    func lowerBudgetEvicts() throws {
+        // Given a store holding several renditions under a roomy budget
+        let configured = try Configured("cache-budget = 64M\n")
+        let daemon = configured.daemon
+        let photo = try Fixtures.write(configured.directory + "/photo.jpg", width: 1200, height: 800)
+        let client = try daemon.connect()
+        for side in stride(from: 200, through: 600, by: 100) {
+            _ = try client.render(RenderRequest(path: photo, spec: RenditionSpec(width: UInt32(side), height: UInt32(side))))
+        }
+        #expect(eventually { (try? daemon.stats()["store_entries"]).map { $0 >= 5 } == true }, "\((try? daemon.stats()) ?? [:])")
+        let before = try daemon.stats()
+
+        // When the budget is lowered below what is stored, and the daemon gets SIGHUP
+        let budget = before["store_bytes"]! / 2
+        try configured.reload("cache-budget = \(budget)\n")
+
+        // Then the store is evicted under the new budget, with no request made
+        #expect(eventually { (try? daemon.stats()).map { $0["store_bytes"]! <= budget && $0["store_evictions"]! > 0 } == true },
+                "\((try? daemon.stats()) ?? [:])")
+        #expect(daemon.log().contains("event=setting-changed setting=cache-budget"), "\(daemon.logTail())")
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test("a file that no longer parses: the error is logged, the running configuration stays")
+    func badFileKeepsRunning() throws {
+        // Given viewerd started with a valid file
+        let configured = try Configured("cache-budget = 64M\n")
+        let daemon = configured.daemon
+
+        // When the file gets a typo and the daemon SIGHUP
+        try configured.reload("cache-budget = 32M\ncache-budgte = 1G\n")
+
+        // Then it logs why, keeps the old budget and serves on
+        #expect(eventually { daemon.log().contains("event=reload-failed") }, "\(daemon.logTail())")
+        #expect(configured.manager.waitFor("READY=1", seen: &configured.seen) != nil, "\(configured.seen)")
+        #expect(daemon.log().contains("unknown key \\\"cache-budgte\\\""), "\(daemon.logTail())")
+        #expect(daemon.isRunning)
+        #expect(try daemon.stats()["store_budget_bytes"] == 64 << 20)
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test("shared roots: a new list is taken on HUP; one with a root that cannot be opened keeps the old list")
+    func sharedRootsReload() throws {
+        // Given viewerd with one shared root
+        let parent = try DaemonProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: parent) }
+        let first = parent + "/first", second = parent + "/second"
+        for root in [first, second] { try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) }
+        let configured = try Configured("shared-roots = \(first)\n")
+        let daemon = configured.daemon
+
+        // When a root that does not exist is added, it is refused and the old list stays
+        try configured.reload("shared-roots = \(first):\(parent)/missing\n")
+        #expect(eventually { daemon.log().contains("event=reloaded") }, "\(daemon.logTail())")
+        #expect(daemon.log().contains("event=setting-refused setting=shared-roots root=\(parent)/missing"), "\(daemon.logTail())")
+        #expect(daemon.log().contains("event=reloaded changed=\"\""), "\(daemon.logTail())")
+
+        // And when the second one is added, the list is taken
+        try configured.reload("shared-roots = \(first):\(second)\n")
+        #expect(eventually { daemon.log().contains("event=setting-changed setting=shared-roots") }, "\(daemon.logTail())")
+        #expect(daemon.isRunning)
+        #expect(daemon.stop() == 0)
+    }
+}
