@@ -64,7 +64,8 @@ let package = Package(
         // The one layer of system-call wrappers every target uses: EINTR retried, typed errno,
         // EBADF and EFAULT trap (docs/STYLE: Wrapping C).
         .target(name: "SystemCalls", dependencies: ["CPosix"]),
-        // Client library for viewers and for viewerctl.
+        // Client library for viewers and for viewerctl. A viewer depends on clients/ViewerClient, the
+        // package of it and its dependencies alone (the same sources), not on this one.
         .target(name: "ViewerClient", dependencies: ["ViewerProtocol", "SystemCalls", "Locking"]),
         // The freedesktop Thumbnail Managing Standard's cache (~/.cache/thumbnails), written and
         // read as GNOME, KDE and Xfce apps expect (issue 21).
