@@ -64,7 +64,8 @@ let package = Package(
         // The one layer of system-call wrappers every target uses: EINTR retried, typed errno,
         // EBADF and EFAULT trap (docs/STYLE: Wrapping C).
         .target(name: "SystemCalls", dependencies: ["CPosix"]),
-        // Client library for viewers and for viewerctl.
+        // Client library for viewers and for viewerctl. A viewer depends on clients/ViewerClient, the
+        // package of it and its dependencies alone (the same sources), not on this one.
         .target(name: "ViewerClient", dependencies: ["ViewerProtocol", "SystemCalls", "Locking"]),
         // The freedesktop Thumbnail Managing Standard's cache (~/.cache/thumbnails), written and
         // read as GNOME, KDE and Xfce apps expect (issue 21).
@@ -109,7 +110,8 @@ let package = Package(
         .executableTarget(name: "store-crash-writer", dependencies: ["RenditionStore", "ViewerTestSupport"], path: "Tests/StoreCrashWriter"),
         // make test, make torture: viewerd with the tests' faults (workers that crash, hang or
         // try a forbidden call on files so named; a small store map, a fast sweep), which the
-        // product has none of. Built by `swift build`, not by make build or make install.
+        // product has none of. Built by every `swift build` (make build's too, in .build); make install
+        // never installs it.
         .executableTarget(name: "viewerd-testing", dependencies: ["ViewerDaemon", "Rendering"], path: "Tests/DaemonTesting"),
         // bench/cost-model.sh: the daemon's cost estimate of a file, beside its measured peak.
         .executableTarget(name: "viewerd-cost-estimate", dependencies: ["ViewerDaemon", "Rendering", "ViewerProtocol"],

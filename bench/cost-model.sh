@@ -23,10 +23,10 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-swift build -c release --product viewerd >&2
-swift build -c release --product viewerctl >&2
-swift build -c release --product viewerd-cost-estimate >&2
-bin=$(swift build -c release --show-bin-path)
+# One call for viewerd, viewerctl and viewerd-cost-estimate, with the Makefile's flags (its
+# SWIFT_BUILD): the same release build as `make build`'s, not a rebuild of it.
+swift build --no-color-diagnostics -c release >&2
+bin=$(swift build --no-color-diagnostics -c release --show-bin-path)
 
 # Photo-like content: noise at a quarter of the size, enlarged (so neighbouring pixels
 # correlate and the codecs compress it about as well as a photo), over a diagonal gradient.

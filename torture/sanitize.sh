@@ -18,7 +18,7 @@ rm -rf "$REPORTS"
 mkdir -p "$REPORTS"
 
 echo "== sanitize=$KIND: build ($BUILD)"
-$SWIFT build --build-tests --sanitize="$KIND" --build-path "$BUILD" > "$BUILD/build.log" 2>&1
+$SWIFT build --no-color-diagnostics --build-tests --sanitize="$KIND" --build-path "$BUILD" > "$BUILD/build.log" 2>&1
 built=$?
 grep -E 'error:|Build complete' "$BUILD/build.log"
 [ $built -eq 0 ] || { echo "sanitize: build failed; see $BUILD/build.log"; exit 1; }
@@ -43,7 +43,7 @@ export SWIFT_BACKTRACE=enable=no
 echo "== sanitize=$KIND: test"
 # Serialized and bounded: instrumented, parallel suites on 2 cores starved Swift's
 # cooperative pool (the AddressSanitizer run hung for 15 minutes with idle daemons).
-timeout "${SANITIZE_TIMEOUT:-1800}" $SWIFT test --skip-build --sanitize="$KIND" --build-path "$BUILD" --skip "Torture" \
+timeout "${SANITIZE_TIMEOUT:-1800}" $SWIFT test --no-color-diagnostics --skip-build --sanitize="$KIND" --build-path "$BUILD" --skip "Torture" \
   ${SANITIZE_PARALLEL:---no-parallel} > "$BUILD/test.log" 2>&1
 status=$?
 [ $status -eq 124 ] && echo "sanitize=$KIND: the suite did not finish in ${SANITIZE_TIMEOUT:-1800} s"

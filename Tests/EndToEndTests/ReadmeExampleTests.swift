@@ -4,8 +4,9 @@ import Testing
 /// Issue 20, Must 5: the README's Swift example compiles as written. The ```swift blocks of
 /// "Using it from a viewer (Swift)" go into a temporary package, its `Package.swift` built
 /// from the README's dependency lines, next to a link named `viewerd` to this package (the
-/// identity the README promises: the clone's directory name); `swift build` builds only that
-/// product (about 15 s on 2 cores). VIEWERD_SKIP_README_BUILD=1 skips it.
+/// clone's directory name, whose clients/ViewerClient the README names); `swift build` builds
+/// only that product (about 15 s on 2 cores), and prints no warning (issue 36: not libvips'
+/// `-pthread`). VIEWERD_SKIP_README_BUILD=1 skips it.
 @Suite("README's Swift example")
 struct ReadmeExampleTests {
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -38,7 +39,7 @@ struct ReadmeExampleTests {
     @Test("the section's blocks are found")
     func extraction() throws {
         let (manifest, program) = try Self.readmeBlocks()
-        #expect(manifest.contains(#".product(name: "ViewerClient", package: "viewerd")"#))
+        #expect(manifest.contains(#".product(name: "ViewerClient", package: "ViewerClient")"#))
         #expect(program.contains("ViewerClient.connect"))
     }
 
@@ -65,5 +66,10 @@ struct ReadmeExampleTests {
                               timeout: .seconds(240))
         print("README example: swift build took \(ContinuousClock.now - started)")
         #expect(out.status == 0, "the README's Swift example does not build:\n\(out.stdout)\n\(out.stderr)")
+        // Issue 36: a viewer's build prints no warning of ours. SwiftPM asks pkg-config about every
+        // system library in the graph, used or not, and drops libvips' and GIO's `-pthread` with
+        // "warning: prohibited flag(s)"; the client package (clients/ViewerClient) has none.
+        let warnings = (out.stdout + "\n" + out.stderr).split(separator: "\n").filter { $0.contains("warning:") }
+        #expect(warnings.isEmpty, "the README's Swift example builds with warnings:\n\(warnings.joined(separator: "\n"))")
     }
 }
