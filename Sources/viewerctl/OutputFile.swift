@@ -43,6 +43,13 @@ struct OutputFile {
         }
     }
 
+    /// Where the rendition came from, as the line after a written file says it: a source still
+    /// being copied is "rendered, source truncated" (exit 0: the rendition is what the file
+    /// holds so far; it is not stored, and a render once the file is whole is complete).
+    static func origin(of result: RenderResult) -> String {
+        result.fromCache ? "from cache" : result.sourcePartial ? "rendered, source truncated" : "rendered"
+    }
+
     /// Writes `result`'s bytes here and, for a file, says what was written; returns the exit code.
     func write(_ result: RenderResult) -> Int32 {
         let data = Data(result.bytes)
@@ -63,7 +70,7 @@ struct OutputFile {
             return ExitCode.failure
         }
         print("\(path): \(result.width)x\(result.height) \(result.format.name), " +
-              "\(ByteCount.format(UInt64(result.bytes.count))) (\(result.fromCache ? "from cache" : "rendered"))")
+              "\(ByteCount.format(UInt64(result.bytes.count))) (\(Self.origin(of: result)))")
         return ExitCode.success
     }
 }
