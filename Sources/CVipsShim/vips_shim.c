@@ -289,10 +289,15 @@ static VipsInteresting interesting_of(int crop) {
 }
 
 static int thumbnail_common(VipsSource *source, const void *buf, size_t len, int width, int height,
-                            int crop, int size, int page, int to_srgb, int no_rotate, VipsImage **out) {
+                            int crop, int size, int page, int to_srgb, int no_rotate, int fail_on_truncated,
+                            VipsImage **out) {
     VipsInteresting interesting = interesting_of(crop);
-    char options[32] = "";
-    if (page > 0) snprintf(options, sizeof(options), "page=%d", page);
+    // A source cut short (a photo still being copied) fails instead of decoding grey past the
+    // cut. Through the loader's options: 8.14's thumbnail does not pass its own fail_on to a
+    // source's loader.
+    char options[48] = "";
+    if (page > 0) snprintf(options, sizeof(options), "page=%d", page);  // not every loader has pages
+    if (fail_on_truncated) g_strlcat(options, page > 0 ? ",fail_on=truncated" : "fail_on=truncated", sizeof(options));
     // Without an export profile 8.14 keeps the embedded profile's colour space; we strip
     // profiles from outputs, so convert to sRGB here. NULL when there is nothing to convert.
     const char *export_profile = to_srgb ? "srgb" : NULL;
@@ -306,11 +311,12 @@ static int thumbnail_common(VipsSource *source, const void *buf, size_t len, int
 }
 
 int vs_thumbnail_fd(int fd, int width, int height, int crop, int size, int page, int to_srgb,
-                    vs_cancel *cancel, VipsImage **out) {
+                    int fail_on_truncated, vs_cancel *cancel, VipsImage **out) {
     *out = NULL;
     VipsSource *source = source_for_fd(fd, cancel);
     if (!source) return -1;
-    int result = thumbnail_common(source, NULL, 0, width, height, crop, size, page, to_srgb, FALSE, out);
+    int result = thumbnail_common(source, NULL, 0, width, height, crop, size, page, to_srgb, FALSE, fail_on_truncated,
+                                  out);
     g_object_unref(source);
     return result;
 }
@@ -331,11 +337,12 @@ static void free_pixels(VipsImage *image, void *pixels) {
 // before it shrinks: for a 5120x2880 RGBA PNG that costs as much as the decode (0.37 s of CPU
 // against 0.20 s for the same picture flattened). This box shrink does the same weighting
 // with integer sums, reading the image once in strips, top to bottom (sequential access).
-int vs_alpha_shrink_fd(int fd, int k, vs_cancel *cancel, VipsImage **out) {
+int vs_alpha_shrink_fd(int fd, int k, int fail_on_truncated, vs_cancel *cancel, VipsImage **out) {
     *out = NULL;
     VipsSource *source = source_for_fd(fd, cancel);
     if (!source) return -1;
-    VipsImage *in = vips_image_new_from_source(source, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+    VipsImage *in = vips_image_new_from_source(source, "", "access", VIPS_ACCESS_SEQUENTIAL, "fail_on",
+                                               fail_on_truncated ? VIPS_FAIL_ON_TRUNCATED : VIPS_FAIL_ON_NONE, NULL);
     g_object_unref(source);
     if (!in) return -1;
     int width = vips_image_get_width(in), height = vips_image_get_height(in);
@@ -423,7 +430,7 @@ int vs_plan_fd(int fd, int width, int height, int crop, int size, int page, int 
     int swap = orientation >= 5 && orientation <= 8;
     VipsImage *planned = NULL;
     int result = thumbnail_common(source, NULL, 0, swap ? height : width, swap ? width : height, crop, size, page,
-                                  FALSE, TRUE, &planned);
+                                  FALSE, TRUE, FALSE, &planned);
     g_object_unref(source);
     if (result) return result;
     int w = vips_image_get_width(planned), h = vips_image_get_height(planned);
@@ -477,7 +484,7 @@ int vs_resize_size(int image_width, int image_height, int width, int height, int
 int vs_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int size,
                         int page, int to_srgb, VipsImage **out) {
     *out = NULL;
-    return thumbnail_common(NULL, buf, len, width, height, crop, size, page, to_srgb, FALSE, out);
+    return thumbnail_common(NULL, buf, len, width, height, crop, size, page, to_srgb, FALSE, FALSE, out);
 }
 
 // An EXIF thumbnail larger than this is not used (EXIF's own limit, 64 KiB, allows about

@@ -252,7 +252,7 @@ extension Renderer {
         let toSRGB: Int32 = header.convertsColour ? 1 : 0
         let status = withExtendedLifetime(cancellation) {
             vs_thumbnail_fd(source.descriptor, Int32(size.width), Int32(size.height), 0, 3 /* VIPS_SIZE_FORCE */,
-                            Int32(spec.page), toSRGB, cancellation?.handle, &out)
+                            Int32(spec.page), toSRGB, truncation.failOnTruncated, cancellation?.handle, &out)
         }
         guard status == 0, let out else { throw .corrupt(path: source.path, detail: takeVipsError()) }
         let image = VipsImageRef(out)

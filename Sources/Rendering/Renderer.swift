@@ -92,13 +92,19 @@ public struct Rendition: Sendable, Equatable {
     /// The original's media info, from the header the render read anyway (what INFO answers):
     /// set by a render of the source itself, nil for one made from bytes (a derivation, a preview).
     public var source: MediaInfo?
+    /// The source's data ended before its pixels did (a photo still being copied): the
+    /// rendition shows what was there, the rest as the decoder fills it (grey for a JPEG).
+    /// Such a rendition is answered, flagged, and never stored (docs/DECISIONS.md).
+    public var sourcePartial: Bool
 
-    public init(format: OutputFormat, width: UInt32, height: UInt32, bytes: [UInt8], source: MediaInfo? = nil) {
+    public init(format: OutputFormat, width: UInt32, height: UInt32, bytes: [UInt8], source: MediaInfo? = nil,
+                sourcePartial: Bool = false) {
         self.format = format
         self.width = width
         self.height = height
         self.bytes = bytes
         self.source = source
+        self.sourcePartial = sourcePartial
     }
 }
 
@@ -117,6 +123,9 @@ public struct Renderer: Sendable {
     public static let version: UInt16 = 2
 
     public let limits: RenderLimits
+    /// What this renderer's decodes do with a truncated source: `render` decodes with
+    /// `.fail` first and, only when that fails, again with `.accept` (`renderAcceptingTruncation`).
+    var truncation = TruncatedSource.fail
 
     public init(limits: RenderLimits = RenderLimits()) {
         self.limits = limits
@@ -186,8 +195,18 @@ public struct Renderer: Sendable {
 
     /// Renders `source` to `spec`. The header is checked against the limits first.
     /// `cancellation` lets another thread stop it (it then fails).
+    /// A source whose data ends early (a photo still being copied) is rendered as far as it
+    /// goes and the rendition says so (`Rendition.sourcePartial`).
     public func render(_ source: SourceFile, spec: RenditionSpec, cancellation: RenderCancellation? = nil) throws(RenderError) -> Rendition {
-        try Self.attributingErrors { () throws(RenderError) in try renderUngated(source, spec: spec, cancellation: cancellation) }
+        try Self.attributingErrors { () throws(RenderError) in
+            do throws(RenderError) {
+                return try renderAcceptingTruncation(cancellation) { renderer throws(RenderError) in
+                    try renderer.renderUngated(source, spec: spec, cancellation: cancellation)
+                }
+            } catch {
+                throw Self.namingTruncation(error, of: source)
+            }
+        }
     }
 
     /// Renders from an encoded image in memory (for previews and derivations). `size`, for
@@ -254,6 +273,12 @@ public struct Renderer: Sendable {
         let image = try thumbnailUngated(source, spec: spec, cancellation: cancellation, original: &original)
         var rendition = try encode(image, spec: spec, path: source.path, cancellation: cancellation)
         rendition.source = original
+        // FFmpeg decodes a poster from a video cut short without a word (a frame asked past
+        // the cut gives an earlier one): its container's box sizes say the file is not whole.
+        if original?.kind == .video {
+            rendition.sourcePartial = DeclaredLength.shortfall(
+                descriptor: source.descriptor, signature: ImageSignature.detect(descriptor: source.descriptor)) != nil
+        }
         return rendition
     }
 
@@ -280,14 +305,14 @@ public struct Renderer: Sendable {
         let toSRGB: Int32 = header.convertsColour ? 1 : 0
         // A partial decode, when one applies, is finished with the same box (libvips' size).
         if let preshrunk = Self.dcDecode(source, header: header, box: box, cancellation: cancellation)
-            ?? Self.alphaShrunk(source, header: header, box: box, cancellation: cancellation) {
+            ?? Self.alphaShrunk(source, header: header, box: box, truncation: truncation, cancellation: cancellation) {
             guard vs_thumbnail_image(preshrunk.pointer, box.width, box.height, box.crop, box.size, toSRGB, &out) == 0, let out else {
                 throw .corrupt(path: source.path, detail: takeVipsError())
             }
             return VipsImageRef(out)
         }
         let status = vs_thumbnail_fd(source.descriptor, box.width, box.height, box.crop, box.size,
-                                     Int32(spec.page), toSRGB, cancellation?.handle, &out)
+                                     Int32(spec.page), toSRGB, truncation.failOnTruncated, cancellation?.handle, &out)
         guard status == 0, let out else { throw .corrupt(path: source.path, detail: takeVipsError()) }
         return VipsImageRef(out)
     }
@@ -319,11 +344,11 @@ public struct Renderer: Sendable {
     /// short, a cancel): the caller then decodes it as usual, and libvips says what is wrong.
     private static func alphaShrunk(_ source: SourceFile, header: SourceHeader,
                                     box: (width: Int32, height: Int32, crop: Int32, size: Int32),
-                                    cancellation: RenderCancellation?) -> VipsImageRef? {
+                                    truncation: TruncatedSource, cancellation: RenderCancellation?) -> VipsImageRef? {
         guard let k = alphaShrink(header, box: box) else { return nil }
         var shrunk: OpaquePointer?
         let status = withExtendedLifetime(cancellation) {
-            vs_alpha_shrink_fd(source.descriptor, Int32(k), cancellation?.handle, &shrunk)
+            vs_alpha_shrink_fd(source.descriptor, Int32(k), truncation.failOnTruncated, cancellation?.handle, &shrunk)
         }
         guard status == 0, let shrunk else {
             _ = takeVipsError()

@@ -29,4 +29,7 @@ public struct Rendition: Sendable, Equatable {
     public var height: UInt32 { result.height }
     /// The encoding of `bytes`.
     public var format: OutputFormat { result.format }
+    /// True when the source file was truncated (still being copied): the rendition shows what
+    /// it held, and the daemon did not store it (`RenderResult.sourcePartial`).
+    public var sourcePartial: Bool { result.sourcePartial }
 }

@@ -175,16 +175,21 @@ public struct RenderResult: Sendable, Equatable {
     /// The original's media info (what INFO answers), when the RENDER asked for it
     /// (`RenderRequest.sourceInfo`) and the server knew it; nil otherwise (then ask INFO).
     public var source: MediaInfo?
+    /// True when the source's data ended before its pixels did (a file still being copied):
+    /// the rendition shows what was there. Such a rendition is not stored, so a later
+    /// RENDER of the grown file renders it again.
+    public var sourcePartial: Bool
     /// Rendition bytes; for `raw`, RGBA rows of `width × 4` bytes.
     public var bytes: [UInt8]
 
     public init(format: OutputFormat, width: UInt32, height: UInt32, fromCache: Bool, source: MediaInfo? = nil,
-                bytes: [UInt8]) {
+                sourcePartial: Bool = false, bytes: [UInt8]) {
         self.format = format
         self.width = width
         self.height = height
         self.fromCache = fromCache
         self.source = source
+        self.sourcePartial = sourcePartial
         self.bytes = bytes
     }
 }

@@ -23,7 +23,7 @@ enum Tag {
     enum Trim { static let bytes: UInt16 = 1 }
     enum Result {
         static let format: UInt16 = 1, width: UInt16 = 2, height: UInt16 = 3, fromCache: UInt16 = 4
-        static let bytes: UInt16 = 5, source: UInt16 = 6
+        static let bytes: UInt16 = 5, source: UInt16 = 6, sourcePartial: UInt16 = 7
     }
     enum Error { static let code: UInt16 = 1, message: UInt16 = 2 }
     enum Stats { static let counters: UInt16 = 1 }
@@ -84,7 +84,7 @@ extension Message {
             w.put(Tag.Trim.bytes, bytes)
         case .result(let m), .preview(let m):
             return RenderResult.body(format: m.format, width: m.width, height: m.height,
-                                     fromCache: m.fromCache, source: m.source, bytes: m.bytes)
+                                     fromCache: m.fromCache, source: m.source, sourcePartial: m.sourcePartial, bytes: m.bytes)
         case .info(let m):
             w.put(Tag.Info.path, m.path)
         case .infoReply(let m):
@@ -229,6 +229,7 @@ extension Message {
                             height: try r.required(Tag.Result.height),
                             fromCache: try r.bool(Tag.Result.fromCache) ?? false,
                             source: try r.bytes(Tag.Result.source).map { (body) throws(ProtocolError) in try MediaInfo(body: body) },
+                            sourcePartial: try r.bool(Tag.Result.sourcePartial) ?? false,
                             bytes: Array(try r.requiredBytes(Tag.Result.bytes)))
     }
 
@@ -263,9 +264,9 @@ extension RenderResult {
     /// Encodes a RESULT body. Bytes are the last field so that a sender can write the
     /// prefix and then the rendition straight from where it lives (see `bodyPrefix`).
     public static func body(format: OutputFormat, width: UInt32, height: UInt32, fromCache: Bool,
-                            source: MediaInfo? = nil, bytes: [UInt8]) -> [UInt8] {
+                            source: MediaInfo? = nil, sourcePartial: Bool = false, bytes: [UInt8]) -> [UInt8] {
         var out = bodyPrefix(format: format, width: width, height: height, fromCache: fromCache,
-                             source: source, byteCount: bytes.count)
+                             source: source, sourcePartial: sourcePartial, byteCount: bytes.count)
         out.append(contentsOf: bytes)
         return out
     }
@@ -273,14 +274,16 @@ extension RenderResult {
     /// Every byte of a RESULT body up to (not including) the rendition bytes. `source`, the
     /// original's media info for a RENDER that asked for it, goes before the bytes (tag 6 ahead
     /// of tag 5), so the bytes stay last; without it the prefix is the usual 40 bytes.
+    /// `sourcePartial`, written only when true, goes there too (tag 7, after `source`).
     public static func bodyPrefix(format: OutputFormat, width: UInt32, height: UInt32, fromCache: Bool,
-                                  source: MediaInfo? = nil, byteCount: Int) -> [UInt8] {
+                                  source: MediaInfo? = nil, sourcePartial: Bool = false, byteCount: Int) -> [UInt8] {
         var w = FieldWriter()
         w.put(Tag.Result.format, format.rawValue)
         w.put(Tag.Result.width, width)
         w.put(Tag.Result.height, height)
         w.put(Tag.Result.fromCache, fromCache)
         if let source { w.put(Tag.Result.source, bytes: source.body()) }
+        if sourcePartial { w.put(Tag.Result.sourcePartial, true) }
         var out = w.bytes
         out.appendLE(Tag.Result.bytes)
         out.appendLE(UInt32(byteCount))

@@ -83,6 +83,13 @@ struct OutputFile {
         }
     }
 
+    /// Where the rendition came from, as the line after a written file says it: a source still
+    /// being copied is "rendered, source truncated" (exit 0: the rendition is what the file
+    /// holds so far; it is not stored, and a render once the file is whole is complete).
+    static func origin(of result: RenderResult) -> String {
+        result.fromCache ? "from cache" : result.sourcePartial ? "rendered, source truncated" : "rendered"
+    }
+
     /// Opens the file for writing; nil for standard output.
     ///
     /// - Throws: the open's `SystemError`, whose code reads as strerror does ("Is a directory",
@@ -131,7 +138,7 @@ struct OutputFile {
             return ExitCode.failure
         }
         print("\(path): \(result.width)x\(result.height) \(result.format.name), " +
-              "\(ByteCount.format(UInt64(result.bytes.count))) (\(result.fromCache ? "from cache" : "rendered"))")
+              "\(ByteCount.format(UInt64(result.bytes.count))) (\(Self.origin(of: result)))")
         return ExitCode.success
     }
 }

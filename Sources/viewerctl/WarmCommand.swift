@@ -68,7 +68,8 @@ struct WarmCommand: Subcommand {
                 pending.add(handle)
                 defer { pending.remove(handle) }
                 do {
-                    return (path, .warmed(fromCache: try await handle.result.fromCache))
+                    let result = try await handle.result
+                    return (path, result.sourcePartial ? .truncated : .warmed(fromCache: result.fromCache))
                 } catch is CancellationError {
                     return (path, .cancelled)
                 } catch {

@@ -7,6 +7,9 @@ import ViewerProtocol
 enum WarmOutcome: Sendable {
     /// Its rendition is in the store now: rendered by this warm, or there already (`fromCache`).
     case warmed(fromCache: Bool)
+    /// Rendered from a source whose data ends early (a file still being copied): answered,
+    /// not stored, so not warmed (`RenderResult.sourcePartial`).
+    case truncated
     /// Withdrawn by Ctrl-C before it was answered: not warmed (a render nearly done may still
     /// have been stored; see PROTOCOL.md, "Cancelling and changing priority").
     case cancelled
@@ -71,6 +74,7 @@ final class Progress: Sendable {
         var completed = 0
         var rendered = 0
         var alreadyStored = 0
+        var truncated = 0
         var failed = 0
         var failedByKind: [String: Int] = [:]
         var lastDraw = Date.distantPast
@@ -95,6 +99,10 @@ final class Progress: Sendable {
             switch outcome {
             case .warmed(fromCache: true): counts.alreadyStored += 1
             case .warmed(fromCache: false): counts.rendered += 1
+            case .truncated:
+                counts.truncated += 1
+                clearLine()
+                printError("\(path): source truncated (still being copied?): rendered, not stored")
             case .cancelled: return  // neither warmed nor failed: the summary counts it as not warmed
             case .failed(let error):
                 counts.failed += 1
@@ -127,14 +135,16 @@ final class Progress: Sendable {
         if live { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
     }
 
-    /// The summary line. A whole warm: `41 files: 30 rendered, 7 already stored, 4 failed (…)`;
+    /// The summary line. A whole warm: `41 files: 30 rendered, 7 already stored, 4 failed (…)`
+    /// (with `1 source truncated (not stored), ` before the failures when a file was);
     /// one cut short: `interrupted: 4 of 41 warmed (4 rendered, 0 already stored), 0 failed, 37 not warmed`.
     func finish(_ stop: WarmStop?) {
         counts.withLock { c in
             if live { FileHandle.standardError.write(Data("\n".utf8)) }
             let elapsed = Date().timeIntervalSince(started)
             let kinds = c.failedByKind.sorted { $0.key < $1.key }.map { "\($1) \($0)" }.joined(separator: ", ")
-            let failures = "\(c.failed) failed" + (kinds.isEmpty ? "" : " (\(kinds))")
+            let failures = (c.truncated > 0 ? "\(c.truncated) source truncated (not stored), " : "")
+                + "\(c.failed) failed" + (kinds.isEmpty ? "" : " (\(kinds))")
             let line: String
             switch stop {
             case nil:
@@ -142,7 +152,8 @@ final class Progress: Sendable {
             case let stop?:
                 let warmed = c.rendered + c.alreadyStored
                 line = "\(stop.isInterrupt ? "interrupted" : "viewerd stopped"): \(warmed) of \(total) warmed "
-                    + "(\(c.rendered) rendered, \(c.alreadyStored) already stored), \(failures), \(total - warmed - c.failed) not warmed"
+                    + "(\(c.rendered) rendered, \(c.alreadyStored) already stored), \(failures), "
+                    + "\(total - warmed - c.truncated - c.failed) not warmed"
             }
             let rate = elapsed > 0 ? Double(c.completed) / elapsed : 0
             print(line + (skipped > 0 ? ", skipped \(skipped) (hidden or not images)" : "") +

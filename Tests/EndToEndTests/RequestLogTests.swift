@@ -31,6 +31,29 @@ struct RequestLogTests {
         #expect(lines.last?.contains("level=debug") == true, "\(lines)")
     }
 
+    @Test("at debug, a render's end is logged with its queue wait and its time on a worker; a truncated file's says so")
+    func debugLogsJobTimes() throws {
+        // Given a daemon at debug, a photo and one still being copied
+        let daemon = try DaemonProcess(extraArguments: ["--log-level", "debug"])
+        let photo = try Fixtures.write(daemon.directory + "/photo.jpg", width: 600, height: 400)
+        let whole = try Data(contentsOf: URL(fileURLWithPath: photo))
+        let copying = daemon.directory + "/copying.jpg"
+        try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: copying))
+        let client = try daemon.connect()
+        // When each is rendered
+        _ = try client.render(RenderRequest(path: photo, spec: RenditionSpec(width: 100, height: 100)))
+        _ = try client.render(RenderRequest(path: copying, spec: RenditionSpec(width: 100, height: 100)))
+        daemon.stop()
+        // Then each job's end has the fields (not checked for their values: no test of speed)
+        let ends = daemon.log().split(separator: "\n").filter { $0.contains("event=job-done") }
+        #expect(ends.count == 2, "\(daemon.logTail())")
+        for line in ends {
+            #expect(line.contains("outcome=rendered") && line.contains(" wait_ms=") && line.contains(" render_ms="), "\(line)")
+        }
+        #expect(ends.last?.contains("source_partial=1") == true, "\(ends)")
+        #expect(ends.first?.contains("source_partial") == false, "\(ends)")
+    }
+
     @Test("the client's name is kept to its first 64 characters, a combining accent counted with its letter")
     func clientNameIsCut() throws {
         // Given a name of 70 characters whose first is "é" written as e + U+0301 (2 code points)

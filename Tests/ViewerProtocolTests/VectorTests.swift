@@ -68,6 +68,25 @@ struct VectorTests {
         #expect(Array(body[34..<40]) == [6, 0] + [UInt8(source.body().count), 0, 0, 0])
     }
 
+    @Test("a RESULT of a truncated source carries source_partial (tag 7) before the bytes, which stay last")
+    func resultPartialBeforeBytes() throws {
+        // Given the RESULT vector of a rendition whose source was cut short
+        let vector = try #require(GoldenVector.all.first { $0.name == "result-partial" })
+        guard case .result(let result) = vector.message else { Issue.record("not a RESULT"); return }
+        #expect(result.sourcePartial)
+
+        // When its prefix is built without the rendition bytes
+        let prefix = RenderResult.bodyPrefix(format: result.format, width: result.width, height: result.height,
+                                             fromCache: result.fromCache, sourcePartial: true, byteCount: result.bytes.count)
+
+        // Then prefix + bytes is the whole body: the usual 34 bytes of fields, tag 7's 7 bytes,
+        // then tag 5's header and the bytes; and a RESULT without the flag does not write it
+        let body = Array(try vector.bytes.dropFirst(FrameHeader.size))
+        #expect(prefix + result.bytes == body)
+        #expect(Array(body[34..<41]) == [7, 0, 1, 0, 0, 0, 1])
+        #expect(RenderResult.bodyPrefix(format: .jpeg, width: 1, height: 1, fromCache: false, byteCount: 0).count == 40)
+    }
+
     @Test("every message type has a vector, and every vector file is listed")
     func coverage() throws {
         // Every type, both directions, appears in at least one vector

@@ -72,10 +72,13 @@ int vs_header_fd(int fd, vs_header *out);
 /// width/height: the box; size: 0 both, 1 up only, 2 down only, 3 force.
 /// to_srgb: convert through the embedded ICC profile to sRGB (the output is stripped of
 /// profiles, so colours must be sRGB when it is written).
+/// `fail_on_truncated`: a source cut short (libvips' VIPS_FAIL_ON_TRUNCATED: a JPEG, PNG or
+/// GIF whose data ends early) fails when its pixels are computed, instead of decoding what is
+/// missing as grey; 0 decodes it as far as it goes.
 /// `cancel` (may be NULL): once requested, the source's reads fail, which stops a decode
 /// that libvips' kill flag cannot reach.
 int vs_thumbnail_fd(int fd, int width, int height, int crop, int size, int page, int to_srgb,
-                    vs_cancel *cancel, VipsImage **out);
+                    int fail_on_truncated, vs_cancel *cancel, VipsImage **out);
 int vs_thumbnail_buffer(const void *buf, size_t len, int width, int height, int crop, int size,
                         int page, int to_srgb, VipsImage **out);
 
@@ -101,7 +104,8 @@ int vs_jpeg_dc_load_fd(int fd, int orientation, double xres, double yres, vs_can
 /// full-size float premultiply). Tagged with the source's orientation and ICC profile, to
 /// be finished by vs_thumbnail_image. Both sides must be multiples of k. Returns 0, or -1
 /// with libvips' error set (also when the image is not 8-bit RGBA, or on cancel).
-int vs_alpha_shrink_fd(int fd, int k, vs_cancel *cancel, VipsImage **out);
+/// `fail_on_truncated` as for vs_thumbnail_fd.
+int vs_alpha_shrink_fd(int fd, int k, int fail_on_truncated, vs_cancel *cancel, VipsImage **out);
 
 /// The size vs_thumbnail_fd makes for the same arguments, with no pixel decoded, for a source
 /// of EXIF `orientation` (1-8).

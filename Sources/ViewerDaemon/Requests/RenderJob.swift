@@ -46,6 +46,8 @@ final class RenderJob: Sendable {
     /// When a worker began it (wall clock, nanoseconds since the epoch; 0 before): a file
     /// with coarse timestamps changed just before is not remembered (`AssetIdentity.mayChangeUnseen`).
     let startedNanos = Atomic<Int64>(0)
+    /// When it was made (queued), on the same clock: its wait is `startedNanos` less this.
+    let queuedNanos = AssetIdentity.wallClockNanos()
     /// Whether what was rendered may be stored (or a failure remembered): the file did not
     /// change while it was read, as far as its timestamps can tell.
     var sourceWasSteady: Bool { source.wasSteady(since: startedNanos.load(ordering: .relaxed)) }

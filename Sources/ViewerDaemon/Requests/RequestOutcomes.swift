@@ -33,9 +33,11 @@ struct RequestOutcomes: Sendable {
     /// The source's media info the render read on the way (`Rendition.source`) is kept
     /// beside it, so that an INFO of the file, or a RENDER asking for it (`source_info`),
     /// finds it stored: one header read per file, not one per question.
+    /// A rendition of a truncated source (`Rendition.sourcePartial`) is not kept, nor counted
+    /// a failure: the file is still being written, and its next render reads more of it.
     func rendered(_ rendition: Rendition, of job: RenderJob) {
         guard !job.isWholeLevel, let stamp = Self.storableStamp(of: job) else { return }
-        put(rendition, key: job.key, of: job, stamp: stamp)
+        if !rendition.sourcePartial { put(rendition, key: job.key, of: job, stamp: stamp) }
         if let info = rendition.source {
             store.put(MediaInfoRecord.key(for: job.source.identity), path: job.source.path,
                       metadata: MediaInfoRecord.metadata(info, now: Self.now()), bytes: MediaInfoRecord.encoded(info), source: stamp)
@@ -44,7 +46,7 @@ struct RequestOutcomes: Sendable {
 
     /// One tile of a level's job, under its own key.
     func tile(_ tile: Rendition, key: RenditionKey, of job: RenderJob) {
-        guard let stamp = Self.storableStamp(of: job) else { return }
+        guard !tile.sourcePartial, let stamp = Self.storableStamp(of: job) else { return }
         put(tile, key: key, of: job, stamp: stamp)
     }
 

@@ -69,7 +69,7 @@ final class Answers {
             connection.enqueueRendition(.result, requestID: request.id, format: rendition.format, width: rendition.width,
                                         height: rendition.height,
                                         source: sourceInfo(for: request.id, on: connection, rendered: rendition.source),
-                                        sharing: rendition.bytes)
+                                        sourcePartial: rendition.sourcePartial, sharing: rendition.bytes)
         case .preview where connection.mustDefer(limit: outboundLimit):
             counters.previewsDropped += 1  // the final answer will do
         case .preview(let output):
@@ -165,7 +165,7 @@ final class Answers {
                 connection.enqueueRendition(.result, requestID: answer.requestID, format: rendition.format,
                                             width: rendition.width, height: rendition.height,
                                             source: sourceInfo(for: answer.requestID, on: connection, rendered: rendition.source),
-                                            sharing: rendition.bytes)
+                                            sourcePartial: rendition.sourcePartial, sharing: rendition.bytes)
             case .stored(let key):
                 if !enqueueStored(key, requestID: answer.requestID, on: connection) {
                     connection.sourceInfoAsked[answer.requestID] = nil

@@ -97,11 +97,12 @@ final class Connection {
 
     /// Appends a RESULT or PREVIEW frame that shares `payload` with every other waiter of the
     /// same render: only the header and the field prefix are this connection's own bytes.
+    /// `sourcePartial`: the rendition's source was truncated (`Rendition.sourcePartial`).
     func enqueueRendition(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
-                          source: MediaInfo? = nil, sharing payload: [UInt8]) {
+                          source: MediaInfo? = nil, sourcePartial: Bool = false, sharing payload: [UInt8]) {
         if type == .result { sourceInfoAsked[requestID] = nil }
-        let prefix = RenderResult.bodyPrefix(format: format, width: width, height: height,
-                                             fromCache: false, source: source, byteCount: payload.count)
+        let prefix = RenderResult.bodyPrefix(format: format, width: width, height: height, fromCache: false,
+                                             source: source, sourcePartial: sourcePartial, byteCount: payload.count)
         let header = FrameHeader(type: type.rawValue, requestID: requestID, bodyLength: UInt32(prefix.count + payload.count))
         outbound.appendFrame(header) { $0.append(contentsOf: prefix) }
         outbound.append(shared: payload)

@@ -199,7 +199,8 @@ enum WorkerWire {
     }
 
     private static func result(_ r: Rendition) -> RenderResult {
-        RenderResult(format: r.format, width: r.width, height: r.height, fromCache: false, source: r.source, bytes: r.bytes)
+        RenderResult(format: r.format, width: r.width, height: r.height, fromCache: false, source: r.source,
+                     sourcePartial: r.sourcePartial, bytes: r.bytes)
     }
 
     private static func request(_ frame: Frame) throws(WorkerWireError) -> RenderRequest {
@@ -213,7 +214,8 @@ enum WorkerWire {
         guard case .result(let r) = try decodePublic(frame, as: .result) else {
             throw WorkerWireError(description: "a result body that is not one")
         }
-        return Rendition(format: r.format, width: r.width, height: r.height, bytes: r.bytes, source: r.source)
+        return Rendition(format: r.format, width: r.width, height: r.height, bytes: r.bytes, source: r.source,
+                         sourcePartial: r.sourcePartial)
     }
 
     /// Decodes the body with the public message's codec (the body, not the frame type, is shared).

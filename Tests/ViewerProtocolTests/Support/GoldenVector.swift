@@ -105,6 +105,8 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
         GoldenVector("result-source", requestID: 22, .result(RenderResult(
             format: .jpeg, width: 256, height: 192, fromCache: false,
             source: MediaInfo(kind: .photo, width: 4000, height: 3000, format: "jpeg"), bytes: [0xFF, 0xD8, 0xFF, 0xD9]))),
+        GoldenVector("result-partial", requestID: 23, .result(RenderResult(
+            format: .jpeg, width: 256, height: 170, fromCache: false, sourcePartial: true, bytes: [0xFF, 0xD8, 0xFF, 0xD9]))),
     ]
 
     /// Every vector file back to back, as a peer would send them on one connection.

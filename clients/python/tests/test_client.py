@@ -118,6 +118,25 @@ class ClientTests(DaemonTestCase):
             f.write(whole[:len(whole) // 2])
         self.assertEqual(self.client.render(cut, 64).width, 64)
 
+    def test_a_source_cut_short_says_so_and_is_not_stored(self) -> None:
+        """PROTOCOL.md, RESULT's source_partial: a JPEG still being copied renders flagged, is
+        not stored, and once whole renders unflagged."""
+        with open(self.image("copy-whole.jpg", 640, 480), "rb") as f:
+            whole = f.read()
+        path = os.path.join(self.images, "copying.jpg")
+        with open(path, "wb") as f:
+            f.write(whole[:len(whole) // 2])
+        cut = self.client.render(path, 64)
+        self.assertEqual((cut.source_partial, cut.from_cache), (True, False))
+        self.assertIn("source_partial=True", repr(cut))
+        with self.assertRaises(viewerd.ViewerError) as caught:
+            self.client.render(path, 64, delivery="cache-only")
+        self.assertEqual(caught.exception.name, "not-cached")
+        with open(path, "wb") as f:
+            f.write(whole)
+        self.assertFalse(self.client.render(path, 64).source_partial)
+        self.assertTrue(self.client.render(path, 64).from_cache)
+
     def test_opportunistic_delivery_sends_a_preview_before_the_result(self) -> None:
         """PROTOCOL.md, PREVIEW: with a smaller rendition of the file stored (the grid's), a larger
         box (the pager's) gets a PREVIEW made from it, the final's size, before the RESULT."""

@@ -13,7 +13,7 @@ from viewerd import protocol as p
 VECTOR_ORDER = ["hello", "welcome", "render", "render-minimal", "result", "error", "stats", "stats-reply", "ping",
                 "pong", "render-descriptor", "preview", "cancel", "cancelled", "set-priority", "prefetch", "ack",
                 "trim", "stop-prefetch", "stop-prefetch-all", "invalidate", "render-video", "info", "info-reply",
-                "render-region", "render-tile", "render-source-info", "result-source"]
+                "render-region", "render-tile", "render-source-info", "result-source", "result-partial"]
 
 EXPECTED = {
     "hello": (0, p.Hello(1, 1, "example")),
@@ -48,6 +48,7 @@ EXPECTED = {
     "render-source-info": (22, p.Render("/pictures/a.jpg", p.Spec(256, 256), p.Priority.VISIBLE, source_info=True)),
     "result-source": (22, p.Result(p.Format.JPEG, 256, 192, b"\xff\xd8\xff\xd9", False,
                                    p.InfoReply(p.MediaKind.PHOTO, 4000, 3000, format="jpeg"))),
+    "result-partial": (23, p.Result(p.Format.JPEG, 256, 170, b"\xff\xd8\xff\xd9", False, source_partial=True)),
 }
 
 
@@ -111,6 +112,20 @@ class ResultSourceTests(unittest.TestCase):
         body = p.encode_body(p.Result(p.Format.JPEG, 1, 1, b"xy"))[1]
         self.assertEqual(len(body), 40 + 2)
         self.assertIsNone(p.decode(p.Frame(p.MessageType.RESULT, 1, body)).source)
+
+
+class ResultPartialTests(unittest.TestCase):
+    def test_source_partial_comes_before_the_bytes_and_is_written_only_when_true(self) -> None:
+        frame = p.FrameDecoder().feed(read_vector("result-partial"))[0]
+        self.assertEqual(list(p.parse_fields(frame.body)), [1, 2, 3, 4, 7, 5])
+        self.assertTrue(p.decode(frame).source_partial)
+        whole = p.encode_body(p.Result(p.Format.JPEG, 1, 1, b"xy"))[1]
+        self.assertNotIn(7, p.parse_fields(whole))
+        self.assertFalse(p.decode(p.Frame(p.MessageType.RESULT, 1, whole)).source_partial)
+
+    def test_repr_says_so(self) -> None:
+        self.assertIn("source_partial=True", repr(p.Result(p.Format.JPEG, 1, 1, b"xy", source_partial=True)))
+        self.assertNotIn("source_partial", repr(p.Result(p.Format.JPEG, 1, 1, b"xy")))
 
 
 class BodyRuleTests(unittest.TestCase):

@@ -466,7 +466,9 @@ class Render:
 class Rendition:
     """A RESULT or a PREVIEW: the image bytes in ``format``, ``width`` × ``height``. ``source``:
     the original's media info (what INFO answers), in the RESULT of a RENDER that asked for it
-    (``source_info``) when the server knew it; else None (ask INFO)."""
+    (``source_info``) when the server knew it; else None (ask INFO). ``source_partial``: the
+    original's data ended early (a file still being copied): the image shows what it held, and
+    the daemon did not store it."""
 
     format: Format
     width: int
@@ -474,11 +476,13 @@ class Rendition:
     data: bytes
     from_cache: bool = False
     source: Optional[InfoReply] = None
+    source_partial: bool = False
 
     def __repr__(self) -> str:
         # The bytes' length, not the bytes: print(result) of a thumbnail is one line.
         return (f"{type(self).__name__}(format={self.format!r}, width={self.width}, height={self.height}, "
-                f"data=<{len(self.data)} bytes>, from_cache={self.from_cache}, source={self.source!r})")
+                f"data=<{len(self.data)} bytes>, from_cache={self.from_cache}, source={self.source!r}"
+                + (", source_partial=True" if self.source_partial else "") + ")")
 
 
 @dataclass(repr=False)
@@ -620,6 +624,8 @@ def encode_body(message: Message) -> Tuple[MessageType, bytes]:
         w.u8(1, message.format).u32(2, message.width).u32(3, message.height).u8(4, int(message.from_cache))
         if message.source is not None:
             w.raw(6, encode_body(message.source)[1])  # before the bytes: they stay the last field
+        if message.source_partial:
+            w.u8(7, 1)
         w.raw(5, message.data)
         return (MessageType.PREVIEW if isinstance(message, Preview) else MessageType.RESULT), w.bytes()
     if isinstance(message, Error):
@@ -683,7 +689,7 @@ def decode(frame: Frame) -> Message:
     if t in (MessageType.RESULT, MessageType.PREVIEW):
         kind = Result if t == MessageType.RESULT else Preview
         source = _read_info(_Reader(r.raw(6))) if 6 in r.fields else None
-        return kind(r.enum(1, Format), r.u32(2), r.u32(3), r.raw(5), r.bool(4), source)
+        return kind(r.enum(1, Format), r.u32(2), r.u32(3), r.raw(5), r.bool(4), source, r.bool(7))
     if t == MessageType.ERROR:
         return Error(r.u16(1), r.string(2, ""))
     if t == MessageType.SET_PRIORITY:
