@@ -110,8 +110,7 @@ let package = Package(
         .executableTarget(name: "store-crash-writer", dependencies: ["RenditionStore", "ViewerTestSupport"], path: "Tests/StoreCrashWriter"),
         // make test, make torture: viewerd with the tests' faults (workers that crash, hang or
         // try a forbidden call on files so named; a small store map, a fast sweep), which the
-        // product has none of. Built by every `swift build` (make build's too, in .build); make install
-        // never installs it.
+        // product has none of. Built by `swift build`, not by make build or make install.
         .executableTarget(name: "viewerd-testing", dependencies: ["ViewerDaemon", "Rendering"], path: "Tests/DaemonTesting"),
         // bench/cost-model.sh: the daemon's cost estimate of a file, beside its measured peak.
         .executableTarget(name: "viewerd-cost-estimate", dependencies: ["ViewerDaemon", "Rendering", "ViewerProtocol"],

@@ -170,7 +170,7 @@ extension Daemon {
     }
 
     private func finished(_ job: RenderJob, _ outcome: JobOutcome) {
-        Self.logTimes(of: job, outcome)
+        job.logEnd(outcome)
         switch outcome {
         case .rendered(let rendition):
             stats.renders += 1
@@ -187,23 +187,5 @@ extension Daemon {
         case .cancelled:
             perform(requests.finished(job.id, .cancelled))
         }
-    }
-
-    /// The debug line of a job's end, beside its requests' `decision=` lines: how long it
-    /// waited in the queue (`wait_ms`, made to begun on a worker) and ran there (`render_ms`:
-    /// decode, resize and encode, which libvips computes in one pass, and the answer's way
-    /// back), and for a rendition of a truncated file `source_partial=1`. Built only at debug.
-    private static func logTimes(of job: RenderJob, _ outcome: JobOutcome) {
-        guard Log.isDebug else { return }
-        let started = job.startedNanos.load(ordering: .relaxed), now = AssetIdentity.wallClockNanos()
-        func millis(_ nanos: Int64) -> String { String(format: "%.1f", Double(max(nanos, 0)) / 1e6) }
-        let ran = started == 0 ? "" : " wait_ms=\(millis(started - job.queuedNanos)) render_ms=\(millis(now - started))"
-        let end: String
-        switch outcome {
-        case .rendered(let rendition): end = "rendered" + (rendition.sourcePartial ? " source_partial=1" : "")
-        case .failed(let error, _): end = "failed code=\(error.code.name)"
-        case .cancelled: end = "cancelled"
-        }
-        Log.debug("event=job-done path=\(Log.quote(job.source.path)) outcome=\(end)" + ran)
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Rendering
 import RenditionStore
 import Synchronization
+import ViewerLog
 import ViewerProtocol
 
 /// One unit of render work: one rendition key, whoever waits for it.
@@ -152,4 +153,24 @@ enum SourceEvent: Sendable {
     case stopPrefetchIdentified(connection: UInt64, [AssetIdentity])
     /// An INFO's file, opened (or why not), and its stamp when the store has no INFO of it.
     case infoOpened(RequestRef, Result<SourceFile, RenderError>)
+}
+
+extension RenderJob {
+    /// The debug line of a job's end, beside its requests' `decision=` lines: how long it
+    /// waited in the queue (`wait_ms`, made to begun on a worker) and ran there (`render_ms`:
+    /// decode, resize and encode, which libvips computes in one pass, and the answer's way
+    /// back), and for a rendition of a truncated file `source_partial=1`. Built only at debug.
+    func logEnd(_ outcome: JobOutcome) {
+        guard Log.isDebug else { return }
+        let started = startedNanos.load(ordering: .relaxed), now = AssetIdentity.wallClockNanos()
+        func millis(_ nanos: Int64) -> String { String(format: "%.1f", Double(max(nanos, 0)) / 1e6) }
+        let ran = started == 0 ? "" : " wait_ms=\(millis(started - queuedNanos)) render_ms=\(millis(now - started))"
+        let end: String
+        switch outcome {
+        case .rendered(let rendition): end = "rendered" + (rendition.sourcePartial ? " source_partial=1" : "")
+        case .failed(let error, _): end = "failed code=\(error.code.name)"
+        case .cancelled: end = "cancelled"
+        }
+        Log.debug("event=job-done path=\(Log.quote(source.path)) outcome=\(end)" + ran)
+    }
 }
