@@ -125,3 +125,19 @@ struct RenderOutputTests {
         #expect(errors.first?.contains("viewerd stopped during the render") == true, "\(errors)")
     }
 }
+
+/// `viewerctl status` of a healthy idle daemon, whose workers have exited (worker-idle-exit).
+@Suite("viewerctl status of idle workers")
+struct StatusIdleWorkersTests {
+    @Test("no worker alive and none failing reads as started on demand, not as a fault")
+    func noneAliveIsOnDemand() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "2", "--worker-idle-exit", "0.5"])
+        defer { daemon.stop() }
+        let photo = try Fixtures.write(daemon.directory + "/photo.jpg", width: 64, height: 48)
+        let viewerctl = DaemonProcess.executable("viewerctl"), socket = ["--socket", daemon.socketPath]
+        #expect(try runTool(viewerctl, socket + ["render", photo, "--size", "32", "-o", daemon.directory + "/t.jpg"]).status == 0)
+        #expect(eventually(.seconds(30)) { (try? daemon.stats()["workers_alive"]) == 0 })
+        let status = try runTool(viewerctl, socket + ["status"])
+        #expect(status.stdout.contains("workers   0 alive of 2 (started on demand), 0 busy\n"), "\(status.stdout)")
+    }
+}
