@@ -20,6 +20,9 @@ import Glibc
 struct OutputFile {
     /// The path given to `-o`, or "-" for standard output.
     let path: String
+    /// The file rendered into it, which it must not be (`open` refuses it): `-o '%s.jpg'` in
+    /// the photos' own folder would otherwise write each thumbnail over its original.
+    var source: String? = nil
 
     /// Suffixes (lowercased, without the dot) that name a format.
     static let suffixes: [String: OutputFormat] = [
@@ -60,20 +63,27 @@ struct OutputFile {
     }
 
     /// The file, opened for writing before the render; created if missing (and removed again
-    /// by `discard` if the render fails), truncated only when the rendition is written.
+    /// by `discard` if the render or the write fails), truncated only when the rendition is written.
     struct Opened {
         let path: String
         let fd: Int32
+        /// Whether this run created the file (`O_EXCL`), and so may remove it.
         let created: Bool
 
         /// Replaces the file's contents with `bytes` (a device such as /dev/null, or a pipe, is
-        /// written to as it is).
+        /// written to as it is). A write that fails (ENOSPC) removes a file this run created;
+        /// one that was there is left truncated or part-written, its old contents gone.
         func write(_ bytes: [UInt8]) throws(SystemError) {
-            defer { Posix.close(fd) }
-            if try Posix.status(fd).st_mode & S_IFMT == S_IFREG {
-                _ = try Posix.check("truncate \(path)") { ftruncate(fd, 0) }
+            do throws(SystemError) {
+                if try Posix.status(fd).st_mode & S_IFMT == S_IFREG {
+                    _ = try Posix.check("truncate \(path)") { ftruncate(fd, 0) }
+                }
+                try Posix.writeAll(fd, bytes)
+            } catch {
+                discard()
+                throw error
             }
-            try Posix.writeAll(fd, bytes)
+            Posix.close(fd)
         }
 
         /// Closes the file, and removes it if this run created it.
@@ -93,7 +103,8 @@ struct OutputFile {
     /// Opens the file for writing; nil for standard output.
     ///
     /// - Throws: the open's `SystemError`, whose code reads as strerror does ("Is a directory",
-    ///   "Permission denied"); a missing folder is named as such.
+    ///   "Permission denied"); a missing folder, a symbolic link to a missing file and a file
+    ///   that is `source` itself are named as such.
     func open() throws(OutputError) -> Opened? {
         guard !isStandardOutput else { return nil }
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
@@ -101,13 +112,37 @@ struct OutputFile {
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw OutputError("cannot write \(path): no directory \(directory)")
         }
-        let existed = access(path, F_OK) == 0
+        // Created here (O_EXCL: nothing, not even a dangling symbolic link, was there), or
+        // opened as it is; only a file this run created is ever removed.
+        let opened: Opened
         do throws(SystemError) {
-            let fd = try Posix.check("open \(path)") { Glibc.open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o666) }
-            return Opened(path: path, fd: fd, created: !existed)
+            let fd = try Posix.check("create \(path)") { Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666) }
+            opened = Opened(path: path, fd: fd, created: true)
+        } catch where error.code.rawValue == EEXIST {
+            do throws(SystemError) {
+                let fd = try Posix.check("open \(path)") { Glibc.open(path, O_WRONLY | O_CLOEXEC) }
+                opened = Opened(path: path, fd: fd, created: false)
+            } catch where error.code == .noSuchFile {
+                throw OutputError("cannot write \(path): a symbolic link to a missing file")
+            } catch {
+                throw OutputError("cannot write \(path): \(error.code)")
+            }
         } catch {
             throw OutputError("cannot write \(path): \(error.code)")
         }
+        if let source, Self.isSameFile(opened.fd, source) {
+            opened.discard()
+            throw OutputError("cannot write \(path): it is the source \(source), which the rendition would replace")
+        }
+        return opened
+    }
+
+    /// Whether the open `fd` is the file at `path` (the same device and inode: also through a
+    /// hard or symbolic link, or another spelling of the path).
+    static func isSameFile(_ fd: Int32, _ path: String) -> Bool {
+        var file = stat(), other = stat()
+        guard fstat(fd, &file) == 0, stat(path, &other) == 0 else { return false }
+        return file.st_dev == other.st_dev && file.st_ino == other.st_ino
     }
 
     /// Renders with `render`, into the file opened first; says what was written and returns

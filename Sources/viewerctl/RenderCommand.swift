@@ -12,9 +12,13 @@ struct RenderCommand: Subcommand {
                          [--priority visible|high|normal|prefetch|background] [--cache-only]
                          -o|--output OUT|-
           Several PATHs need an OUT with %s, each one's name without its suffix (as
-          vipsthumbnail's -o): render *.jpg --size 256 -o 'thumbs/%s.webp'.
+          vipsthumbnail's -o): render *.jpg --size 256 -o 'thumbs/%s.webp'. Two files that
+          would give one OUT (a/IMG_1.jpg, b/IMG_1.jpg) are refused, exit 64. A daemon that
+          stops mid-batch: one line, exit 69.
           WxH: either side may be 0 (unconstrained), e.g. 256x0; N is NxN. At most 8192 a
           side (viewerd's limit). OUT "-" is standard output; OUT is opened before the render.
+          An OUT that is the source itself (by any name), or a symbolic link to a missing file,
+          is refused (exit 1); a file render created is removed if the render or write fails.
           A video gives its poster frame: a representative one, or with --time the frame shown
           that many seconds in (e.g. 12.5).
           --region: only that part of the image, W×H pixels at (X, Y) of the upright image at
@@ -29,8 +33,9 @@ struct RenderCommand: Subcommand {
 
     /// One request a PATH, in order.
     let requests: [RenderRequest]
-    /// `-o`: a file, "-", or with several PATHs a pattern whose `%s` is each one's name.
-    let output: String
+    /// Where each request's rendition goes: `-o` itself, or with several PATHs its pattern
+    /// with `%s` replaced by each one's name; no two the same.
+    let outputs: [String]
 
     init(_ arguments: inout Arguments) throws(UsageError) {
         // -o first: its suffix decides the format when --format is absent.
@@ -49,32 +54,44 @@ struct RenderCommand: Subcommand {
         self.requests = paths.map {
             RenderRequest(path: absolute($0), spec: spec, priority: priority, delivery: cacheOnly ? .cacheOnly : .final)
         }
-        self.output = output
+        self.outputs = paths.map { Self.output(output, for: $0) }
+        // Two files of one name (a/IMG_1.jpg and b/IMG_1.jpg, IMG_1.jpg and IMG_1.png) would
+        // write one OUT twice, the first rendition lost: refused before any render.
+        var writer: [String: String] = [:]
+        for (path, out) in zip(paths, outputs) {
+            if let first = writer[out] {
+                throw UsageError("\(first) and \(path) would both be written to \(out); render them apart")
+            }
+            writer[out] = path
+        }
     }
 
     /// Where `path`'s rendition goes: `output` with `%s` replaced by its name without the
     /// suffix, as vipsthumbnail's `-o tn_%s.jpg` (`thumbs/%s.webp` of `a/IMG_1.JPG` is `thumbs/IMG_1.webp`).
-    func output(for path: String) -> String {
+    static func output(_ output: String, for path: String) -> String {
         let name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
         return output.replacingOccurrences(of: "%s", with: name)
     }
 
+    /// Renders each file in turn over one connection (opened at the first render, after the
+    /// first OUT is opened): a file's failure is printed and the others carried on (exit 1);
+    /// the daemon stopping ends it, in one line (exit 69), as it ends `warm`.
     func run(_ globals: Globals) throws -> Int32 {
-        guard requests.count > 1 else {
-            return try OutputFile(path: output(for: requests[0].path)).write { try globals.connect().render(requests[0]) }
-        }
-        // Several: one connection, each file's failure printed and the others carried on; a
-        // daemon gone ends it.
         var connection: ViewerConnection?
         var failed = false
-        for request in requests {
+        for (request, output) in zip(requests, outputs) {
             do throws(ViewerClientError) {
-                let code = try OutputFile(path: output(for: request.path)).write { () throws(ViewerClientError) in
+                let code = try OutputFile(path: output, source: request.path).write { () throws(ViewerClientError) in
                     if connection == nil { connection = try globals.connect() }
                     return try connection!.render(request)
                 }
                 failed = failed || code != ExitCode.success
             } catch {
+                // No daemon at the start is its own error (main's), not one that stopped.
+                if connection != nil && WarmOutcome.meansDaemonStopped(error) {
+                    printError("viewerd stopped during the render: \(error)")
+                    return ExitCode.unavailable
+                }
                 guard case .server = error else { throw error }
                 printError("\(request.path): \(error)")
                 failed = true

@@ -125,8 +125,10 @@ struct StatusCommand: Subcommand {
         }
         let uptime = Progress.duration(Double(value("uptime_seconds")))
         print("viewerd \(connection.welcome.serverVersion), protocol \(connection.welcome.version), up \(uptime)")
-        print("workers   \(value("workers_alive")) alive of \(value("workers")), \(value("jobs_running")) busy" +
-              (value("workers_failing") != 0 ? "  (FAILING: workers keep dying, see the log)" : ""))
+        // Idle workers exit (worker-idle-exit) and the next job starts one: none alive is health.
+        let failing = value("workers_failing") != 0, alive = value("workers_alive")
+        print("workers   \(alive) alive of \(value("workers"))\(alive == 0 && !failing ? " (started on demand)" : ""), " +
+              "\(value("jobs_running")) busy" + (failing ? "  (FAILING: workers keep dying, see the log)" : ""))
         print("sandbox   " + SandboxLine.text(value))
         print("queued    " + Priority.allCases.map { "\($0.name) \(value("queued_\($0.name)"))" }.joined(separator: ", "))
         print("memory    \(ByteCount.format(value("memory_in_use_bytes"))) of \(ByteCount.format(value("memory_budget_bytes"))) budget in use by renders")

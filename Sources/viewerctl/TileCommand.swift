@@ -73,7 +73,7 @@ struct TileCommand: Subcommand {
     func run(_ globals: Globals) throws -> Int32 {
         switch action {
         case .tile(let request, let output):
-            return try OutputFile(path: output).write { try globals.connect().render(request) }
+            return try OutputFile(path: output, source: request.path).write { try globals.connect().render(request) }
         case .pyramid(let path, let json):
             let info = try globals.connect().info(path: path)
             guard info.kind != .video, info.width > 0, info.height > 0 else {

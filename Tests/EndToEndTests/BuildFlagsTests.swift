@@ -22,10 +22,11 @@ struct BuildFlagsTests {
         return files
     }
 
-    /// The lines of `text` that call `swift build` or `swift test` (`$(SWIFT) build`,
-    /// `$SWIFT test`, plain `swift build`), comments left out.
+    /// The lines of `text` that call `swift build`, `swift test` or `swift run` (which builds
+    /// too), however swift is named (`$(SWIFT) build`, `$SWIFT test`, `${SWIFT} run`,
+    /// `"$SWIFT" build`, plain `swift build`), comments left out.
     static func swiftCalls(in text: String) -> [String] {
-        let call = try! NSRegularExpression(pattern: #"(\bswift|\$\(SWIFT\)|\$SWIFT)\s+(build|test)\b"#)
+        let call = try! NSRegularExpression(pattern: #"(\bswift|\$\(SWIFT\)|\$\{SWIFT\}|\$SWIFT)"?\s+(build|test|run)\b"#)
         return text.split(separator: "\n").map(String.init).filter { line in
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             guard !trimmed.hasPrefix("#") else { return false }
@@ -33,7 +34,17 @@ struct BuildFlagsTests {
         }
     }
 
-    @Test("every swift build and swift test says --no-color-diagnostics")
+    @Test("a swift call is found however it is written, and only a call")
+    func callsFound() {
+        let calls = ["swift build -c release", "\t$(SWIFT) test --skip-build", "$SWIFT build", "${SWIFT} build --product viewerd",
+                     "\"$SWIFT\" test", "swift run viewerd-bench", "${SWIFT} run viewerctl status"]
+        for line in calls { #expect(Self.swiftCalls(in: line) == [line], "\(line)") }
+        for line in ["# swift build", "swiftc -O x.swift", "swift --version", "echo build swift"] {
+            #expect(Self.swiftCalls(in: line).isEmpty, "\(line)")
+        }
+    }
+
+    @Test("every swift build, test and run says --no-color-diagnostics")
     func sameFlagsInAndOutOfATerminal() throws {
         var calls = 0
         for file in try Self.buildFiles() {
