@@ -157,4 +157,52 @@ struct ReloadTests {
         #expect(daemon.isRunning)
         #expect(daemon.stop() == 0)
     }
+
+    @Test("started in a terminal's session, viewerd stops when the terminal hangs up (it reloaded, then crashed writing to the dead terminal or outlived it)")
+    func terminalHangupStops() throws {
+        // Given viewerd whose controlling terminal is a pty (the helper is the terminal)
+        let directory = try DaemonProcess.makeTemporaryDirectory()
+        try Self.terminal.write(toFile: directory + "/terminal.py", atomically: true, encoding: .utf8)
+        let daemon = DaemonProcess(name: "viewerd", directory: directory, arguments: ["--workers", "1"], removesDirectory: true)
+        daemon.launcher = ["/usr/bin/python3", directory + "/terminal.py"]
+        try daemon.start()
+        #expect(eventually { daemon.log().contains("hangup=stops") }, "\(daemon.logTail())")
+
+        // When the terminal goes away (the helper closes the pty's master: the kernel sends
+        // the session SIGHUP)
+        kill(daemon.pid, SIGHUP)
+
+        // Then viewerd stops, status 0, and the helper with it
+        #expect(eventually(.seconds(20)) { !daemon.isRunning }, "\(daemon.logTail())")
+        #expect(daemon.stop() == 0)
+    }
+
+    /// Runs its arguments with a new pty as their controlling terminal, copying its output to
+    /// stdout; SIGHUP closes the master (a hangup), SIGTERM is passed on. Exits as the child did.
+    static let terminal = """
+        import os, pty, signal, sys, tty
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGHUP, signal.SIGTERM})  # as spawned by a test
+        pid, master = pty.fork()
+        if pid == 0:
+            tty.setraw(0)
+            os.execv(sys.argv[1], sys.argv[1:])
+        def hangup(signum, frame):
+            global master
+            if master >= 0:
+                os.close(master)
+                master = -1
+        signal.signal(signal.SIGHUP, hangup)
+        signal.signal(signal.SIGTERM, lambda signum, frame: os.kill(pid, signal.SIGTERM))
+        while master >= 0:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            os.write(1, data)
+        _, status = os.waitpid(pid, 0)
+        sys.exit(os.waitstatus_to_exitcode(status))
+
+        """
 }

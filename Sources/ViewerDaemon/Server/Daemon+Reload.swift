@@ -1,3 +1,4 @@
+import Foundation
 import SystemCalls
 import ViewerLog
 
@@ -48,6 +49,17 @@ extension Daemon {
         Log.info("event=reloaded changed=\(Log.quote(applied.joined(separator: ","))) " +
                  "restart_needed=\(Log.quote(needRestart.joined(separator: ",")))")
         if applied.contains(SettingKey.logLevel.rawValue) { Log.setThreshold(fresh.logLevel) }
+    }
+
+    /// Whether this process has a controlling terminal: `tty_nr`, the 7th field of
+    /// /proc/self/stat, is not 0. Asked at start: a hangup takes the terminal away from the
+    /// whole session before its SIGHUP is read.
+    static func hasControllingTerminal() -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
+              let end = stat.lastIndex(of: ")") else { return false }
+        // After the name: state, ppid, pgrp, session, tty_nr.
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        return fields.count > 4 && fields[4] != "0"
     }
 
     /// Puts one reloadable setting's new value in effect; false when it cannot be (logged),
