@@ -201,6 +201,19 @@ struct SettingsTests {
 
     // MARK: Defaults
 
+    @Test("socket-activated, idle-exit defaults to 300 s, which the config file still sets; else 0")
+    func socketActivatedIdleExit() throws {
+        let activated = base.merging(["LISTEN_PID": String(getpid()), "LISTEN_FDS": "1"]) { $1 }
+        #expect(Configuration.defaults(environment: activated).idleExit == .seconds(300))
+        #expect(Configuration.defaults(environment: base).idleExit == .zero)
+        // Variables meant for another process are not ours
+        let inherited = activated.merging(["LISTEN_PID": String(getpid() + 1)]) { $1 }
+        #expect(Configuration.defaults(environment: inherited).idleExit == .zero)
+        var settings = Settings(defaults: .defaults(environment: activated), configFilePath: "/c.conf")
+        try settings.apply(try file("idle-exit = 0"))
+        #expect(settings.configuration.idleExit == .zero)
+    }
+
     @Test("under systemd the defaults are the unit's directories")
     func systemdDirectories() {
         let plain = Configuration.defaults(environment: base)
