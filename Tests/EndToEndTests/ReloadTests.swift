@@ -90,6 +90,17 @@ struct ReloadTests {
         #expect(daemon.stop() == 0)
     }
 
+    @Test("log-level raised from warning to debug: the reload's own lines are logged")
+    func louderLogLevelLogsItself() throws {
+        let configured = try Configured("log-level = warning\n")
+        let daemon = configured.daemon
+        try configured.reload("log-level = debug\n")
+        // The level used to be applied after the lines, which warning then dropped
+        #expect(eventually { daemon.log().contains("event=reloaded changed=log-level") }, "\(daemon.logTail())")
+        #expect(daemon.log().contains("event=setting-changed setting=log-level from=warning to=debug"), "\(daemon.logTail())")
+        #expect(daemon.stop() == 0)
+    }
+
     @Test("a lowered cache budget is evicted down to at once, without a request")
     func lowerBudgetEvicts() throws {
         // Given a store holding several renditions under a roomy budget
