@@ -138,10 +138,11 @@ public final class RenditionStore: Sendable {
         let size = StoredValue.headerSize + bytes.count
         let charge = EntryRecord.charge(valueSize: size, pathKeyCount: PathIndex.key(for: Array(path.utf8)).count,
                                         pageSize: environment.pageSize)
-        guard charge <= writer.limits.largestValue, size <= Int(UInt32.max),
+        let limits = writer.limits
+        guard charge <= limits.largestValue, size <= Int(UInt32.max),
               key.sourceCount <= 255, key.bytes.count + 2 <= PathIndex.maximumItemSize else {
             counters.refused.add(1, ordering: .relaxed)
-            log("event=store-put-refused bytes=\(size) budget=\(writer.limits.budget) key_bytes=\(key.bytes.count) path=\(path)")
+            log("event=store-put-refused bytes=\(size) budget=\(limits.budget) key_bytes=\(key.bytes.count) path=\(path)")
             return
         }
         writer.put(key, path: Array(path.utf8), value: StoredValue.encode(metadata, source: key.source, bytes: bytes),
@@ -195,7 +196,8 @@ public final class RenditionStore: Sendable {
     func pendingValue(for key: RenditionKey) -> [UInt8]? { writer.pendingValue(for: key.bytes) }
 
     /// Changes the budget of the open store (a reload of `cache-budget`): puts are measured
-    /// against it at once, and a lowered one is evicted down to by the writer.
+    /// against it at once, a lowered one is evicted down to by the writer, and the map may grow
+    /// to the new budget's limit (`StoreConfiguration.maximumMapSize`).
     public func setBudget(_ bytes: UInt64) {
         var changed = configuration
         changed.budgetBytes = bytes
@@ -213,12 +215,13 @@ public final class RenditionStore: Sendable {
         state.misses = writer.base.misses + counters.misses.load(ordering: .relaxed)
         state.corrupt = writer.base.corrupt + counters.corrupt.load(ordering: .relaxed)
         state.refused = writer.base.refused + counters.refused.load(ordering: .relaxed)
-        state.budgetBytes = writer.limits.budget
+        let limits = writer.limits
+        state.budgetBytes = limits.budget
         let counts = reading(.counts) { txn in (txn.count(environment.renditions), txn.count(environment.failures)) }
         var stats = StoreStats(state: state, entries: counts?.0 ?? 0, failures: counts?.1 ?? 0, mapSize: environment.mapSize)
         stats.fileBytes = environment.fileBytes
-        stats.highWatermarkBytes = writer.limits.high
-        stats.lowWatermarkBytes = writer.limits.low
+        stats.highWatermarkBytes = limits.high
+        stats.lowWatermarkBytes = limits.low
         stats.writeFailures = status.writeFailures
         stats.mapFullEvents = status.mapFullEvents
         stats.mapResizes = status.mapResizes

@@ -70,6 +70,10 @@ struct StoreLimits: Sendable {
     /// Largest value accepted: one that would not survive eviction to the low watermark
     /// is refused rather than flushing the whole cache for nothing.
     let largestValue: UInt64
+    /// Largest the map may grow to: from the budget, so that a budget raised by a reload can
+    /// be filled (a map limit kept from the starting budget fills up first, and the writer
+    /// then evicts below the budget on every full map).
+    let mapLimit: Int
 
     init(_ configuration: StoreConfiguration) {
         budget = configuration.budgetBytes
@@ -77,6 +81,7 @@ struct StoreLimits: Sendable {
         low = configuration.lowWatermarkBytes
         smallTarget = high / 10
         largestValue = low
+        mapLimit = configuration.mapSizeLimit
     }
 }
 

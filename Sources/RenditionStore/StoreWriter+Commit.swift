@@ -92,6 +92,7 @@ extension StoreWriter {
         state.misses = base.misses + counters.misses.load(ordering: .relaxed)
         state.corrupt = base.corrupt + counters.corrupt.load(ordering: .relaxed)
         state.refused = base.refused + counters.refused.load(ordering: .relaxed)
+        let limits = self.limits
         state.budgetBytes = limits.budget
         state.highWatermark = limits.high
         state.lowWatermark = limits.low
@@ -129,7 +130,7 @@ extension StoreWriter {
     private func growMap(incoming: UInt64) -> Bool {
         let current = environment.mapSize
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
-        let wanted = min(max(current + current / 2, current + 2 * Int(incoming)), maximumMapSize) / page * page
+        let wanted = min(max(current + current / 2, current + 2 * Int(incoming)), limits.mapLimit) / page * page
         guard wanted > current, environment.resize(to: wanted) else { return false }
         status.withLock { $0.mapResizes += 1 }
         log("event=store-map-grown from=\(current) to=\(environment.mapSize)")

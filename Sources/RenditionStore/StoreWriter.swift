@@ -72,14 +72,14 @@ final class StoreWriter: Sendable {
     static let idleInterval: DispatchTimeInterval = .seconds(1)
 
     let environment: Environment
-    /// The budget's limits; `setLimits` changes them (a reload), read on any thread.
+    /// The budget's limits; `setLimits` changes them (a reload), read on any thread. Read it
+    /// once where the figures must agree with each other: each read takes the lock.
     var limits: StoreLimits { currentLimits.withLock { $0 } }
     private let currentLimits: Locked<StoreLimits>
     let counters: SharedCounters
     let log: @Sendable (String) -> Void
     /// The persisted counters as they were at open; `counters` adds what this process saw.
     let base: PolicyState
-    let maximumMapSize: Int
     private let queue = Locked<Queue>(Queue())
     private let hits = Locked<HitBuffer>(HitBuffer())
     let status: Locked<Status>
@@ -94,7 +94,6 @@ final class StoreWriter: Sendable {
         self.counters = counters
         self.log = log
         self.base = state
-        self.maximumMapSize = configuration.mapSizeLimit
         self.status = Locked(Status(state: state))
         // The thread holds the writer (and so the environment) only while `run` runs, and
         // says when it has let go: `stop` waits for that, so that a store closed and released

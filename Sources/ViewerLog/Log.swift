@@ -51,8 +51,27 @@ public enum Log {
         let prefix = toJournal ? "<\(priority.rawValue)>" : ""
         let text = prefix + line + "\n"
         lock.withLock { lines in
-            FileHandle.standardError.write(Data(text.utf8))
+            writeToStandardError(Array(text.utf8))
             lines &+= 1
+        }
+    }
+
+    /// write(2) to descriptor 2, the line dropped if it cannot be written. Not
+    /// `FileHandle.write`, which traps on an error: a terminal that hung up (EIO) or a
+    /// closed pipe must not crash the daemon at its next line.
+    private static func writeToStandardError(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(2, buffer.baseAddress! + offset, buffer.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return
+                }
+            }
         }
     }
 

@@ -9,7 +9,8 @@ import Glibc
 /// The real `viewerd`, started as a child process on a socket and store of its own: the one
 /// launcher of the end-to-end tests, the bench and the torture.
 ///
-/// Hermetic: `--config /dev/null`, and none of our `VIEWERD_*`, `NOTIFY_*` or `LISTEN_*`
+/// Hermetic: `--config /dev/null`, workers that stay (`--worker-idle-exit 0`, unless the test
+/// sets that setting), and none of our `VIEWERD_*`, `NOTIFY_*` or `LISTEN_*`
 /// variables reach it, only `environment`. Its output goes to `logPath`, kept across restarts.
 ///
 /// ```swift
@@ -104,8 +105,16 @@ public final class DaemonProcess: @unchecked Sendable {
     public func launch(extraArguments: [String] = []) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let process = Process()
+        let given = arguments + extraArguments
+        // Workers that stay, unless the test sets worker-idle-exit itself (a flag, a variable
+        // or its own config file): a count of workers spawned is then not a race with the
+        // idle timer on a loaded machine.
+        let keepsWorkers = Self.help(of: executable).contains("--worker-idle-exit")
+            && !given.contains("--worker-idle-exit") && !given.contains("--config")
+            && environment["VIEWERD_WORKER_IDLE_EXIT"] == nil
         let daemonArguments = ["--socket", socketPath, "--cache-dir", cacheDirectory]
-            + (Self.readsConfigFile(executable) ? ["--config", "/dev/null"] : []) + arguments + extraArguments
+            + (Self.readsConfigFile(executable) ? ["--config", "/dev/null"] : [])
+            + (keepsWorkers ? ["--worker-idle-exit", "0"] : []) + given
         var commandLine = launcher
         if let runAs {
             let group = runAs == "nobody" ? "nogroup" : runAs
@@ -254,15 +263,18 @@ public final class DaemonProcess: @unchecked Sendable {
 
     /// Whether `executable` reads a config file (and so takes `--config`): a baseline
     /// viewerd the bench compares with may predate it. Asked once per executable.
-    static func readsConfigFile(_ executable: String) -> Bool {
-        configSupport.withLock { known in
-            if let answer = known[executable] { return answer }
-            let answer = (try? runTool(executable, ["--help"]))?.stdout.contains("--config") ?? false
-            known[executable] = answer
-            return answer
+    static func readsConfigFile(_ executable: String) -> Bool { help(of: executable).contains("--config") }
+
+    /// `executable --help`, asked once per executable ("" if it fails).
+    private static func help(of executable: String) -> String {
+        helpTexts.withLock { known in
+            if let text = known[executable] { return text }
+            let text = (try? runTool(executable, ["--help"]))?.stdout ?? ""
+            known[executable] = text
+            return text
         }
     }
-    private static let configSupport = Locked([String: Bool]())
+    private static let helpTexts = Locked([String: String]())
 
     deinit {
         if let process = state.withLock({ $0.process }), process.isRunning {

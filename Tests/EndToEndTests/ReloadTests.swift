@@ -72,6 +72,35 @@ struct ReloadTests {
         #expect(daemon.stop() == 0)
     }
 
+    @Test("worker-idle-exit lowered on HUP reaches workers already waiting: they exit")
+    func workerIdleExitReaches() throws {
+        // Given viewerd whose workers never leave, and a worker that rendered and now waits
+        let configured = try Configured("worker-idle-exit = 0\nworkers = 1\n")
+        let daemon = configured.daemon
+        let photo = try Fixtures.write(configured.directory + "/photo.jpg", width: 300, height: 200)
+        _ = try daemon.connect().render(RenderRequest(path: photo, spec: RenditionSpec(width: 64, height: 64)))
+        #expect(try daemon.stats()["workers_alive"] == 1)
+
+        // When the file gives them half a second, and the daemon gets SIGHUP
+        try configured.reload("worker-idle-exit = 0.5\nworkers = 1\n")
+        #expect(eventually { daemon.log().contains("event=reloaded") }, "\(daemon.logTail())")
+
+        // Then the waiting worker exits, with no job to wake it (its wait used to be endless)
+        #expect(eventually(.seconds(20)) { (try? daemon.stats()["workers_alive"]) == 0 }, "\(daemon.logTail())")
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test("log-level raised from warning to debug: the reload's own lines are logged")
+    func louderLogLevelLogsItself() throws {
+        let configured = try Configured("log-level = warning\n")
+        let daemon = configured.daemon
+        try configured.reload("log-level = debug\n")
+        // The level used to be applied after the lines, which warning then dropped
+        #expect(eventually { daemon.log().contains("event=reloaded changed=log-level") }, "\(daemon.logTail())")
+        #expect(daemon.log().contains("event=setting-changed setting=log-level from=warning to=debug"), "\(daemon.logTail())")
+        #expect(daemon.stop() == 0)
+    }
+
     @Test("a lowered cache budget is evicted down to at once, without a request")
     func lowerBudgetEvicts() throws {
         // Given a store holding several renditions under a roomy budget
@@ -114,26 +143,77 @@ struct ReloadTests {
         #expect(daemon.stop() == 0)
     }
 
-    @Test("shared roots: a new list is taken on HUP; one with a root that cannot be opened keeps the old list")
+    @Test("shared roots: a new list is taken on HUP; a root that cannot be opened is left out, logged, and tried again")
     func sharedRootsReload() throws {
         // Given viewerd with one shared root
         let parent = try DaemonProcess.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: parent) }
-        let first = parent + "/first", second = parent + "/second"
-        for root in [first, second] { try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) }
+        let first = parent + "/first", missing = parent + "/missing"
+        try FileManager.default.createDirectory(atPath: first, withIntermediateDirectories: true)
         let configured = try Configured("shared-roots = \(first)\n")
         let daemon = configured.daemon
 
-        // When a root that does not exist is added, it is refused and the old list stays
-        try configured.reload("shared-roots = \(first):\(parent)/missing\n")
+        // When a root that does not exist is added, it is named and the list taken without it
+        try configured.reload("shared-roots = \(first):\(missing)\n")
         #expect(eventually { daemon.log().contains("event=reloaded") }, "\(daemon.logTail())")
-        #expect(daemon.log().contains("event=setting-refused setting=shared-roots root=\(parent)/missing"), "\(daemon.logTail())")
-        #expect(daemon.log().contains("event=reloaded changed=\"\""), "\(daemon.logTail())")
+        #expect(daemon.log().contains("event=shared-root-unavailable root=\(missing)"), "\(daemon.logTail())")
+        #expect(daemon.log().contains("event=reloaded changed=shared-roots"), "\(daemon.logTail())")
 
-        // And when the second one is added, the list is taken
-        try configured.reload("shared-roots = \(first):\(second)\n")
-        #expect(eventually { daemon.log().contains("event=setting-changed setting=shared-roots") }, "\(daemon.logTail())")
+        // And once it exists, a HUP of the same file opens it (the file did not change)
+        try FileManager.default.createDirectory(atPath: missing, withIntermediateDirectories: true)
+        let reloads = daemon.log().components(separatedBy: "event=reloaded changed=shared-roots").count
+        kill(daemon.pid, SIGHUP)
+        #expect(eventually { daemon.log().components(separatedBy: "event=reloaded changed=shared-roots").count > reloads },
+                "\(daemon.logTail())")
         #expect(daemon.isRunning)
         #expect(daemon.stop() == 0)
     }
+
+    @Test("started in a terminal's session, viewerd stops when the terminal hangs up (it reloaded, then crashed writing to the dead terminal or outlived it)")
+    func terminalHangupStops() throws {
+        // Given viewerd whose controlling terminal is a pty (the helper is the terminal)
+        let directory = try DaemonProcess.makeTemporaryDirectory()
+        try Self.terminal.write(toFile: directory + "/terminal.py", atomically: true, encoding: .utf8)
+        let daemon = DaemonProcess(name: "viewerd", directory: directory, arguments: ["--workers", "1"], removesDirectory: true)
+        daemon.launcher = ["/usr/bin/python3", directory + "/terminal.py"]
+        try daemon.start()
+        #expect(eventually { daemon.log().contains("hangup=stops") }, "\(daemon.logTail())")
+
+        // When the terminal goes away (the helper closes the pty's master: the kernel sends
+        // the session SIGHUP)
+        kill(daemon.pid, SIGHUP)
+
+        // Then viewerd stops, status 0, and the helper with it
+        #expect(eventually(.seconds(20)) { !daemon.isRunning }, "\(daemon.logTail())")
+        #expect(daemon.stop() == 0)
+    }
+
+    /// Runs its arguments with a new pty as their controlling terminal, copying its output to
+    /// stdout; SIGHUP closes the master (a hangup), SIGTERM is passed on. Exits as the child did.
+    static let terminal = """
+        import os, pty, signal, sys, tty
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGHUP, signal.SIGTERM})  # as spawned by a test
+        pid, master = pty.fork()
+        if pid == 0:
+            tty.setraw(0)
+            os.execv(sys.argv[1], sys.argv[1:])
+        def hangup(signum, frame):
+            global master
+            if master >= 0:
+                os.close(master)
+                master = -1
+        signal.signal(signal.SIGHUP, hangup)
+        signal.signal(signal.SIGTERM, lambda signum, frame: os.kill(pid, signal.SIGTERM))
+        while master >= 0:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            os.write(1, data)
+        _, status = os.waitpid(pid, 0)
+        sys.exit(os.waitstatus_to_exitcode(status))
+
+        """
 }

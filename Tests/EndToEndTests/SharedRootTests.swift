@@ -71,4 +71,33 @@ struct SharedRootTests {
         // Inside the root, a missing file is not-found
         #expect(answers[path("missing.png")] == "error 200")
     }
+
+    @Test("a shared root missing at start is served to another user once it exists and the daemon gets SIGHUP")
+    func missingRootOpensOnReload() throws {
+        // Given viewerd started with a shared root that does not exist yet (a mount not up)
+        let directory = try DaemonProcess.makeTemporaryDirectory()
+        chmod(directory, 0o711)
+        let later = directory + "/later", config = directory + "/viewerd.conf"
+        try "shared-roots = \(later)\nsocket-group = nogroup\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try DaemonProcess(directory: directory, extraArguments: ["--config", config, "--workers", "1"])
+        guard let other = OtherUserClient.available(in: directory) else { return }
+        #expect(daemon.log().contains("event=shared-root-unavailable root=\(later)"), "\(daemon.logTail())")
+
+        // When it comes up, with another user's image in it
+        try FileManager.default.createDirectory(atPath: later, withIntermediateDirectories: true)
+        chmod(later, 0o755)
+        let photo = try Fixtures.write(later + "/photo.png", width: 300, height: 200)
+        chmod(photo, 0o644)
+        let before = try other.run(["render", daemon.socketPath, photo])
+        #expect(before == ["\(photo) error 201"], "\(before)")
+
+        // And the daemon gets SIGHUP, its file unchanged
+        kill(daemon.pid, SIGHUP)
+        #expect(eventually { daemon.log().contains("event=reloaded") }, "\(daemon.logTail())")
+
+        // Then the other user is served the image (a reload used to find nothing changed)
+        let after = try other.run(["render", daemon.socketPath, photo])
+        #expect(after == ["\(photo) result 256x171"], "\(after) \(daemon.logTail())")
+        #expect(daemon.stop() == 0)
+    }
 }

@@ -138,6 +138,19 @@ struct EvictionTests {
         store.close()
     }
 
+    @Test("a budget raised on a running store raises the map's limit with it")
+    func raisedBudgetRaisesMapLimit() throws {
+        let dir = try StoreDirectory()
+        let store = try RenditionStore(configuration(dir, budget: 1 << 30))
+        #expect(store.writer.limits.mapLimit == (3 << 30) + (256 << 20))
+        store.setBudget(10 << 30)
+        // Kept from the starting budget, the map filled at 3.25 GiB and the writer evicted
+        // below the raised budget on every full map.
+        #expect(store.writer.limits.mapLimit == (30 << 30) + (256 << 20))
+        #expect(store.stats.budgetBytes == 10 << 30)
+        store.close()
+    }
+
     @Test("a rendition larger than the budget can hold is refused, counted and logged")
     func refused() throws {
         let dir = try StoreDirectory()

@@ -129,6 +129,11 @@ struct SettingsTests {
         ("shared-roots = /a:b", "shared-roots: expected absolute paths separated by \":\", not \"/a:b\""),
         ("socket-group = no-such-group-here", "socket-group: expected the name of an existing group, not \"no-such-group-here\""),
         ("idle-exit = inf", "idle-exit: expected a number of seconds, like 30, not \"inf\""),
+        // Not 0 but 0 ms: stored, it printed as "0", which the next reload refused (a crash).
+        ("client-write-timeout = 0.0004", "client-write-timeout: expected at least 0.001 seconds, not \"0.0004\""),
+        ("job-timeout = 0.0001", "job-timeout: expected at least 0.001 seconds, not \"0.0001\""),
+        ("idle-exit = 0.0004", "idle-exit: expected 0 or at least 0.001 seconds, not \"0.0004\""),
+        ("worker-idle-exit = 0.0004", "worker-idle-exit: expected 0 or at least 0.001 seconds, not \"0.0004\""),
         ("max-connections-per-user = 0", "max-connections-per-user: expected a whole number from 1 to 1000000, not \"0\""),
         ("max-sources-per-user = lots", "max-sources-per-user: expected a whole number from 1 to 1000000, not \"lots\""),
     ])
@@ -195,6 +200,19 @@ struct SettingsTests {
     }
 
     // MARK: Defaults
+
+    @Test("socket-activated, idle-exit defaults to 300 s, which the config file still sets; else 0")
+    func socketActivatedIdleExit() throws {
+        let activated = base.merging(["LISTEN_PID": String(getpid()), "LISTEN_FDS": "1"]) { $1 }
+        #expect(Configuration.defaults(environment: activated).idleExit == .seconds(300))
+        #expect(Configuration.defaults(environment: base).idleExit == .zero)
+        // Variables meant for another process are not ours
+        let inherited = activated.merging(["LISTEN_PID": String(getpid() + 1)]) { $1 }
+        #expect(Configuration.defaults(environment: inherited).idleExit == .zero)
+        var settings = Settings(defaults: .defaults(environment: activated), configFilePath: "/c.conf")
+        try settings.apply(try file("idle-exit = 0"))
+        #expect(settings.configuration.idleExit == .zero)
+    }
 
     @Test("under systemd the defaults are the unit's directories")
     func systemdDirectories() {

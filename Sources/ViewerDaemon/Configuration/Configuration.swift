@@ -76,6 +76,10 @@ public struct Configuration: Sendable {
     /// Under systemd, the directories its unit asked for come first: the socket in
     /// `$RUNTIME_DIRECTORY` (`RuntimeDirectory=`), the store in `$CACHE_DIRECTORY`
     /// (`CacheDirectory=`), so the unit files need not repeat the paths.
+    ///
+    /// Socket-activated, `idle-exit` is 300 s (the socket starts viewerd again on the next
+    /// connection); else 0, never. A default rather than a flag in the unit, so that the
+    /// config file and the environment can still set it.
     public static func defaults(environment: [String: String] = ProcessInfo.processInfo.environment) -> Configuration {
         var env = environment
         env["VIEWERD_SOCKET"] = nil  // a setting (Settings reads it), not a default
@@ -86,11 +90,16 @@ public struct Configuration: Sendable {
                   first.hasPrefix("/") else { return nil }
             return String(first)
         }
-        return Configuration(socketPath: systemd("RUNTIME_DIRECTORY").map { $0 + "/viewerd.sock" }
-                                 ?? DefaultPaths.socket(environment: env, uid: getuid()),
-                             cacheDirectory: systemd("CACHE_DIRECTORY")
-                                 ?? DefaultPaths.cacheDirectory(environment: environment, home: home))
+        var defaults = Configuration(socketPath: systemd("RUNTIME_DIRECTORY").map { $0 + "/viewerd.sock" }
+                                         ?? DefaultPaths.socket(environment: env, uid: getuid()),
+                                     cacheDirectory: systemd("CACHE_DIRECTORY")
+                                         ?? DefaultPaths.cacheDirectory(environment: environment, home: home))
+        if SocketActivation.isActivated(environment: environment) { defaults.idleExit = socketActivatedIdleExit }
+        return defaults
     }
+
+    /// `idle-exit`'s default when socket-activated.
+    static let socketActivatedIdleExit: Duration = .seconds(300)
 
     /// Largest RESULT body the daemon sends: the largest raw rendition plus headers.
     public var maxResponseBody: UInt32 {

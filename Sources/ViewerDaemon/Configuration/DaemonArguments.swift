@@ -104,8 +104,8 @@ public struct DaemonArguments: Sendable {
                                     --shared-roots DIR:DIR sets the list); elsewhere they must pass an
                                     open descriptor (default: none)
           --socket-group GROUP      let GROUP's members connect (socket mode 0660; default: none, 0600)
-          --idle-exit SECONDS       exit after this long without clients and work, 0 for never; for
-                                    socket activation (default: 0)
+          --idle-exit SECONDS       exit after this long without clients and work, 0 for never
+                                    (default: 300 when socket-activated, else 0)
           --worker-idle-exit SECONDS  a decode worker with no job this long exits; the next job
                                     starts another (0 for never; default: 60)
           --log-level LEVEL         debug, info, warning or error (default: info); debug logs each

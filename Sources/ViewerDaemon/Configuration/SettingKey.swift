@@ -99,9 +99,7 @@ public enum SettingKey: String, CaseIterable, Sendable {
             guard let n = Int(text), (1...256).contains(n) else { throw Invalid("expected a whole number from 1 to 256") }
             configuration.workerCount = n
         case .jobTimeout:
-            let seconds = try Self.seconds(text)
-            guard seconds > 0 else { throw Invalid("expected a number of seconds above 0, like 30") }
-            configuration.jobTimeout = .milliseconds(Int64((seconds * 1000).rounded()))
+            configuration.jobTimeout = try Self.duration(text, zeroMeansOff: false)
         case .maxPixels:
             guard let n = UInt64(text), n > 0 else { throw Invalid("expected a whole number above 0, like 256000000") }
             configuration.limits.maxSourcePixels = n
@@ -121,16 +119,14 @@ public enum SettingKey: String, CaseIterable, Sendable {
                 configuration.socketGroup = text
             }
         case .idleExit:
-            configuration.idleExit = .milliseconds(Int64((try Self.seconds(text) * 1000).rounded()))
+            configuration.idleExit = try Self.duration(text, zeroMeansOff: true)
         case .workerIdleExit:
-            configuration.workerIdleExit = .milliseconds(Int64((try Self.seconds(text) * 1000).rounded()))
+            configuration.workerIdleExit = try Self.duration(text, zeroMeansOff: true)
         case .logLevel:
             guard let level = LogLevel(name: text) else { throw Invalid("expected debug, info, warning or error") }
             configuration.logLevel = level
         case .clientWriteTimeout:
-            let seconds = try Self.seconds(text)
-            guard seconds > 0 else { throw Invalid("expected a number of seconds above 0, like 30") }
-            configuration.clientWriteTimeout = .milliseconds(Int64((seconds * 1000).rounded()))
+            configuration.clientWriteTimeout = try Self.duration(text, zeroMeansOff: false)
         case .maxConnectionsPerUser:
             configuration.maxConnectionsPerUser = try Self.count(text)
         case .maxSourcesPerUser:
@@ -194,14 +190,24 @@ public enum SettingKey: String, CaseIterable, Sendable {
         return n
     }
 
-    private static func seconds(_ text: String) throws(Invalid) -> Double {
+    /// Seconds, kept to the millisecond. A value that is not 0 but rounds to 0 ms ("0.0004") is
+    /// refused: stored as 0 it would mean "off" for one setting and fail its own `> 0` check on
+    /// the next reload for another (`copy` goes through `format`, which writes "0").
+    private static func duration(_ text: String, zeroMeansOff: Bool) throws(Invalid) -> Duration {
         // Digits and one dot only: Double("inf"), "1e3" and "0x10" parse but are not written
         // by people meaning seconds.
         guard !text.isEmpty, text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
               let seconds = Double(text), seconds <= 86_400 * 365 else {
             throw Invalid("expected a number of seconds, like 30")
         }
-        return seconds
+        let milliseconds = Int64((seconds * 1000).rounded())
+        if zeroMeansOff {
+            guard milliseconds > 0 || seconds == 0 else { throw Invalid("expected 0 or at least 0.001 seconds") }
+        } else {
+            guard seconds > 0 else { throw Invalid("expected a number of seconds above 0, like 30") }
+            guard milliseconds > 0 else { throw Invalid("expected at least 0.001 seconds") }
+        }
+        return .milliseconds(milliseconds)
     }
 
     /// The shortest exact spelling: "1G", "1536M", "4097K", "12345".

@@ -1,5 +1,6 @@
 import Rendering
 import SystemCalls
+import ViewerLog
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,9 +8,9 @@ import Glibc
 /// A shared root (`--shared-root`) as the daemon serves it to other users: the names a
 /// client may use for it, and a handle on the directory itself.
 ///
-/// The handle is opened once, at startup, from the configured path (the administrator's
-/// string, which is trusted); every file another user names is then opened *beneath* that
-/// handle, never by the client's string. Moving or replacing the directory later does not
+/// The handle is opened at start, and again at each reload (SIGHUP), from the configured
+/// path (the administrator's string, which is trusted); every file another user names is
+/// then opened *beneath* that handle, never by the client's string. Moving or replacing the directory later does not
 /// move what is shared: the handle keeps pointing at the directory that was configured.
 final class SharedRoot: Sendable {
     /// Lexically normalized spellings of the root: as configured and as resolved (they differ
@@ -29,6 +30,21 @@ final class SharedRoot: Sendable {
     }
 
     deinit { Posix.close(handle) }
+
+    /// Opens each of `configured`, in order; the ones that do not open (missing, not a
+    /// directory, a mount not up yet) are left out, each with a warning. At start and at
+    /// reload alike: a typo loses only its own root, and the next reload tries it again.
+    static func openAll(_ configured: [String]) -> [SharedRoot] {
+        configured.compactMap { root in
+            do throws(SystemError) {
+                return try SharedRoot(configured: root)
+            } catch {
+                Log.warning("event=shared-root-unavailable root=\(Log.quote(root)) error=\(Log.quote(error.description)) " +
+                            "detail=\"not served until a reload opens it\"")
+                return nil
+            }
+        }
+    }
 
     /// The path of `path` relative to this root ("" for the root itself) when `path` is
     /// lexically under one of its names; nil otherwise. Touches no file.

@@ -17,7 +17,7 @@ import SystemCalls
 /// Opening may block (a file system, a lease): the daemon calls it on its I/O threads
 /// (`SourceIO`). It only reads its roots, so any thread may.
 struct SourceAccess: Sendable {
-    /// The shared roots, opened at startup.
+    /// The shared roots, opened at start and again at each reload.
     let roots: [SharedRoot]
 
     /// What the daemon can open for another user, by flags: read-only, never blocking on a

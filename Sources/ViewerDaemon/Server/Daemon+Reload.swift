@@ -1,3 +1,4 @@
+import Foundation
 import SystemCalls
 import ViewerLog
 
@@ -26,7 +27,13 @@ extension Daemon {
                       "detail=\"the running configuration stays\"")
             return
         }
-        let (reloadable, restartOnly) = SettingKey.changes(from: requested, to: fresh)
+        var (reloadable, restartOnly) = SettingKey.changes(from: requested, to: fresh)
+        // Roots that did not open (a mount not up yet) are tried again, the list unchanged.
+        if !reloadable.contains(.sharedRoots), opener.access.roots.count != fresh.sharedRoots.count {
+            reloadable = SettingKey.allCases.filter { $0 == .sharedRoots || reloadable.contains($0) }
+        }
+        // A more talkative level first, so that its own line is let out; a quieter one last.
+        if reloadable.contains(.logLevel) { Log.setThreshold(min(fresh.logLevel, requested.logLevel)) }
         for key in restartOnly {
             Log.warning("event=setting-needs-restart setting=\(key.rawValue) running=\(Log.quote(key.format(requested))) " +
                         "configured=\(Log.quote(key.format(fresh))) detail=\"takes effect at restart\"")
@@ -41,8 +48,18 @@ extension Daemon {
         let needRestart = restartOnly.map(\.rawValue)
         Log.info("event=reloaded changed=\(Log.quote(applied.joined(separator: ","))) " +
                  "restart_needed=\(Log.quote(needRestart.joined(separator: ",")))")
-        // Last, so that a quieter level still lets the lines above out.
         if applied.contains(SettingKey.logLevel.rawValue) { Log.setThreshold(fresh.logLevel) }
+    }
+
+    /// Whether this process has a controlling terminal: `tty_nr`, the 7th field of
+    /// /proc/self/stat, is not 0. Asked at start: a hangup takes the terminal away from the
+    /// whole session before its SIGHUP is read.
+    static func hasControllingTerminal() -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
+              let end = stat.lastIndex(of: ")") else { return false }
+        // After the name: state, ppid, pgrp, session, tty_nr.
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        return fields.count > 4 && fields[4] != "0"
     }
 
     /// Puts one reloadable setting's new value in effect; false when it cannot be (logged),
@@ -53,18 +70,8 @@ extension Daemon {
         case .cacheBudget: store.setBudget(fresh.cacheBudgetBytes)
         case .memoryBudget: pool.setMemoryBudget(fresh.memoryBudget)
         case .sharedRoots:
-            // All or nothing: a root that cannot be opened keeps the old list, so no user
-            // loses a root that serves now for a typo in another.
-            var roots: [SharedRoot] = []
-            for root in fresh.sharedRoots {
-                do throws(SystemError) {
-                    roots.append(try SharedRoot(configured: root))
-                } catch {
-                    Log.error("event=setting-refused setting=shared-roots root=\(Log.quote(root)) " +
-                              "error=\(Log.quote(error.description)) detail=\"the running shared roots stay\"")
-                    return false
-                }
-            }
+            // As at start: the roots that open are served, each other one is logged.
+            let roots = SharedRoot.openAll(fresh.sharedRoots)
             opener.access = SourceAccess(roots: roots)
             configuration.sharedRoots = roots.map(\.resolved)  // as served: resolved
         case .idleExit: service.idleExit = fresh.idleExit

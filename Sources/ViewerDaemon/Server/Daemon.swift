@@ -26,6 +26,9 @@ public final class Daemon {
     var requested: Configuration
     /// Reads the settings again, for SIGHUP; nil: HUP is logged and ignored.
     let reread: (() throws(ConfigError) -> Settings)?
+    /// Started with a controlling terminal (`make run`, a shell): SIGHUP is then that
+    /// terminal going away, and stops the daemon; without one (systemd, `setsid`) it reloads.
+    let hangupStops = Daemon.hasControllingTerminal()
     let store: RenditionStore
     let listener: Listener
     /// Held until the daemon object goes (the process ends): one store, one daemon.
@@ -122,7 +125,7 @@ public final class Daemon {
     public func run() {
         Log.info("event=listening socket=\(Log.quote(configuration.socketPath)) " +
                  "cache=\(Log.quote(configuration.cacheDirectory)) workers=\(configuration.workerCount) " +
-                 "activated=\(socketActivated ? "yes" : "no") sandbox=\(configuration.sandbox.name) pid=\(getpid())")
+                 "activated=\(socketActivated ? "yes" : "no") hangup=\(hangupStops ? "stops" : "reloads") sandbox=\(configuration.sandbox.name) pid=\(getpid())")
         service.ready(status: statusLine())
         while true {
             let timeout = connections.pollTimeout(shuttingDown ? 50 : service.timeoutMillis())
@@ -134,7 +137,11 @@ public final class Daemon {
                     deliverCompletions()
                 } else if fd == signalFD {
                     while let signal = Posix.nextSignal(signalFD) {
-                        if signal == SIGHUP { reload() } else { beginShutdown(reason: "signal signal=\(signal)") }
+                        if signal == SIGHUP && !hangupStops {
+                            reload()
+                        } else {
+                            beginShutdown(reason: "signal signal=\(signal)" + (signal == SIGHUP ? " detail=\"terminal hangup\"" : ""))
+                        }
                     }
                 } else if let connection = connections.byFD[fd] {
                     handle(connection, events: events)

@@ -49,16 +49,9 @@ struct DaemonResources {
             if inherited.ignored > 0 { Log.warning("event=socket-activation ignored_descriptors=\(inherited.ignored)") }
             configuration.socketPath = inherited.path  // for logs and status: the address clients use
         }
-        // Each shared root is opened once, by the administrator's name for it; other users'
-        // files are opened beneath these handles, never by their own strings (SourceAccess).
-        var sharedRoots: [SharedRoot] = []
-        for root in configuration.sharedRoots {
-            do throws(SystemError) {
-                sharedRoots.append(try SharedRoot(configured: root))
-            } catch {
-                Log.warning("event=shared-root-unavailable root=\(Log.quote(root)) error=\(Log.quote(error.description))")
-            }
-        }
+        // Each shared root is opened by the administrator's name for it; other users' files
+        // are opened beneath these handles, never by their own strings (SourceAccess).
+        let sharedRoots = SharedRoot.openAll(configuration.sharedRoots)
         configuration.sharedRoots = sharedRoots.map(\.resolved)
 
         // The socket first: its lock tells whether another viewerd serves it, and a daemon

@@ -48,6 +48,14 @@ enum SocketActivation {
     ///
     /// - Throws: when the variables are meant for this process but do not parse, or the
     ///   descriptor is not a listening Unix stream socket.
+    /// Whether `environment` passes this process sockets (the check `take` starts with): the
+    /// default of `idle-exit` depends on it (`Configuration.defaults`).
+    static func isActivated(environment: [String: String], pid: pid_t = getpid()) -> Bool {
+        guard let pidText = environment["LISTEN_PID"], let countText = environment["LISTEN_FDS"],
+              let count = Int32(countText) else { return false }
+        return pid_t(pidText) == pid && count > 0
+    }
+
     static func take(environment: [String: String], pid: pid_t = getpid()) throws(Failure) -> Inherited? {
         guard let pidText = environment["LISTEN_PID"], let countText = environment["LISTEN_FDS"] else { return nil }
         // Meant for another process (we inherited the variables): not ours to take.

@@ -104,7 +104,7 @@ final class WorkerPool: Sendable {
     /// programs, as background thumbnailers should.
     static let renderNice = 5
     let scheduler: Scheduler<RenderJob>
-    private let wakeup = NSConditionBox()
+    private let wakeup = ConditionBox()
     private let store: RenditionStore
     private let onEvent: @Sendable (LoopEvent) -> Void
     private let stopping = Atomic<Bool>(false)
@@ -169,20 +169,37 @@ final class WorkerPool: Sendable {
         wakeup.broadcast()
     }
 
+    /// A new `worker-idle-exit` (a reload): the waiting workers measure their idle time
+    /// against it at once.
     func setWorkerIdleExit(_ idle: Duration) {
         workerIdleMillis.store(Self.millis(idle), ordering: .relaxed)
+        wakeup.broadcast()
     }
 
     private static func millis(_ duration: Duration) -> Int64 {
         duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
     }
 
-    /// When `slot`'s process has been idle long enough to go; nil when none runs or it never
-    /// goes.
-    private func idleDeadline(of slot: WorkerSlot) -> Date? {
-        let millis = workerIdleMillis.load(ordering: .relaxed)
-        guard millis > 0, slot.isAlive else { return nil }
-        return Date(timeIntervalSinceNow: Double(millis) / 1000)
+    /// Waits for `check` to give `slot` work, under `wakeup`'s lock; nil when the pool
+    /// stops. A process idle for `worker-idle-exit` meanwhile (read at every wake: a reload
+    /// reaches a worker already waiting) is retired, and the wait goes on.
+    private func nextWork<T>(for slot: WorkerSlot, _ check: () -> T??) -> T? {
+        while true {
+            let idleSince = ConditionBox.now()
+            var idle = false
+            let work = wakeup.wait(until: check, deadline: {
+                Self.idleDeadline(since: idleSince, idleMillis: workerIdleMillis.load(ordering: .relaxed), alive: slot.isAlive)
+            }, idle: &idle)
+            guard idle else { return work }
+            slot.retireIdle()
+        }
+    }
+
+    /// When a process idle since `idleSince` (`ConditionBox.now()`) has been idle long
+    /// enough to go; nil when none runs or it never goes (`idleMillis` 0).
+    static func idleDeadline(since idleSince: UInt64, idleMillis: Int64, alive: Bool) -> UInt64? {
+        guard idleMillis > 0, alive else { return nil }
+        return idleSince + UInt64(idleMillis) * 1_000_000
     }
 
     /// Asks the preview lane for `job`'s PREVIEW; `renew` makes it the newest wanted (it just
@@ -261,9 +278,7 @@ final class WorkerPool: Sendable {
         defer { previewSlot.shutdown() }
         defer { for job in infoWanted.withLock({ $0 }) { onEvent(.info(job, .failed(Self.stopped(job), cause: .protocolError))) } }
         while true {
-            let deadline = idleDeadline(of: previewSlot)
-            var idle = false
-            guard let work = wakeup.wait(until: { () -> LaneWork?? in
+            guard let work = nextWork(for: previewSlot, { () -> LaneWork?? in
                 if stopping.load(ordering: .acquiring) { return .some(nil) }
                 if let info = infoWanted.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
                     _ = previewSlot.control.begin(info.sequence)
@@ -275,10 +290,7 @@ final class WorkerPool: Sendable {
                 if previewSlot.isAlive { job.previewClaimed.store(true, ordering: .relaxed) }
                 _ = previewSlot.control.begin(job.sequence)
                 return .some(.preview(job))
-            }, deadline: deadline, idle: &idle) else {
-                if idle { previewSlot.retireIdle(); continue }
-                return
-            }
+            }) else { return }
             switch work {
             case .info(let job):
                 job.stampBeforeRead()
@@ -314,18 +326,13 @@ final class WorkerPool: Sendable {
     private func drive(_ slot: WorkerSlot) {
         defer { slot.shutdown() }
         while true {
-            let deadline = idleDeadline(of: slot)
-            var idle = false
-            guard let job = wakeup.wait(until: { () -> RenderJob?? in
+            guard let job = nextWork(for: slot, { () -> RenderJob?? in
                 if stopping.load(ordering: .acquiring) { return .some(nil) }
                 guard let work = scheduler.next() else { return nil }
                 // Begun under the lock `abandon` takes: a cancel finds it queued or here.
                 _ = slot.control.begin(work.id)
                 return .some(work.payload)
-            }, deadline: deadline, idle: &idle) else {
-                if idle { slot.retireIdle(); continue }
-                return
-            }
+            }) else { return }
             running.add(1, ordering: .relaxed)
             job.startedNanos.store(AssetIdentity.wallClockNanos(), ordering: .relaxed)
             let outcome = slot.run(job, onPreview: { preview in
@@ -354,44 +361,67 @@ final class WorkerPool: Sendable {
 }
 
 /// A condition variable around a check: `wait(until:)` blocks until the closure returns
-/// non-nil (re-checked on every signal).
-final class NSConditionBox: @unchecked Sendable {  // NSCondition is thread-safe
-    private let condition = NSCondition()
+/// non-nil (re-checked on every signal). Its timed waits run on CLOCK_MONOTONIC: a wall clock
+/// stepped back (NTP) does not stretch them, and time suspended does not count.
+final class ConditionBox: @unchecked Sendable {  // the mutex and condition are thread-safe
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
+    init() {
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Now on CLOCK_MONOTONIC, in nanoseconds: the clock of `wait`'s deadlines.
+    static func now() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
 
     func signal() {
-        condition.lock()
-        condition.signal()
-        condition.unlock()
+        withLock { _ = pthread_cond_signal(condition) }
     }
 
     func broadcast() {
-        condition.lock()
-        condition.broadcast()
-        condition.unlock()
+        withLock { _ = pthread_cond_broadcast(condition) }
     }
 
     /// Runs `body` holding the condition's lock (what `wait(until:)` checks under).
     func withLock<T>(_ body: () -> T) -> T {
-        condition.lock()
-        defer { condition.unlock() }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
         return body()
     }
 
-    /// `check` returns nil to keep waiting, `.some(value)` to return `value`. With a
-    /// `deadline`, a wait that reaches it with nothing to do returns nil and sets `idle`.
-    func wait<T>(until check: () -> T??, deadline: Date? = nil, idle: inout Bool) -> T? {
-        condition.lock()
-        defer { condition.unlock() }
+    /// `check` returns nil to keep waiting, `.some(value)` to return `value`. `deadline` (a
+    /// `now()` value; nil: none) is read again after every wake, so a changed one counts from
+    /// the next signal; a wait that reaches it with nothing to do returns nil and sets `idle`.
+    func wait<T>(until check: () -> T??, deadline: () -> UInt64?, idle: inout Bool) -> T? {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
         while true {
             if let result = check() { return result }
-            if let deadline {
-                if !condition.wait(until: deadline) {
-                    if let result = check() { return result }  // came as the time ran out
+            if let deadline = deadline() {
+                guard deadline > Self.now() else {
                     idle = true
                     return nil
                 }
+                var until = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+                _ = pthread_cond_timedwait(condition, mutex, &until)
             } else {
-                condition.wait()
+                pthread_cond_wait(condition, mutex)
             }
         }
     }

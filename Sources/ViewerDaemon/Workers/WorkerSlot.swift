@@ -373,8 +373,10 @@ final class WorkerSlot: @unchecked Sendable {
         Log.debug("event=worker-idle-exit slot=\(index)")
         shutdown()
         // Ended by us, after a whole idle period: not an early death, whatever its jobs'
-        // outcomes (all cancelled, say), so the next start is not held back as if failing.
+        // outcomes (all cancelled, say), so the next start is not held back as if failing,
+        // nor reported failing (`workers_failing`).
         consecutiveEarlyDeaths = 0
+        pool.setFailing(false)
     }
 
     /// Closes the socket (the worker exits at end of stream) and waits for the process.
