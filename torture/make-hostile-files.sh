@@ -62,6 +62,7 @@ vips copy "$B/source.ppm" "$B/good.gif"
 vips copy "$B/source.ppm" "$B/good.tif[compression=deflate]"
 vips copy "$B/source.ppm" "$B/good.avif[compression=av1,Q=50]" 2>/dev/null || true
 vips copy "$B/source.ppm" "$B/good.jxl" 2>/dev/null || true
+vips copy "$B/source.ppm" "$B/good.jp2"
 rm -f "$B/source.ppm"
 
 # 2. Everything else is written by Python from those bases.
@@ -400,3 +401,5 @@ EOF
 
 # 3. The hostile videos of issue 17 (appended to the manifest; skipped without ffmpeg).
 "$(dirname "$0")/make-hostile-videos.sh" "$DIR" $SHORT
+# 4. The hostile JPEG 2000 files of issue 31 (appended to the manifest).
+"$(dirname "$0")/make-hostile-jp2.sh" "$DIR"

@@ -53,7 +53,7 @@ void vs_gate_shared_end(void) { pthread_rwlock_unlock(&gate); }
 void vs_gate_exclusive_begin(void) { pthread_rwlock_wrlock(&gate); }
 void vs_gate_exclusive_end(void) { pthread_rwlock_unlock(&gate); }
 
-int vs_init(const char *argv0, int allow_svg, int allow_pdf, int allow_jxl) {
+int vs_init(const char *argv0, int allow_svg, int allow_pdf, int allow_jxl, int allow_jp2k) {
     // Writers first: a failure waiting for its exact message must not starve behind renders.
     pthread_rwlockattr_t attr;
     pthread_rwlockattr_init(&attr);
@@ -70,12 +70,13 @@ int vs_init(const char *argv0, int allow_svg, int allow_pdf, int allow_jxl) {
     vips_leak_set(FALSE);
     g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING, on_vips_warning, NULL);
     // ImageMagick, FITS, raw, matrix, CSV, OpenSlide, ... are attack surface with little
-    // use for a viewer. SVG, PDF and JPEG XL are "untrusted" in 8.14 but wanted; the caller
-    // chooses.
+    // use for a viewer. SVG, PDF, JPEG XL and JPEG 2000 are "untrusted" in 8.14 but wanted;
+    // the caller chooses.
     vips_block_untrusted_set(TRUE);
     if (allow_svg) vips_operation_block_set("VipsForeignLoadSvg", FALSE);
     if (allow_pdf) vips_operation_block_set("VipsForeignLoadPdf", FALSE);
     if (allow_jxl) vips_operation_block_set("VipsForeignLoadJxl", FALSE);
+    if (allow_jp2k) vips_operation_block_set("VipsForeignLoadJp2k", FALSE);  // JPEG 2000 (OpenJPEG), issue 31
     vv_init();  // FFmpeg's log into failure messages (video.c)
     return 0;
 }
@@ -259,6 +260,8 @@ int vs_header_fd(int fd, vs_header *out) {
     out->height = vips_image_get_page_height(image);
     out->bands = vips_image_get_bands(image);
     out->pages = vips_image_get_n_pages(image);
+    // jp2kload's "pages" are a JPEG 2000's resolution levels (page n: 1/2^n the size), not pictures.
+    if (vips_isprefix("VipsForeignLoadJp2k", loader)) out->pages = 1;
     out->bits = (int)vips_format_sizeof(vips_image_get_format(image)) * 8;
     out->orientation = vips_image_get_orientation(image);
     int interlaced = 0;

@@ -251,7 +251,7 @@ public struct ThumbnailWriter: Sendable {
     public static let mimeTypes: [(format: String, mime: String)] = [
         ("jpeg", "image/jpeg"), ("png", "image/png"), ("gif", "image/gif"), ("webp", "image/webp"),
         ("tiff", "image/tiff"), ("heif", "image/heif"), ("heif", "image/heic"), ("avif", "image/avif"),
-        ("jxl", "image/jxl"), ("bmp", "image/bmp"), ("svg", "image/svg+xml"), ("pdf", "application/pdf"),
+        ("jxl", "image/jxl"), ("jp2", "image/jp2"), ("j2k", "image/x-jp2-codestream"), ("bmp", "image/bmp"), ("svg", "image/svg+xml"), ("pdf", "application/pdf"),
         ("mp4", "video/mp4"), ("mov", "video/quicktime"), ("mkv", "video/x-matroska"), ("webm", "video/webm"),
         ("avi", "video/x-msvideo"), ("ts", "video/mp2t"), ("mpeg", "video/mpeg"),
     ]

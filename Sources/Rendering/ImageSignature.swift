@@ -16,6 +16,8 @@ import Glibc
 /// ```
 public enum ImageSignature: String, Sendable, CaseIterable {
     case jpeg, png, gif, webp, tiff, heif, jpegXL, svg, pdf
+    /// JPEG 2000: a JP2 file (its signature box), and a raw J2K codestream (SOC, SIZ).
+    case jp2, j2k
     /// ISO media (MP4, M4V, 3GP) and QuickTime (MOV), told from HEIF by their brands.
     case mp4, quickTime
     case matroska, webm, avi
@@ -77,6 +79,8 @@ public enum ImageSignature: String, Sendable, CaseIterable {
         if b.count >= 189, b[0] == 0x47, b[188] == 0x47, b.count < 377 || b[376] == 0x47 { return .mpegTS }
         if b.count >= 197, b[4] == 0x47, b[196] == 0x47, b.count < 389 || b[388] == 0x47 { return .mpegTS }
         if at(0, [0xFF, 0x0A]) || at(0, [0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) { return .jpegXL }
+        if at(0, JPEG2000Header.jp2Signature) { return .jp2 }
+        if at(0, JPEG2000Header.codestreamSignature) { return .j2k }
         if at(0, "%PDF") { return .pdf }
         if at(0, [0x1F, 0x8B]) { return .svg }  // gzip: svgz (librsvg inflates and checks)
         // SVG is free-form text: librsvg's rule is plain ASCII at first and "<svg" (any case) near

@@ -45,13 +45,15 @@ extension Renderer {
     /// - HEIF, HEIC, AVIF: libheif's planes, its interleaved image and libvips' copy,
     ///   w × h × b × s × 3 (measured 8.3 bytes a pixel for 8-bit RGB)
     /// - JPEG XL: w × h × 4 × s × 2 (measured 7 bytes a pixel for 8-bit RGB)
+    /// - JPEG 2000: at the resolution level libvips picks, OpenJPEG's state a tile and the
+    ///   decoded tile, or the whole level and codestream of an untiled one (`jpeg2000Decode`)
     /// - GIF: libnsgif's RGBA frame and libvips' copy, w × h × 4 × 2
     /// - Video: the decoder's frames (references and the decoded one), the RGB frame libvips
     ///   gets and its shrink, w × h × 15 (HEVC 4K measured 14), from the frame size, never the file's length
     /// - SVG, PDF: rasterized at the target size; others: the whole image, w × h × max(b,4) × s
     /// plus the output and resampling buffers (4 × output RGBA) and a fixed 4 MiB.
     /// `costly`: a progressive JPEG, an interlaced PNG, or a whole decode (HEIF, JPEG XL,
-    /// GIF, video, others) over 4 MP, or any estimate over 256 MiB.
+    /// JPEG 2000, GIF, video, others) over 4 MP, or any estimate over 256 MiB.
     /// A region or a tile costs the decode of the picture it is cut from (the image at the
     /// region's scale, at most its own size; the whole level), plus what is held: the region's
     /// output, or the level in memory (at most `levelMemoryBudget`) and a tile's output.
@@ -108,6 +110,8 @@ extension Renderer {
             (decode, costly) = (product(w, h, b, s, 3), whole)
         } else if loader.hasPrefix("jxlload") {
             (decode, costly) = (product(w, h, 4, s, 2), whole)
+        } else if loader.hasPrefix("jp2kload") {
+            (decode, costly) = (jpeg2000Decode(header, output: out), whole)  // JPEG2000.swift
         } else if loader.hasPrefix("gifload") {
             (decode, costly) = (product(w, h, 4, 2), whole)
         } else if header.isVideo {

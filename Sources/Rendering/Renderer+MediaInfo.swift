@@ -54,6 +54,7 @@ extension Renderer {
     /// ISO media file is told apart by its brand (AVIF is HEIF with AV1 inside).
     static func formatName(_ loader: String, descriptor: Int32) -> String {
         let name = loader.split(separator: "_").first.map { $0.hasSuffix("load") ? String($0.dropLast(4)) : String($0) } ?? loader
+        if name == "jp2k" { return ImageSignature.detect(descriptor: descriptor)?.name ?? name }  // jp2 or j2k
         guard name == "heif" else { return name }
         var brand = [UInt8](repeating: 0, count: 12)
         let n = brand.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, 12, 0) }

@@ -17,6 +17,7 @@ public struct RenderLimits: Sendable, Equatable {
     /// `too-large` when `header` declares more pixels than allowed: the one rule, for the
     /// worker (the real header) and the daemon (a sniffed one, before any decoder runs).
     public func refusal(of header: SourceHeader, path: String) -> RenderError? {
+        if let tiles = jpeg2000Refusal(of: header, path: path) { return tiles }
         let limit = header.isVideo ? maxVideoFramePixels : maxSourcePixels
         guard header.totalPixels > limit else { return nil }
         return .tooLarge("too large: \(header.width)x\(header.height)" +
@@ -56,6 +57,9 @@ public struct SourceHeader: Sendable, Equatable {
     /// A JPEG's bands as its coefficients count them, chroma subsampling included (1.5 for
     /// 4:2:0 YCbCr, 3 for 4:4:4); nil when the header reader did not say (then `bands`).
     public var sampledBands: Double?
+    /// A JPEG 2000 codestream's tiles and resolution levels, when the header reader saw its
+    /// main header (`JPEG2000Header`); its cost depends on them.
+    public var jpeg2000: JPEG2000Layout?
 
     public init(width: Int, height: Int, bands: Int, pages: Int = 1, bitsPerSample: Int = 8, orientation: Int = 1,
                 interlaced: Bool = false, hasICCProfile: Bool = false, isCMYK: Bool = false, loader: String) {
@@ -137,7 +141,7 @@ public struct Renderer: Sendable {
     public static func setUp(programName: String = "viewerd") throws(RenderError) {
         let failed = started.withLock { started -> Bool in
             if started { return false }
-            guard vs_init(programName, 1, 1, 1) == 0 else { return true }
+            guard vs_init(programName, 1, 1, 1, 1) == 0 else { return true }
             started = true
             return false
         }
@@ -237,7 +241,7 @@ public struct Renderer: Sendable {
         if let admitted { header = admitted } else { header = try admitUngated(source, spec: spec) }
         if header.isVideo { return try videoPlan(header, spec: spec) }
         if let size = Self.zoomedSize(spec, image: Self.upright(header)) { return size }
-        let box = Self.thumbnailBox(spec, vector: header.isVector)
+        let box = Self.pyramidBox(Self.thumbnailBox(spec, vector: header.isVector), header: header)  // JPEG2000.swift
         var width: Int32 = 0, height: Int32 = 0
         guard vs_plan_fd(source.descriptor, box.width, box.height, box.crop, box.size, Int32(spec.page),
                          Int32(header.orientation), &width, &height) == 0 else {
@@ -300,7 +304,7 @@ public struct Renderer: Sendable {
         if spec.region != nil || spec.tile != nil {
             return try zoomedThumbnail(source, header: header, spec: spec, cancellation: cancellation)
         }
-        let box = Self.thumbnailBox(spec, vector: header.isVector)
+        let box = Self.pyramidBox(Self.thumbnailBox(spec, vector: header.isVector), header: header)  // JPEG2000.swift
         var out: OpaquePointer?
         let toSRGB: Int32 = header.convertsColour ? 1 : 0
         // A partial decode, when one applies, is finished with the same box (libvips' size).

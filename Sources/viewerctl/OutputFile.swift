@@ -30,7 +30,7 @@ struct OutputFile {
     ]
 
     /// Suffixes of image formats viewerd reads but does not write.
-    static let unwritable: Set<String> = ["heic", "heif", "gif", "tif", "tiff", "jxl", "bmp", "jp2", "svg", "pdf"]
+    static let unwritable: Set<String> = ["heic", "heif", "gif", "tif", "tiff", "jxl", "bmp", "jp2", "j2k", "svg", "pdf"]
 
     var isStandardOutput: Bool { path == "-" }
 

@@ -21,7 +21,7 @@ struct WarmCommand: Subcommand {
           failed, 0 when all were warmed.
         """
     static let imageSuffixes: Set<String> = ["jpg", "jpeg", "jpe", "png", "webp", "gif", "tif", "tiff", "heic", "heif",
-                                             "avif", "jxl", "svg", "svgz", "pdf",
+                                             "avif", "jxl", "jp2", "j2k", "j2c", "jpc", "svg", "svgz", "pdf",
                                              // Videos: their poster frames (issue 17).
                                              "mp4", "m4v", "mov", "3gp", "mkv", "webm", "avi", "ts", "mts", "m2ts",
                                              "mpg", "mpeg", "vob"]

@@ -31,7 +31,7 @@ enum {
 /// Start libvips once per process: operation cache off, one thread per render,
 /// untrusted loaders (ImageMagick, FITS, raw, ...) blocked except those we allow.
 /// Returns 0 on success.
-int vs_init(const char *argv0, int allow_svg, int allow_pdf, int allow_jxl);
+int vs_init(const char *argv0, int allow_svg, int allow_pdf, int allow_jxl, int allow_jp2k);
 
 /// Release libvips' per-thread state; call on threads that rendered before they end.
 void vs_thread_shutdown(void);

@@ -26,7 +26,7 @@ public enum HeaderSniffer {
 
     /// What the first bytes of a source say.
     struct Sniffed: Sendable {
-        /// The header, for JPEG, PNG, GIF, WebP, HEIF/AVIF, TIFF and JPEG XL; nil for other
+        /// The header, for JPEG, PNG, GIF, WebP, HEIF/AVIF, TIFF, JPEG XL and JPEG 2000; nil for other
         /// formats or a header that does not parse (a default cost).
         var header: SourceHeader?
         /// The format the bytes begin, of those viewerd reads (`ImageSignature`); nil: none.
@@ -49,12 +49,13 @@ public enum HeaderSniffer {
         let n = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
         guard n > 0 else { return Sniffed(header: nil, format: nil, fingerprint: fingerprint) }
         let prefix = bytes[0..<n]
-        let header = sniff(Array(prefix)) { offset, count in
+        var header = sniff(Array(prefix)) { offset, count in
             guard offset < UInt64(Int.max) else { return [] }
             var more = [UInt8](repeating: 0, count: count)
             let m = more.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
             return m > 0 ? Array(more[0..<m]) : []
         }
+        header?.jpeg2000?.codestreamBytes = UInt64(source.identity.size)  // an untiled one is read whole
         let format = ImageSignature.detect(prefix)
         var refusal: RenderError?
         if format == .mp4 || format == .quickTime,
@@ -79,7 +80,7 @@ public enum HeaderSniffer {
         if b.count >= 8, Array(b[4..<8]) == Array("ftyp".utf8) { return heif(b) }
         if b.starts(with: [0xFF, 0x0A]) { return jxlCodestream(b[...].dropFirst(2)) }
         if b.starts(with: [0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) { return jxlContainer(b) }
-        return nil
+        return JPEG2000Header.parse(b)  // JP2 or J2K (issue 31), else nil
     }
 
     private static func jpeg(_ b: [UInt8]) -> SourceHeader? {
@@ -153,27 +154,9 @@ public enum HeaderSniffer {
         var payload: Range<Int>
     }
 
-    /// The boxes laid end to end in `range` of `b`, at most `limit`. Each box advances by at
-    /// least its 8-byte header, so the loop ends within the range whatever the sizes say.
+    /// The boxes laid end to end in `range` of `b`, at most `limit` (`ISOBoxes.walk`).
     private static func boxes(_ b: [UInt8], in range: Range<Int>, limit: Int = 4096) -> [Box] {
-        var result: [Box] = []
-        var i = range.lowerBound
-        let bytes = b[range]
-        while result.count < limit, let size32 = uint(bytes, i, 4) {
-            guard i + 8 <= range.upperBound else { break }
-            var size = size32, header = 8
-            if size32 == 1 {
-                guard let large = uint(bytes, i + 8, 8) else { break }
-                (size, header) = (large, 16)
-            } else if size32 == 0 {
-                size = UInt64(range.upperBound - i)  // to the end of the file
-            }
-            guard size >= UInt64(header), i + header <= range.upperBound else { break }
-            let end = size >= UInt64(range.upperBound - i) ? range.upperBound : i + Int(size)
-            result.append(Box(type: String(decoding: b[i + 4..<i + 8], as: UTF8.self), payload: i + header..<end))
-            i = end
-        }
-        return result
+        ISOBoxes.walk(b[range], limit: limit).map { Box(type: $0.type, payload: $0.payload) }
     }
 
     /// A video's frame size, which bounds its decode's memory whatever the file's length:
