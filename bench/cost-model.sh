@@ -69,6 +69,8 @@ HEIC|heic.heic|vips heifsave b12.v heic.heic --compression hevc --Q 50
 HEIC|heic-24.heic|vips heifsave base.v heic-24.heic --compression hevc --Q 50
 AVIF|avif.avif|vips heifsave b12.v avif.avif --compression av1 --Q 50 --effort 2
 JXL|jxl.jxl|vips jxlsave b12.v jxl.jxl --Q 75 --effort 4
+JPEG 2000|jp2.jp2|vips jp2ksave base.v jp2.jp2
+JPEG 2000 untiled|jp2-untiled.jp2|vips jp2ksave b12.v jp2-untiled.jp2 --tile-width 4000 --tile-height 3000
 TIFF|tiff.tif|vips tiffsave base.v tiff.tif --compression lzw
 TIFF|tiff-12.tif|vips tiffsave b12.v tiff-12.tif --compression lzw
 GIF|gif.gif|vips gifsave b3.v gif.gif

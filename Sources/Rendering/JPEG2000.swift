@@ -153,13 +153,14 @@ extension Renderer {
 
     /// The decode's memory of a JPEG 2000 (jp2kload, OpenJPEG) rendered to `out`. libvips'
     /// thumbnail decodes the smallest resolution level still larger than the output (its
-    /// jp2k "page pyramid"), so the level is the size that counts:
-    /// - untiled (one tile): the codestream, read whole (1.5 × the file), the level decoded in
-    ///   32-bit samples (w' × h' × b × 4) and 8 MiB;
-    /// - tiled: 100 KiB a tile and half a byte a source pixel (OpenJPEG keeps its state of each
+    /// jp2k "page pyramid"), so the level is the size that counts. OpenJPEG holds a tile's
+    /// codestream while it decodes it (twice its share of the file) and the tile at the level
+    /// in 32-bit samples (w' × h' × b × 4); then
+    /// - untiled (one tile): 8 MiB more, the decoder's fixed state;
+    /// - tiled: 100 KiB a tile and 0.4 bytes a source pixel (OpenJPEG keeps its state of each
     ///   tile decoded), and three rows of tiles of the level in libvips' cache.
-    /// Without a layout (a JP2 whose codestream lay past the bytes read): the untiled model at
-    /// full size. Measured with vipsthumbnail at VIPS_CONCURRENCY=1 on 12 and 24 MP files,
+    /// Without a layout (a JP2 whose codestream lay past the bytes read): an untiled decode at
+    /// full size. Measured with vipsthumbnail at VIPS_CONCURRENCY=1 on 12 and 27 MP files,
     /// tiled by 256, 512, 1024 and untiled, into 256 and 1200 (docs/RENDERING.md).
     static func jpeg2000Decode(_ header: SourceHeader, output out: (width: Int, height: Int)) -> UInt64 {
         let w = UInt64(max(header.width, 0)), h = UInt64(max(header.height, 0)), b = UInt64(max(header.bands, 1))
@@ -169,12 +170,12 @@ extension Renderer {
         var level = 0
         while level + 1 < min(layout.resolutionLevels, 33), side(w, level + 1) > UInt64(max(out.width, 0)),
               side(h, level + 1) > UInt64(max(out.height, 0)) { level += 1 }
-        let lw = side(w, level), lh = side(h, level)
-        if layout.tiles <= 1 {
-            return sum(product(layout.codestreamBytes, 3) / 2, product(lw, lh, b, 4), jpeg2000UntiledBase)
-        }
-        let cachedRows = min(lh, product(side(UInt64(layout.tileHeight), level), 3))
-        return sum(product(UInt64(layout.tiles), jpeg2000TileState), product(w, h) / 2, product(lw, cachedRows, b))
+        let tiles = UInt64(max(layout.tiles, 1))
+        let tileWidth = min(UInt64(layout.tileWidth), w), tileHeight = min(UInt64(layout.tileHeight), h)
+        let held = sum(product(layout.codestreamBytes, 2) / tiles, product(side(tileWidth, level), side(tileHeight, level), b, 4))
+        guard tiles > 1 else { return sum(held, jpeg2000UntiledBase) }
+        let cachedRows = min(side(h, level), product(side(tileHeight, level), 3))
+        return sum(product(tiles, jpeg2000TileState), product(w, h, 2) / 5, held, product(side(w, level), cachedRows, b))
     }
 }
 

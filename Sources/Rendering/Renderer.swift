@@ -17,9 +17,8 @@ public struct RenderLimits: Sendable, Equatable {
     /// `too-large` when `header` declares more pixels than allowed: the one rule, for the
     /// worker (the real header) and the daemon (a sniffed one, before any decoder runs).
     public func refusal(of header: SourceHeader, path: String) -> RenderError? {
-        if let tiles = jpeg2000Refusal(of: header, path: path) { return tiles }
         let limit = header.isVideo ? maxVideoFramePixels : maxSourcePixels
-        guard header.totalPixels > limit else { return nil }
+        guard header.totalPixels > limit else { return jpeg2000Refusal(of: header, path: path) }  // tiles: JPEG2000.swift
         return .tooLarge("too large: \(header.width)x\(header.height)" +
                          (header.pages > 1 ? "x\(header.pages) pages" : "") +
                          " is \(header.totalPixels) pixels, over the limit of \(limit)" +

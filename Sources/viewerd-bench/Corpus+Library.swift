@@ -4,10 +4,11 @@ import Rendering
 /// The library part's corpus: one folder of distinct files per kind of file a real library
 /// holds (ROOT/corpus/library/<class>/, see bench/fetch-corpus.sh).
 extension Corpus {
-    /// The classes in the order the part runs them; `camera` is the one with EXIF thumbnails.
-    static let libraryClasses = ["camera", "progressive", "heic", "avif", "interlaced-png"]
+    /// The classes in the order the part runs them; `camera` is the one with EXIF thumbnails,
+    /// `jp2` the progressive photos as JPEG 2000 (`makeJPEG2000Class`).
+    static let libraryClasses = ["camera", "progressive", "heic", "avif", "interlaced-png", "jp2"]
 
-    static let libraryExtensions: Set<String> = ["jpg", "png", "heic", "avif"]
+    static let libraryExtensions: Set<String> = ["jpg", "png", "heic", "avif", "jp2"]
 
     /// The files of each class under `root/corpus/library`, after making the `camera` class
     /// from the `progressive` one. Empty when fetch-corpus.sh has not made the library yet.
@@ -15,6 +16,7 @@ extension Corpus {
         let library = root + "/corpus/library"
         guard FileManager.default.fileExists(atPath: library + "/progressive") else { return [] }
         try makeCameraClass(library: library)
+        try makeJPEG2000Class(library: library)
         return libraryClasses.map { name in
             let directory = library + "/" + name
             let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []

@@ -2,7 +2,7 @@ import Foundation
 import ViewerProtocol
 import ViewerTestSupport
 
-/// 1b. The library: cold renders class by class (camera JPEGs, progressive JPEGs, HEIC, AVIF,
+/// 1b. The library: cold renders class by class (camera JPEGs, progressive JPEGs, HEIC, AVIF, JPEG 2000,
 /// interlaced PNG), where the cold part's one figure over a mixed corpus would hide a slow
 /// class; and how soon a camera JPEG's EXIF thumbnail is on screen as a PREVIEW.
 extension Bench {

@@ -25,10 +25,12 @@ for path in arguments.dropFirst(2) {
     let sniffed = HeaderSniffer.sniff(Array(prefix)) { offset, count in
         (try? file.seek(toOffset: offset)).flatMap { try? file.read(upToCount: count) }.map(Array.init) ?? []
     }
-    guard let header = sniffed else {
+    guard var header = sniffed else {
         print(path, "-", 0, 0, 0, false)
         continue
     }
+    // As HeaderSniffer.sniff(source) does: an untiled JPEG 2000's codestream is read whole.
+    header.jpeg2000?.codestreamBytes = (try? file.seekToEnd()) ?? 0
     let cost = Renderer.estimateCost(header, spec: RenditionSpec(width: box, height: box))
     print(path, header.loader, header.width, header.height, cost.memoryBytes, cost.costly)
 }
