@@ -79,10 +79,13 @@ run: build
 ## test: the whole suite (unit tests and end-to-end tests of the real daemon), then the Python
 ## client's tests (clients/python: codec vectors, and its clients against the debug daemon),
 ## then the desktop thumbnail service's conformance suite (Tests/Desktop)
+# A run that hangs (a test past 20 minutes, or 10 silent) is killed by Tests/watch-tests.py, which first prints
+# which tests were running, the processes under them and their threads' stacks.
+WATCH_TESTS = python3 Tests/watch-tests.py --test-limit 1200 --quiet-limit 600 --
 test: test-deps
 	$(SWIFT_BUILD) --build-tests
-	$(SWIFT_TEST) --skip-build
-	VIEWERD_BUILD_DIR="$$($(SWIFT_BUILD) --show-bin-path)" python3 -m unittest discover -s clients/python/tests -v
+	$(WATCH_TESTS) $(SWIFT_TEST) --skip-build
+	VIEWERD_BUILD_DIR="$$($(SWIFT_BUILD) --show-bin-path)" $(WATCH_TESTS) python3 -m unittest discover -s clients/python/tests -v
 	@$(MAKE) --no-print-directory desktop-conformance
 
 ## desktop-conformance: the desktop's thumbnail service (viewerd-thumbnailer, issue 21) driven by
