@@ -33,9 +33,11 @@ let package = Package(
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
                        providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]),
         // Fixed-arity wrappers of the variadic libvips calls we use (Swift cannot call `...`),
-        // the partial progressive JPEG decode, and the video decode (video.c).
+        // and the partial progressive JPEG decode.
+        .target(name: "CVipsShim", dependencies: ["CVips", "CJPEG"]),
+        // FFmpeg's video decode (video.c): media info and poster frames.
         // (pkg-config names libavformat alone: the other three are linked here.)
-        .target(name: "CVipsShim", dependencies: ["CVips", "CJPEG", "CFFmpeg"],
+        .target(name: "CFFmpegShim", dependencies: ["CFFmpeg", "CVipsShim"],
                 linkerSettings: [.linkedLibrary("avcodec"), .linkedLibrary("swscale"), .linkedLibrary("avutil")]),
 
         // The worker's sandbox: libseccomp's variadic rule calls with fixed arguments, and the
@@ -51,7 +53,7 @@ let package = Package(
         // Wire format: frames, messages, codes. No I/O, no C.
         .target(name: "ViewerProtocol"),
         // The only module that talks to libvips.
-        .target(name: "Rendering", dependencies: ["ViewerProtocol", "CVipsShim", "Locking"]),
+        .target(name: "Rendering", dependencies: ["ViewerProtocol", "CVipsShim", "CFFmpegShim", "Locking"]),
         // The only module that talks to LMDB.
         .target(name: "RenditionStore", dependencies: ["CLMDB", "CChecksum", "Locking"]),
         // CRC-32C with the CPU's instruction, for verifying stored renditions.

@@ -76,7 +76,6 @@ int vs_init(const char *argv0, int allow_svg, int allow_pdf, int allow_jxl) {
     if (allow_svg) vips_operation_block_set("VipsForeignLoadSvg", FALSE);
     if (allow_pdf) vips_operation_block_set("VipsForeignLoadPdf", FALSE);
     if (allow_jxl) vips_operation_block_set("VipsForeignLoadJxl", FALSE);
-    vv_init();  // FFmpeg's log into failure messages (video.c)
     return 0;
 }
 

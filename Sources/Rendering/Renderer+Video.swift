@@ -1,3 +1,4 @@
+import CFFmpegShim
 import CVipsShim
 import ViewerProtocol
 

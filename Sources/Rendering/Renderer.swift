@@ -1,3 +1,4 @@
+import CFFmpegShim
 import CVipsShim
 import Locking
 import ViewerProtocol
@@ -138,6 +139,7 @@ public struct Renderer: Sendable {
         let failed = started.withLock { started -> Bool in
             if started { return false }
             guard vs_init(programName, 1, 1, 1) == 0 else { return true }
+            vv_init()  // FFmpeg's log into failure messages (CFFmpegShim)
             started = true
             return false
         }

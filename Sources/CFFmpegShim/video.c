@@ -25,7 +25,7 @@
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 
-#include "vips_shim.h"
+#include "ffmpeg_shim.h"
 
 // The demuxers a video may go through: ISO media (MP4, MOV, 3GP), Matroska and WebM, AVI,
 // MPEG transport and program streams. Everything else FFmpeg has (hundreds of formats, some
