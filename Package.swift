@@ -35,9 +35,10 @@ let package = Package(
         // Fixed-arity wrappers of the variadic libvips calls we use (Swift cannot call `...`),
         // and the partial progressive JPEG decode.
         .target(name: "CVipsShim", dependencies: ["CVips", "CJPEG"]),
-        // FFmpeg's video decode (video.c): media info and poster frames.
+        // FFmpeg's video decode (video.c): media info and poster frames as pixels in memory,
+        // which Rendering hands to libvips; it knows nothing of libvips (docs/DECISIONS.md).
         // (pkg-config names libavformat alone: the other three are linked here.)
-        .target(name: "CFFmpegShim", dependencies: ["CFFmpeg", "CVipsShim"],
+        .target(name: "CFFmpegShim", dependencies: ["CFFmpeg"],
                 linkerSettings: [.linkedLibrary("avcodec"), .linkedLibrary("swscale"), .linkedLibrary("avutil")]),
 
         // The worker's sandbox: libseccomp's variadic rule calls with fixed arguments, and the

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <vips/vips.h>
@@ -324,6 +325,32 @@ int vs_thumbnail_image(VipsImage *in, int width, int height, int crop, int size,
     *out = NULL;
     return vips_thumbnail_image(in, out, width, "height", height, "crop", interesting_of(crop),
                                 "size", (VipsSize)size, "export_profile", to_srgb ? "srgb" : NULL, NULL);
+}
+
+int vs_image_from_pixels(uint8_t *pixels, int width, int height, int bands, size_t stride, int orientation,
+                         VipsImage **out) {
+    *out = NULL;
+    size_t line = (size_t)width * bands;
+    if (width < 1 || height < 1 || bands < 1 || stride < line) {
+        free(pixels);
+        vips_error("viewerd", "a %dx%d image of %d bands cannot have rows of %zu bytes", width, height, bands, stride);
+        return -1;
+    }
+    // libvips' memory images have packed rows.
+    if (stride != line) {
+        for (int y = 1; y < height; y++) memmove(pixels + line * y, pixels + stride * y, line);
+    }
+    VipsImage *image = vips_image_new_from_memory(pixels, line * (size_t)height, width, height, bands, VIPS_FORMAT_UCHAR);
+    if (!image) {
+        free(pixels);
+        return -1;
+    }
+    // The pixels live as long as the image.
+    g_object_set_data_full(G_OBJECT(image), "viewerd-pixels", pixels, free);
+    image->Type = bands < 3 ? VIPS_INTERPRETATION_B_W : VIPS_INTERPRETATION_sRGB;
+    vips_image_set_int(image, VIPS_META_ORIENTATION, orientation);
+    *out = image;
+    return 0;
 }
 
 // Frees a shrink's pixels when its image closes.

@@ -1,12 +1,39 @@
 // FFmpeg's video decode (video.c): the media info and poster frames of videos (issue 17).
 // Only this target includes FFmpeg's headers; Swift sees the vv_* functions declared here.
+// It knows nothing of libvips: a poster is 8-bit RGB pixels in memory (vv_frame), which
+// Rendering hands to libvips; the size to convert to and the cancel request come from the
+// caller, as callbacks (vv_target, vv_cancel).
 #ifndef VIEWERD_FFMPEG_SHIM_H
 #define VIEWERD_FFMPEG_SHIM_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vips_shim.h"
+/// A render's cancel request, asked between reads and packets: `requested(context)` returns
+/// nonzero once the render is to stop. Called on the decoding thread.
+typedef struct {
+    int (*requested)(const void *context);
+    const void *context;
+} vv_cancel;
+
+/// The size a poster frame is converted to: `size(context, ...)` gets the frame's shown size
+/// (square pixels) and the EXIF orientation that turns it upright, and returns 0 with the
+/// size, unturned, to convert it to (what the caller's resize would make of it), or nonzero
+/// to keep the shown size.
+typedef struct {
+    int (*size)(const void *context, int width, int height, int orientation, int *out_width, int *out_height);
+    const void *context;
+} vv_target;
+
+/// A poster frame: 8-bit RGB, `stride` bytes a row, and the EXIF orientation (1-8) that turns
+/// it upright. `pixels` is malloc'd and the caller's to free (free()).
+typedef struct {
+    uint8_t *pixels;
+    int width;
+    int height;
+    size_t stride;
+    int orientation;
+} vv_frame;
 
 /// What a video's headers say (issue 17).
 typedef struct {
@@ -28,16 +55,16 @@ void vv_init(void);
 /// Returns 0, or -1 damaged, -2 not a video viewerd decodes (no video stream, unknown
 /// codec, not a container it reads), -3 frames over `max_pixels`, -4 cancelled; `err`
 /// (errlen bytes) then says why.
-int vv_probe_fd(int fd, int64_t max_pixels, vs_cancel *cancel, vv_info *out, char *err, size_t errlen);
+int vv_probe_fd(int fd, int64_t max_pixels, const vv_cancel *cancel, vv_info *out, char *err, size_t errlen);
 
-/// The poster frame of a video as an 8-bit sRGB image in memory, tagged with the EXIF
-/// orientation that turns it upright. `time_ms` < 0: a representative frame (the first
-/// keyframe after 10 % of the duration, later ones while it is near-uniform); else the frame
-/// shown at that time. Returns as vv_probe_fd; `info` is filled when it returns 0.
-/// The frame is converted straight to the size vs_thumbnail_image resizes it to for the box
-/// (`width`, `height`, `crop`, `size` as vs_thumbnail_fd takes them): libvips then only crops,
-/// turns and encodes it, and one conversion replaces a full-size one and a resize.
-int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, int width, int height, int crop, int size,
-                 vs_cancel *cancel, vv_info *info, VipsImage **out, char *err, size_t errlen);
+/// The poster frame of a video as 8-bit RGB pixels (sRGB) in memory, with the EXIF orientation
+/// that turns it upright. `time_ms` < 0: a representative frame (the first keyframe after 10 %
+/// of the duration, later ones while it is near-uniform); else the frame shown at that time.
+/// Returns as vv_probe_fd; `info` and `out` are filled when it returns 0.
+/// The frame is converted straight to the size `target` gives (NULL: its shown size): the
+/// caller's resize then has nothing left to do, and one conversion replaces a full-size one
+/// and a resize. `cancel` may be NULL.
+int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, const vv_target *target, const vv_cancel *cancel,
+                 vv_info *info, vv_frame *out, char *err, size_t errlen);
 
 #endif

@@ -107,6 +107,12 @@ int vs_jpeg_dc_load_fd(int fd, int orientation, double xres, double yres, vs_can
 /// `fail_on_truncated` as for vs_thumbnail_fd.
 int vs_alpha_shrink_fd(int fd, int k, int fail_on_truncated, vs_cancel *cancel, VipsImage **out);
 
+/// An 8-bit sRGB image of `bands` bands over `pixels` (`stride` bytes a row), tagged with EXIF
+/// `orientation`: a video's poster frame. Takes `pixels` (malloc'd), which it frees with free()
+/// when the image closes, also when it fails. Returns 0, or -1 with libvips' error set.
+int vs_image_from_pixels(uint8_t *pixels, int width, int height, int bands, size_t stride, int orientation,
+                         VipsImage **out);
+
 /// The size vs_thumbnail_fd makes for the same arguments, with no pixel decoded, for a source
 /// of EXIF `orientation` (1-8).
 int vs_plan_fd(int fd, int width, int height, int crop, int size, int page, int orientation, int *out_width,
