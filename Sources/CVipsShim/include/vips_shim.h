@@ -1,4 +1,5 @@
-// Fixed-arity wrappers around the variadic libvips calls viewerd uses.
+// Fixed-arity wrappers around the variadic libvips calls viewerd uses, one .c file per concern
+// (shim_private.h lists them).
 // Swift cannot call C functions with `...`, so every option is an explicit argument here.
 // VipsImage stays opaque to Swift: only this shim and the Rendering module see it.
 #ifndef VIEWERD_VIPS_SHIM_H
