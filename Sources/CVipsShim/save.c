@@ -27,14 +27,11 @@ int shim_to_srgb8(VipsImage *in, VipsImage **out) {
 // file, so it must not carry a GPS position or a name, and it must not depend on each saver's
 // `strip` for that: 8.14.1's webpsave ignores it (and see webp_without_metadata). Pixels that
 // reach here still tagged with a profile other than sRGB (a HEIF thumbnail item keeps its
-// file's Display P3) are converted through it first, so that nothing the pixels need is lost;
+// file's Display P3; `profile_is_srgb` is the caller's word on that) are converted through it first, so that nothing the pixels need is lost;
 // a profile that cannot be used (damaged) leaves them as they are, as a render without one.
-static int rendition_pixels(VipsImage *in, VipsImage **out) {
-    const void *icc = NULL;
-    size_t icc_length = 0;
+static int rendition_pixels(VipsImage *in, int profile_is_srgb, VipsImage **out) {
     VipsImage *converted = NULL;
-    if (vips_image_get_typeof(in, VIPS_META_ICC_NAME) && !vips_image_get_blob(in, VIPS_META_ICC_NAME, &icc, &icc_length)
-        && !vs_icc_is_srgb(icc, icc_length)
+    if (vips_image_get_typeof(in, VIPS_META_ICC_NAME) && !profile_is_srgb
         && vips_icc_transform(in, &converted, "srgb", "embedded", TRUE, NULL))
         vips_error_clear();
     VipsImage *srgb = NULL, *copy = NULL;
@@ -93,12 +90,12 @@ static int webp_without_metadata(uint8_t *webp, size_t *len) {
     return 0;
 }
 
-int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background, int fast, vs_cancel *cancel,
-                   void **buf, size_t *len, int *out_width, int *out_height) {
+int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background, int fast, int profile_is_srgb,
+                   vs_cancel *cancel, void **buf, size_t *len, int *out_width, int *out_height) {
     *buf = NULL;
     *len = 0;
     VipsImage *img = NULL;
-    if (rendition_pixels(image, &img)) return -1;
+    if (rendition_pixels(image, profile_is_srgb, &img)) return -1;
     if (cancel) {
         vips_image_set_progress(img, TRUE);
         g_signal_connect(img, "eval", G_CALLBACK(shim_on_eval), cancel);

@@ -107,3 +107,9 @@ void vs_image_size(VipsImage *image, int *width, int *height, int *bands) {
     *height = vips_image_get_height(image);
     *bands = vips_image_get_bands(image);
 }
+
+int vs_image_icc(VipsImage *image, const void **data, size_t *length) {
+    *data = NULL;
+    *length = 0;
+    return vips_image_get_typeof(image, VIPS_META_ICC_NAME) && !vips_image_get_blob(image, VIPS_META_ICC_NAME, data, length);
+}

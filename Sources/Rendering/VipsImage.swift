@@ -12,6 +12,17 @@ final class VipsImageRef {
         return (Int(w), Int(h), Int(b))
     }
 
+    /// The image is tagged with an sRGB profile (`ICCProfile.isSRGB`): the saver writes its
+    /// pixels as they are, where another profile's are converted through it.
+    var profileIsSRGB: Bool {
+        var data: UnsafeRawPointer?
+        var length = 0
+        return withExtendedLifetime(self) {
+            guard vs_image_icc(pointer, &data, &length) != 0, let data else { return false }
+            return ICCProfile.isSRGB(UnsafeRawBufferPointer(start: data, count: length))
+        }
+    }
+
     deinit { vs_unref(pointer) }
 }
 

@@ -56,17 +56,15 @@ typedef struct {
     int orientation;    // EXIF orientation 1-8 (1 when absent)
     int interlaced;     // progressive JPEG / interlaced PNG
     int has_icc;        // an embedded ICC profile
-    int icc_srgb;       // ... and it is an sRGB one: no conversion needed to write sRGB
+    uint8_t *icc;       // ... a copy of it (NULL when none), to be freed with vs_free
+    size_t icc_length;
     int cmyk;           // CMYK pixels
     char loader[48];    // libvips loader nickname, e.g. "jpegload_source"
     double xres, yres;  // pixels per mm, as the loader gives them (a JPEG's JFIF or EXIF density)
 } vs_header;
 
-/// Whether an embedded ICC profile is an sRGB one (sRGB's primaries and tone curves, whatever
-/// its name): then its pixels need no conversion to be written as sRGB.
-int vs_icc_is_srgb(const uint8_t *icc, size_t length);
-
-/// Reads the header from an open file descriptor (the descriptor is not closed).
+/// Reads the header from an open file descriptor (the descriptor is not closed). On success
+/// the caller frees `out->icc` with vs_free.
 int vs_header_fd(int fd, vs_header *out);
 
 /// Shrink-on-load thumbnail from an open file descriptor (not closed) or from memory.
@@ -184,16 +182,21 @@ int vs_sink_bands(VipsImage *in, int band_height, vs_cancel *cancel, vs_band_fn 
 /// Dimensions of a (lazy) image.
 void vs_image_size(VipsImage *image, int *width, int *height, int *bands);
 
+/// The ICC profile an image is tagged with: 1 with its bytes (the image's: valid while it
+/// lives), 0 when it has none.
+int vs_image_icc(VipsImage *image, const void **data, size_t *length);
+
 /// Encodes: flattens alpha onto `background` (0xRRGGBB) when the format has no alpha,
-/// converts pixels still tagged with a non-sRGB profile to sRGB, and writes no metadata in any
+/// converts pixels still tagged with a profile to sRGB through it unless `profile_is_srgb`
+/// (the caller's reading of vs_image_icc's bytes), and writes no metadata in any
 /// format (every field the source's loader attached is removed first: EXIF, GPS, XMP, IPTC,
 /// ICC). RAW writes 8-bit sRGB RGBA pixels, tightly packed.
 /// On success *buf is g_malloc'd: free it with vs_free.
 /// `cancel` may be NULL (not cancellable).
 /// `fast`: a tile of a level, cut by the hundred: JPEG's Huffman tables are not optimized
 /// (8 % larger, 40 % less time a tile).
-int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background, int fast, vs_cancel *cancel,
-                   void **buf, size_t *len, int *out_width, int *out_height);
+int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background, int fast, int profile_is_srgb,
+                   vs_cancel *cancel, void **buf, size_t *len, int *out_width, int *out_height);
 
 /// Writes 8-bit pixels (bands 1-4, packed rows) to a file whose suffix picks the format.
 /// For tests and fixtures. orientation > 1 is written as EXIF orientation (JPEG).
