@@ -27,7 +27,8 @@ final class VipsImageRef {
 }
 
 /// libvips' error buffer is global to the process: take it right after the failing call.
-func takeVipsError() -> String {
+/// `package`: RenderingFixtures' writers report libvips' errors too.
+package func takeVipsError() -> String {
     guard let text = vs_error_take() else { return "" }
     defer { vs_free(text) }
     return String(cString: text).trimmingTrailingWhitespace()
