@@ -29,9 +29,9 @@ APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev libjpeg62-turbo-dev pkg-c
 # tumbler (the bench's baseline), and procps (pgrep: the conformance tests watch a helper's
 # process; a minimal Debian has no procps); fontconfig (fc-cache) and fonts-dejavu-core for the
 # sandbox's font tests (issue 29: a font directory newer than its cache, a font outside the
-# workers' view).
+# workers' view); binutils (nm: that no product links the fixtures' writers, issue 31).
 TEST_APT_PACKAGES := libvips-tools systemd e2fsprogs libheif-examples ffmpeg ffmpegthumbnailer \
-	dbus dbus-user-session libglib2.0-bin python3-gi gir1.2-glib-2.0 tumbler procps fontconfig fonts-dejavu-core
+	dbus dbus-user-session libglib2.0-bin python3-gi gir1.2-glib-2.0 tumbler procps fontconfig fonts-dejavu-core binutils
 ARGS ?=
 
 .PHONY: all deps test-deps build debug run test clean install uninstall

@@ -33,9 +33,12 @@ let package = Package(
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
                        providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]),
         // Fixed-arity wrappers of the variadic libvips calls we use (Swift cannot call `...`),
-        // the partial progressive JPEG decode, and the video decode (video.c).
+        // and the partial progressive JPEG decode.
+        .target(name: "CVipsShim", dependencies: ["CVips", "CJPEG"]),
+        // FFmpeg's video decode (video.c): media info and poster frames as pixels in memory,
+        // which Rendering hands to libvips; it knows nothing of libvips (docs/DECISIONS.md).
         // (pkg-config names libavformat alone: the other three are linked here.)
-        .target(name: "CVipsShim", dependencies: ["CVips", "CJPEG", "CFFmpeg"],
+        .target(name: "CFFmpegShim", dependencies: ["CFFmpeg"],
                 linkerSettings: [.linkedLibrary("avcodec"), .linkedLibrary("swscale"), .linkedLibrary("avutil")]),
 
         // The worker's sandbox: libseccomp's variadic rule calls with fixed arguments, and the
@@ -50,8 +53,8 @@ let package = Package(
         .target(name: "ViewerLog", dependencies: ["Locking"]),
         // Wire format: frames, messages, codes. No I/O, no C.
         .target(name: "ViewerProtocol"),
-        // The only module that talks to libvips.
-        .target(name: "Rendering", dependencies: ["ViewerProtocol", "CVipsShim", "Locking"]),
+        // The only product module that talks to libvips (RenderingFixtures, test-only, writes with it too).
+        .target(name: "Rendering", dependencies: ["ViewerProtocol", "CVipsShim", "CFFmpegShim", "Locking"]),
         // The only module that talks to LMDB.
         .target(name: "RenditionStore", dependencies: ["CLMDB", "CChecksum", "Locking"]),
         // CRC-32C with the CPU's instruction, for verifying stored renditions.
@@ -92,18 +95,22 @@ let package = Package(
                                                     "DesktopThumbnails"]),
         // ViewerDaemon: its stores are filled under the daemon's own keys (Store/RenditionKeys.swift).
         .executableTarget(name: "viewerd-bench", dependencies: ["ViewerDaemon", "ViewerProtocol", "RenditionStore", "Rendering", "SystemCalls", "Locking",
-                                                         "ViewerTestSupport", "FreedesktopThumbnails"]),
+                                                         "ViewerTestSupport", "FreedesktopThumbnails", "RenderingFixtures"]),
         // make torture: hostile files, clients, load and faults against the real daemon (issue 9).
         .executableTarget(name: "viewerd-torture", dependencies: ["ViewerProtocol", "Rendering", "SystemCalls", "Locking",
-                                                           "ViewerTestSupport"]),
+                                                           "ViewerTestSupport", "RenderingFixtures"]),
 
         // What the tests, the bench and the torture share: the daemon launcher, the raw wire
         // client, the seeded generator. Not a product; test-only faults stay out of it.
         .target(name: "ViewerTestSupport", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
+        // The fixtures' writers of the tests, the bench and the torture: pixels written and
+        // decoded through libvips (ImageFixtures), hand-written PDFs (TestDocuments). Linked by
+        // no product: make build builds viewerd, viewerctl and viewerd-thumbnailer without it.
+        .target(name: "RenderingFixtures", dependencies: ["Rendering", "CVipsShim"]),
 
         // FuzzRegressions/: inputs kept by the fuzz target (make torture), read by FuzzRegressionTests.
         .testTarget(name: "ViewerProtocolTests", dependencies: ["ViewerProtocol", "ViewerTestSupport"], exclude: ["FuzzRegressions"]),
-        .testTarget(name: "RenderingTests", dependencies: ["Rendering", "ViewerProtocol", "ViewerTestSupport"]),
+        .testTarget(name: "RenderingTests", dependencies: ["Rendering", "RenderingFixtures", "ViewerProtocol", "ViewerTestSupport"]),
         .testTarget(name: "RenditionStoreTests", dependencies: ["RenditionStore", "Locking", "ViewerTestSupport"]),
         .testTarget(name: "ViewerDaemonTests", dependencies: ["ViewerDaemon", "ViewerProtocol", "SystemCalls", "Locking", "Rendering", "RenditionStore", "ViewerTestSupport",
                                                          "ViewerLog"]),
@@ -115,12 +122,12 @@ let package = Package(
         // bench/cost-model.sh: the daemon's cost estimate of a file, beside its measured peak.
         .executableTarget(name: "viewerd-cost-estimate", dependencies: ["ViewerDaemon", "Rendering", "ViewerProtocol"],
                           path: "Tests/CostEstimate"),
-        .testTarget(name: "EndToEndTests", dependencies: ["ViewerClient", "ViewerProtocol", "Rendering", "SystemCalls", "ViewerTestSupport",
-                                                        "FreedesktopThumbnails"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ViewerClient", "ViewerProtocol", "Rendering", "RenderingFixtures", "SystemCalls",
+                                                        "ViewerTestSupport", "FreedesktopThumbnails"]),
         .testTarget(name: "ViewerClientTests", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
         .testTarget(name: "DesktopThumbnailerTests", dependencies: ["DesktopThumbnailer", "DesktopThumbnails", "ViewerTestSupport"]),
-        .testTarget(name: "FreedesktopThumbnailsTests", dependencies: ["FreedesktopThumbnails", "Rendering", "ViewerTestSupport"]),
+        .testTarget(name: "FreedesktopThumbnailsTests", dependencies: ["FreedesktopThumbnails", "Rendering", "RenderingFixtures", "ViewerTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import CFFmpegShim
 import CVipsShim
 import ViewerProtocol
 
@@ -60,24 +61,56 @@ extension Renderer {
         if let problem = spec.validate(maxSide: limits.maxOutputSide) { throw .invalidSpec(problem) }
         try Self.checkSampleTables(source, container: container)
         var info = vv_info()
-        var frame: OpaquePointer?
+        var frame = vv_frame()
         var message = [CChar](repeating: 0, count: 256)
         let time = spec.timeMillis.map { Int64($0) } ?? -1
         let box = Self.thumbnailBox(spec, vector: false)
-        let status = withExtendedLifetime(cancellation) {
-            vv_poster_fd(source.descriptor, time, Int64(clamping: limits.maxVideoFramePixels), box.width, box.height, box.crop,
-                         box.size, cancellation?.handle, &info, &frame, &message, message.count)
+        let status = Self.withVideoCancel(cancellation) { cancel in
+            Self.withResizeTarget(box) { target in
+                vv_poster_fd(source.descriptor, time, Int64(clamping: limits.maxVideoFramePixels), target, cancel,
+                             &info, &frame, &message, message.count)
+            }
         }
         try Self.videoStatus(status, message: message, path: source.path)
-        guard let frame else { throw .corrupt(path: source.path, detail: "no frame") }
+        guard let pixels = frame.pixels else { throw .corrupt(path: source.path, detail: "no frame") }
         original = Self.mediaInfo(Self.videoInfo(info, container: container))
+        var wrapped: OpaquePointer?
+        guard vs_image_from_pixels(pixels, frame.width, frame.height, 3, frame.stride, frame.orientation, &wrapped) == 0,
+              let wrapped else {
+            throw .corrupt(path: source.path, detail: takeVipsError())
+        }
         // Already the size libvips resizes to: it crops and turns it, and converts nothing.
-        let image = VipsImageRef(frame)
+        let image = VipsImageRef(wrapped)
         var out: OpaquePointer?
         guard vs_thumbnail_image(image.pointer, box.width, box.height, box.crop, box.size, 0, &out) == 0, let out else {
             throw .corrupt(path: source.path, detail: takeVipsError())
         }
         return VipsImageRef(out)
+    }
+
+    /// `cancellation` as FFmpeg's side asks it, between reads and packets (nil: not cancellable).
+    private static func withVideoCancel<R>(_ cancellation: RenderCancellation?,
+                                           _ body: (UnsafePointer<vv_cancel>?) -> R) -> R {
+        guard let cancellation else { return body(nil) }
+        var cancel = vv_cancel(requested: { context in vs_cancel_requested(OpaquePointer(context)) },
+                               context: UnsafeRawPointer(cancellation.handle))
+        return withExtendedLifetime(cancellation) { withUnsafePointer(to: &cancel) { body($0) } }
+    }
+
+    /// The size a poster frame is converted to for `box`: the one `vs_thumbnail_image` resizes
+    /// it to, so that libvips then only crops and turns it (one conversion, no resize).
+    private static func withResizeTarget<R>(_ box: (width: Int32, height: Int32, crop: Int32, size: Int32),
+                                            _ body: (UnsafePointer<vv_target>) -> R) -> R {
+        withUnsafePointer(to: box) { boxPointer in
+            var target = vv_target(size: { context, width, height, orientation, outWidth, outHeight in
+                let box = context!.assumingMemoryBound(to: (width: Int32, height: Int32, crop: Int32, size: Int32).self).pointee
+                let status = vs_resize_size(width, height, box.width, box.height, box.crop, box.size, orientation,
+                                            outWidth, outHeight)
+                if status != 0 { _ = takeVipsError() }  // the frame keeps its shown size
+                return status
+            }, context: UnsafeRawPointer(boxPointer))
+            return withUnsafePointer(to: &target) { body($0) }
+        }
     }
 
     /// An ISO file whose sample tables claim more samples than it has bytes is damaged, and

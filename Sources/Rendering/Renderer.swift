@@ -1,3 +1,4 @@
+import CFFmpegShim
 import CVipsShim
 import Locking
 import ViewerProtocol
@@ -138,6 +139,7 @@ public struct Renderer: Sendable {
         let failed = started.withLock { started -> Bool in
             if started { return false }
             guard vs_init(programName, 1, 1, 1) == 0 else { return true }
+            vv_init()  // FFmpeg's log into failure messages (CFFmpegShim)
             started = true
             return false
         }
@@ -146,9 +148,7 @@ public struct Renderer: Sendable {
 
     /// Whether an ICC profile is an sRGB one (sRGB's primaries and tone curves, whatever its
     /// name): its pixels are written as they are (`SourceHeader.iccIsSRGB`).
-    public static func isSRGBProfile(_ icc: [UInt8]) -> Bool {
-        icc.withUnsafeBufferPointer { vs_icc_is_srgb($0.baseAddress, $0.count) != 0 }
-    }
+    public static func isSRGBProfile(_ icc: [UInt8]) -> Bool { ICCProfile.isSRGB(icc) }
 
     /// Releases libvips' state for the calling thread; call before a rendering thread ends.
     public static func threadWillExit() { vs_thread_shutdown() }
@@ -176,6 +176,7 @@ public struct Renderer: Sendable {
     }
 
     private static func header(_ h: vs_header, status: Int32, path: String) throws(RenderError) -> SourceHeader {
+        defer { vs_free(h.icc) }
         if status == -2 {
             _ = takeVipsError()
             throw .unsupportedFormat(path)
@@ -188,7 +189,7 @@ public struct Renderer: Sendable {
                                   pages: Int(max(h.pages, 1)), bitsPerSample: Int(h.bits),
                                   orientation: Int(h.orientation), interlaced: h.interlaced != 0,
                                   hasICCProfile: h.has_icc != 0, isCMYK: h.cmyk != 0, loader: loader)
-        header.iccIsSRGB = h.icc_srgb != 0
+        header.iccIsSRGB = h.icc.map { ICCProfile.isSRGB(UnsafeRawBufferPointer(start: $0, count: h.icc_length)) } ?? false
         (header.xres, header.yres) = (h.xres, h.yres)
         return header
     }
@@ -455,8 +456,8 @@ public struct Renderer: Sendable {
         var length = 0
         var width: Int32 = 0, height: Int32 = 0
         let status = withExtendedLifetime(cancellation) {
-            vs_save_buffer(image.pointer, Int32(spec.format.rawValue), Int32(spec.quality),
-                           spec.background, fast ? 1 : 0, cancellation?.handle, &buffer, &length, &width, &height)
+            vs_save_buffer(image.pointer, Int32(spec.format.rawValue), Int32(spec.quality), spec.background, fast ? 1 : 0,
+                           image.profileIsSRGB ? 1 : 0, cancellation?.handle, &buffer, &length, &width, &height)
         }
         guard status == 0, let buffer else { throw .corrupt(path: path, detail: takeVipsError()) }
         defer { vs_free(buffer) }

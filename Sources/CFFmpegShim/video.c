@@ -4,19 +4,19 @@
 // pread (the worker never opens a path), only the demuxers and decoders listed below run,
 // and every loop is bounded: by the render's cancel flag (the interrupt callback and the
 // reads), by a packet budget per attempt, and by the decoder's pixel limit. The frame is
-// converted to 8-bit RGB and handed to libvips as memory, tagged with the orientation the
-// container's display matrix asks for; libvips then resizes, colours and encodes it as it
-// does a photo (docs/RENDERING.md, "Videos").
+// converted to 8-bit RGB in memory, at the size the caller's target gives, with the orientation
+// the container's display matrix asks for; Rendering hands it to libvips, which crops, turns
+// and encodes it as it does a photo (docs/RENDERING.md, "Videos"). Nothing here knows libvips.
 #include <errno.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <vips/vips.h>
 
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
@@ -25,7 +25,7 @@
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 
-#include "vips_shim.h"
+#include "ffmpeg_shim.h"
 
 // The demuxers a video may go through: ISO media (MP4, MOV, 3GP), Matroska and WebM, AVI,
 // MPEG transport and program streams. Everything else FFmpeg has (hundreds of formats, some
@@ -100,12 +100,14 @@ typedef struct {
     int fd;
     int64_t position;
     int64_t size;
-    vs_cancel *cancel;
+    const vv_cancel *cancel;
 } vv_reader;
+
+static int cancelled(const vv_cancel *cancel) { return cancel && cancel->requested(cancel->context); }
 
 static int reader_read(void *opaque, uint8_t *buffer, int length) {
     vv_reader *reader = opaque;
-    if (reader->cancel && vs_cancel_requested(reader->cancel)) return AVERROR_EXIT;
+    if (cancelled(reader->cancel)) return AVERROR_EXIT;
     ssize_t n;
     do n = pread(reader->fd, buffer, (size_t)length, reader->position); while (n < 0 && errno == EINTR);
     if (n < 0) return AVERROR(errno);
@@ -132,7 +134,7 @@ static int64_t reader_seek(void *opaque, int64_t offset, int whence) {
 
 static int interrupted(void *opaque) {
     vv_reader *reader = opaque;
-    return reader->cancel && vs_cancel_requested(reader->cancel);
+    return cancelled(reader->cancel);
 }
 
 // --- Opening: container, stream, decoder ---------------------------------------------------
@@ -193,7 +195,7 @@ static int video_stream(const AVFormatContext *format) {
 
 // Opens the descriptor's container and picks its video stream. 0, or -1 corrupt, -2 not a
 // video viewerd decodes, -3 larger than max_pixels, -4 cancelled; `err` says why.
-static int video_open(vv_video *video, int fd, int64_t max_pixels, vs_cancel *cancel, char *err, size_t errlen) {
+static int video_open(vv_video *video, int fd, int64_t max_pixels, const vv_cancel *cancel, char *err, size_t errlen) {
     memset(video, 0, sizeof *video);
     last_log[0] = 0;
     struct stat st;
@@ -311,7 +313,7 @@ static int video_open(vv_video *video, int fd, int64_t max_pixels, vs_cancel *ca
     return 0;
 }
 
-int vv_probe_fd(int fd, int64_t max_pixels, vs_cancel *cancel, vv_info *out, char *err, size_t errlen) {
+int vv_probe_fd(int fd, int64_t max_pixels, const vv_cancel *cancel, vv_info *out, char *err, size_t errlen) {
     vv_video video;
     int status = video_open(&video, fd, max_pixels, cancel, err, errlen);
     if (status == 0) *out = video.info;
@@ -426,21 +428,19 @@ static int64_t frame_time(const vv_video *video, const AVFrame *frame) {
     return av_sat_sub64(av_rescale_q(pts, video->stream->time_base, AV_TIME_BASE_Q), start);
 }
 
-// The frame as 8-bit sRGB in memory, for libvips, tagged with the orientation to apply: at
-// the size libvips would resize it to for the box (the frame's shown size, square pixels, when
-// the box cannot say), so that libvips only crops and turns it.
-static int frame_image(const vv_video *video, const AVFrame *frame, const int box[4], VipsImage **out, char *err,
+// The frame as 8-bit sRGB in memory, with the orientation to apply: at the size the target
+// gives (what libvips would resize it to for the box; the frame's shown size, square pixels,
+// when it cannot say), so that libvips only crops and turns it.
+static int frame_image(const vv_video *video, const AVFrame *frame, const vv_target *target, vv_frame *out, char *err,
                        size_t errlen) {
     int64_t shown = (int64_t)video->info.width * frame->width / video->info.coded_width;
     int width = shown < 1 ? 1 : shown > INT_MAX ? INT_MAX : (int)shown;
     int height = frame->height;
     int resized_width, resized_height;
-    if (vs_resize_size(width, height, box[0], box[1], box[2], box[3], video->info.orientation, &resized_width,
-                       &resized_height) == 0 && resized_width >= 1 && resized_height >= 1) {
+    if (target && target->size(target->context, width, height, video->info.orientation, &resized_width,
+                               &resized_height) == 0 && resized_width >= 1 && resized_height >= 1) {
         width = resized_width;
         height = resized_height;
-    } else {
-        vips_error_clear();
     }
     // Bicubic, whose support swscale widens with the shrink (no aliasing), as ffmpeg's scale
     // filter and thumbnailers use it.
@@ -461,7 +461,7 @@ static int frame_image(const vv_video *video, const AVFrame *frame, const int bo
                                  brightness, contrast, saturation);
     }
     size_t stride = (size_t)width * 3;
-    uint8_t *pixels = g_try_malloc(stride * (size_t)height);
+    uint8_t *pixels = malloc(stride * (size_t)height);
     if (!pixels) {
         sws_freeContext(sws);
         return fail(err, errlen, -1, "out of memory for a %dx%d frame", width, height);
@@ -470,23 +470,14 @@ static int frame_image(const vv_video *video, const AVFrame *frame, const int bo
     int strides[4] = {(int)stride, 0, 0, 0};
     sws_scale(sws, (const uint8_t *const *)frame->data, frame->linesize, 0, frame->height, planes, strides);
     sws_freeContext(sws);
-    VipsImage *image = vips_image_new_from_memory(pixels, stride * (size_t)height, width, height, 3, VIPS_FORMAT_UCHAR);
-    if (!image) {
-        g_free(pixels);
-        return fail(err, errlen, -1, "libvips refused the frame");
-    }
-    // The pixels live as long as the image.
-    g_object_set_data_full(G_OBJECT(image), "viewerd-frame", pixels, g_free);
-    image->Type = VIPS_INTERPRETATION_sRGB;
-    vips_image_set_int(image, VIPS_META_ORIENTATION, video->info.orientation);
-    *out = image;
+    *out = (vv_frame){.pixels = pixels, .width = width, .height = height, .stride = stride,
+                      .orientation = video->info.orientation};
     return 0;
 }
 
-int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, int width, int height, int crop, int size,
-                 vs_cancel *cancel, vv_info *info, VipsImage **out, char *err, size_t errlen) {
-    const int box[4] = {width, height, crop, size};
-    *out = NULL;
+int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, const vv_target *target, const vv_cancel *cancel,
+                 vv_info *info, vv_frame *out, char *err, size_t errlen) {
+    *out = (vv_frame){0};
     vv_video video;
     int status = video_open(&video, fd, max_pixels, cancel, err, errlen);
     if (status != 0) {
@@ -619,7 +610,7 @@ int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, int width, int hei
         status = fail(err, errlen, -1, "no frame: %s", why);
         goto done;
     }
-    status = frame_image(&video, best, box, out, err, errlen);
+    status = frame_image(&video, best, target, out, err, errlen);
 
 done:
     av_frame_free(&best);
