@@ -35,7 +35,9 @@ let package = Package(
         // Fixed-arity wrappers of the variadic libvips calls we use (Swift cannot call `...`),
         // the partial progressive JPEG decode, and the video decode (video.c).
         // (pkg-config names libavformat alone: the other three are linked here.)
-        .target(name: "CVipsShim", dependencies: ["CVips", "CJPEG", "CFFmpeg"],
+        // HDR to SDR on 16-bit RGB, for stills and posters alike (issue 31): no library.
+        .target(name: "CToneMap"),
+        .target(name: "CVipsShim", dependencies: ["CVips", "CJPEG", "CFFmpeg", "CToneMap"],
                 linkerSettings: [.linkedLibrary("avcodec"), .linkedLibrary("swscale"), .linkedLibrary("avutil")]),
 
         // The worker's sandbox: libseccomp's variadic rule calls with fixed arguments, and the

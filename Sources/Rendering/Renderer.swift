@@ -120,7 +120,9 @@ public struct Renderer: Sendable {
     /// Bumped whenever output for the same spec and source changes, so old entries miss.
     /// 2: renditions carry none of the source's metadata (WebP ones stored by 1 kept its EXIF
     /// and XMP, GPS position included: they must not be served again).
-    public static let version: UInt16 = 2
+    /// 3: HDR sources (PQ, HLG) are tone mapped to sRGB; those of 2 were read as SDR, washed
+    /// out and dark (issue 31). Every class misses once: versions per format class come later.
+    public static let version: UInt16 = 3
 
     public let limits: RenderLimits
     /// What this renderer's decodes do with a truncated source: `render` decodes with
