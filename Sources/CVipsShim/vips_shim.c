@@ -177,6 +177,8 @@ static VipsSource *source_for_fd(int fd, vs_cancel *cancel) {
     return VIPS_SOURCE(custom);
 }
 
+VipsSource *vs_source_fd(int fd, vs_cancel *cancel) { return source_for_fd(fd, cancel); }
+
 static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
 
 // The tag `signature` of an ICC profile: its data and size, bounds-checked; NULL if absent.

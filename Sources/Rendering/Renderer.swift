@@ -299,9 +299,12 @@ public struct Renderer: Sendable {
         }
         let header = try admitUngated(source, spec: spec, signature: signature)
         original = Self.mediaInfo(header, format: Self.formatName(header.loader, descriptor: source.descriptor))
+        let hdr = Self.stillHDR(source, header: header)
+        original?.hdr = hdr
         if spec.region != nil || spec.tile != nil {
             return try zoomedThumbnail(source, header: header, spec: spec, cancellation: cancellation)
         }
+        if let hdr { return try hdrStillThumbnail(source, hdr: hdr, spec: spec, cancellation: cancellation) }
         let box = Self.thumbnailBox(spec, vector: header.isVector)
         var out: OpaquePointer?
         let toSRGB: Int32 = header.convertsColour ? 1 : 0

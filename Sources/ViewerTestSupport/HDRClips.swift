@@ -75,3 +75,98 @@ public enum HDRClips {
         return pow((c1 + c2 * y) / (1 + c3 * y), m2)
     }
 }
+
+extension HDRClips {
+    /// The picture as a 10-bit PQ HEIC still in BT.2020 (zscale to 16-bit PQ, heif-enc from
+    /// libheif-examples), with the nclx colour box heif-enc 1.15 does not write from a PNG
+    /// added as ISO/IEC 23008-12 lays it out (`withNCLX`).
+    public static func pqStill(from picture: String, in directory: String) throws -> String {
+        let png = directory + "/pq16.png", plain = directory + "/pq-plain.heic", path = directory + "/pq.heic"
+        try VideoClips.run(VideoClips.ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", "-i", picture, "-vf",
+                                               "format=gbrpf32le,zscale=tin=iec61966-2-1:pin=709:min=gbr:rin=full:t=smpte2084:p=2020:m=gbr:r=full:npl=100,format=rgb48be",
+                                               png])
+        try VideoClips.run("/usr/bin/heif-enc", ["-q", "90", "-b", "10", "-o", plain, png])
+        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: plain)))
+        // heif-enc converted RGB to YCbCr with libheif's default matrix (6, BT.601, full range).
+        guard let tagged = withNCLX(bytes, primaries: 9, transfer: 16, matrix: 6, fullRange: true) else {
+            throw VideoClips.ToolFailure("heif-enc wrote a file whose boxes withNCLX does not know")
+        }
+        try Data(tagged).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// An HEIF with a `colr` box of type nclx added to its primary item's properties: the box
+    /// at the end of `ipco`, its index in the item's `ipma` entry, the sizes of the boxes that
+    /// hold them and the `iloc` offsets behind them moved. nil for a layout it does not handle
+    /// (an `ipma` of version 0 with one-byte indices, an `iloc` of version 0 or 1).
+    public static func withNCLX(_ b: [UInt8], primaries: UInt16, transfer: UInt16, matrix: UInt16, fullRange: Bool) -> [UInt8]? {
+        func be(_ i: Int, _ n: Int) -> Int { b[i..<i + n].reduce(0) { $0 << 8 | Int($1) } }
+        func children(_ range: Range<Int>) -> [(type: String, start: Int, payload: Range<Int>)] {
+            var out: [(String, Int, Range<Int>)] = []
+            var i = range.lowerBound
+            while i + 8 <= range.upperBound {
+                let size = be(i, 4)
+                guard size >= 8, i + size <= range.upperBound else { break }
+                out.append((String(decoding: b[i + 4..<i + 8], as: UTF8.self), i, i + 8..<i + size))
+                i += size
+            }
+            return out
+        }
+        guard let meta = children(0..<b.count).first(where: { $0.type == "meta" }) else { return nil }
+        let inMeta = children(meta.payload.lowerBound + 4..<meta.payload.upperBound)
+        guard let iprp = inMeta.first(where: { $0.type == "iprp" }), let iloc = inMeta.first(where: { $0.type == "iloc" }),
+              let pitm = inMeta.first(where: { $0.type == "pitm" }) else { return nil }
+        let inIprp = children(iprp.payload)
+        guard let ipco = inIprp.first(where: { $0.type == "ipco" }), let ipma = inIprp.first(where: { $0.type == "ipma" }),
+              b[ipma.payload.lowerBound] == 0, b[ipma.payload.lowerBound + 3] & 1 == 0, b[pitm.payload.lowerBound] == 0 else { return nil }
+        let primary = be(pitm.payload.lowerBound + 4, 2)
+        let index = children(ipco.payload).count + 1
+        guard index < 0x80 else { return nil }
+        var colr = Array("\0\0\0\u{13}colrnclx".utf8)
+        for v in [primaries, transfer, matrix] { colr += [UInt8(v >> 8), UInt8(v & 0xff)] }
+        colr.append(fullRange ? 0x80 : 0)
+        let grown = colr.count + 1
+        // The item's ipma entry: id (2 bytes), count, one byte an index.
+        var entry = ipma.payload.lowerBound + 8, countAt: Int?
+        for _ in 0..<be(ipma.payload.lowerBound + 4, 4) {
+            if be(entry, 2) == primary { countAt = entry + 2; break }
+            entry += 3 + Int(b[entry + 2])
+        }
+        guard let countAt else { return nil }
+        var out = b
+        // iloc (before the insertions): each extent's offset, or the item's base offset, moves.
+        let version = Int(b[iloc.payload.lowerBound])
+        guard version <= 1 else { return nil }
+        let sizes = be(iloc.payload.lowerBound + 4, 2)
+        let offsetSize = sizes >> 12, lengthSize = (sizes >> 8) & 15, baseSize = (sizes >> 4) & 15, indexSize = version == 1 ? sizes & 15 : 0
+        func bump(_ at: Int, _ n: Int) {
+            guard n > 0 else { return }
+            var value = be(at, n) + grown
+            for k in stride(from: n - 1, through: 0, by: -1) { out[at + k] = UInt8(value & 0xff); value >>= 8 }
+        }
+        var i = iloc.payload.lowerBound + 6
+        let items = be(i, 2)
+        i += 2
+        for _ in 0..<items {
+            i += 2 + (version == 1 ? 2 : 0) + 2  // id, construction method (version 1), data reference
+            let base = be(i, baseSize)
+            if base > 0 { bump(i, baseSize) }
+            i += baseSize
+            let extents = be(i, 2)
+            i += 2
+            for _ in 0..<extents {
+                i += indexSize
+                if base == 0 { bump(i, offsetSize) }
+                i += offsetSize + lengthSize
+            }
+        }
+        for (at, by) in [(meta.start, grown), (iprp.start, grown), (ipco.start, colr.count), (ipma.start, 1)] {
+            var value = be(at, 4) + by
+            for k in stride(from: 3, through: 0, by: -1) { out[at + k] = UInt8(value & 0xff); value >>= 8 }
+        }
+        out[countAt] += 1
+        out.insert(UInt8(index), at: countAt + 1 + Int(b[countAt]))
+        out.insert(contentsOf: colr, at: ipco.payload.upperBound)
+        return out
+    }
+}

@@ -21,24 +21,40 @@ struct HDRTests {
         try ImageFixtures.decode(Array(try Data(contentsOf: URL(fileURLWithPath: path))))
     }
 
-    @Test("HLG and PQ posters give the SDR picture back within 3 dB of zscale's inverse", arguments: HDRClips.Transfer.allCases)
-    func postersMatchTheSDRPicture(transfer: HDRClips.Transfer) throws {
-        // Given the SDR picture encoded with the transfer, and zscale's inverse of its frame
+    /// The SDR picture, the picture encoded with `transfer` as a clip, the picture decoded, and
+    /// the PSNR against it of zscale's inverse of the clip's frame: the bar.
+    static func yardstick(_ transfer: HDRClips.Transfer, in directory: String) throws
+        -> (picture: String, clip: String, sdr: ImageFixtures.Pixels, zscale: Double) {
+        let picture = try HDRClips.picture(in: directory)
+        let clip = try HDRClips.clip(transfer, from: picture, in: directory)
+        let sdr = try decodeFile(picture)
+        return (picture, clip, sdr, ImageFixtures.psnr(try decodeFile(try HDRClips.zscaleInverse(of: clip, in: directory)), sdr))
+    }
+
+    /// The HDR sources made from the SDR picture.
+    enum Source: String, CaseIterable, Sendable {
+        case hlgClip, pqClip, pqStill
+    }
+
+    @Test("HLG and PQ posters and a PQ HEIC still give the SDR picture back within 3 dB of zscale's inverse",
+          arguments: Source.allCases)
+    func sourcesMatchTheSDRPicture(source: Source) throws {
+        // Given the SDR picture encoded as HDR, and zscale's inverse of its frame as a clip
+        // (of the PQ clip, for the still)
         let directory = try TemporaryDirectory()
-        let picture = try HDRClips.picture(in: directory.path)
-        let clip = try HDRClips.clip(transfer, from: picture, in: directory.path)
-        let sdr = try Self.decodeFile(picture)
-        let zscale = ImageFixtures.psnr(try Self.decodeFile(try HDRClips.zscaleInverse(of: clip, in: directory.path)), sdr)
+        let (picture, clip, sdr, zscale) = try Self.yardstick(source == .hlgClip ? .hlg : .pq, in: directory.path)
+        let path = source == .pqStill ? try HDRClips.pqStill(from: picture, in: directory.path) : clip
         let daemon = try DaemonProcess()
         let client = try daemon.connect()
 
-        // When its poster is rendered at full size
-        let poster = try Self.poster(clip, width: 640, height: 360, on: client)
+        // When it is rendered at full size
+        let image = try Self.poster(path, width: 640, height: 360, on: client)
 
-        // Then it is the SDR picture about as well as zscale gives it (not washed out and dark:
-        // read as SDR, HLG gave 9.5 dB and PQ 7.8 dB)
-        let psnr = ImageFixtures.psnr(poster, sdr)
-        #expect(psnr >= zscale - 3, "\(transfer): \(psnr) dB, zscale \(zscale) dB")
+        // Then it is the SDR picture about as well as zscale gives it (HLG 23.0 dB, PQ 22.2 dB,
+        // the still 26.4, against zscale's 24.4 and 23.6; read as SDR, washed out and dark,
+        // they were 9.5, 7.8 and 7.9 dB)
+        let psnr = ImageFixtures.psnr(image, sdr)
+        #expect(psnr >= zscale - 3, "\(source): \(psnr) dB, zscale \(zscale) dB")
     }
 
     @Test("a PQ ramp up to 1,000 nits stays monotonic: the reference white is white, brighter light brighter still")
@@ -90,4 +106,25 @@ struct HDRTests {
 
     /// The SDR clip's PSNR against its picture, rendered by main before this change.
     static let sdrFigure = 33.74
+}
+
+extension HDRTests {
+    @Test("INFO says an HDR source's transfer and primaries; an SDR one says nothing of HDR")
+    func infoSaysHDR() throws {
+        // Given an HLG clip, a PQ still and an SDR clip
+        let directory = try TemporaryDirectory()
+        let picture = try HDRClips.picture(in: directory.path)
+        let hlg = try HDRClips.clip(.hlg, from: picture, in: directory.path)
+        let still = try HDRClips.pqStill(from: picture, in: directory.path)
+        let sdr = try HDRClips.sdrClip(from: picture, in: directory.path)
+        let daemon = try DaemonProcess()
+        let client = try daemon.connect()
+
+        // When their media info is asked for
+        // Then HDR is said where it is, with BT.2020 primaries
+        #expect(try client.info(path: hlg).hdr == MediaInfo.HDR(transfer: .hlg, primaries: 9))
+        #expect(try client.info(path: still).hdr == MediaInfo.HDR(transfer: .pq, primaries: 9))
+        #expect(try client.info(path: sdr).hdr == nil)
+        #expect(try client.info(path: still).summary.hasSuffix("hdr pq bt2020"))
+    }
 }
