@@ -59,8 +59,8 @@ int tm_is_hdr_transfer(int transfer) { return transfer == TM_TRANSFER_PQ || tran
 // The knee: light up to this fraction of the reference white is left as it is; above it the
 // curve bends so that the source's peak lands on white. Chosen by measurement (DECISIONS.md):
 // the lowest knee (the most room for highlights) within 1.5 dB of zscale's plain inverse on
-// its own test patterns, where nothing is above the reference white.
-#define TM_KNEE 0.70
+// its own test patterns (640x360 and 1920x1080), where nothing is above the reference white.
+#define TM_KNEE 0.80
 
 // The Möbius curve (mpv's and FFmpeg's `tonemap=mobius`): the identity up to the knee `j`,
 // then (x + a) / (x + b) scaled, continuous with a slope of 1 at the knee, rising without end

@@ -170,3 +170,45 @@ extension HDRClips {
         return out
     }
 }
+
+extension HDRClips {
+    /// An Ultra HDR JPEG (Android's gain-map format, ISO 21496-1's JPEG carriage) made as its
+    /// spec lays it out: the SDR `base` JPEG with an XMP packet (`hdrgm:Version`, the GContainer
+    /// directory) and an MPF segment naming two images, the `gainMap` JPEG appended after it.
+    public static func ultraHDR(base: [UInt8], gainMap: [UInt8]) -> [UInt8] {
+        func segment(_ marker: UInt8, _ payload: [UInt8]) -> [UInt8] {
+            [0xFF, marker, UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 0xff)] + payload
+        }
+        func le32(_ v: Int) -> [UInt8] { (0..<4).map { UInt8((v >> (8 * $0)) & 0xff) } }
+        func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xff), UInt8(v >> 8)] }
+        let xmp = Array("http://ns.adobe.com/xap/1.0/\0".utf8) + Array("""
+            <x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">\
+            <rdf:Description xmlns:Container="http://ns.google.com/photos/1.0/container/" \
+            xmlns:Item="http://ns.google.com/photos/1.0/container/item/" xmlns:hdrgm="http://ns.adobe.com/hdr-gain-map/1.0/" \
+            hdrgm:Version="1.0"><Container:Directory><rdf:Seq>\
+            <rdf:li rdf:parseType="Resource"><Container:Item Item:Semantic="Primary" Item:Mime="image/jpeg"/></rdf:li>\
+            <rdf:li rdf:parseType="Resource"><Container:Item Item:Semantic="GainMap" Item:Mime="image/jpeg" \
+            Item:Length="\(gainMap.count)"/></rdf:li></rdf:Seq></Container:Directory></rdf:Description></rdf:RDF></x:xmpmeta>
+            """.utf8)
+        // MPF: a little-endian TIFF header, one IFD (version, image count, the entries' offset),
+        // then two 16-byte entries; offsets count from the TIFF header.
+        let entriesOffset = 8 + 2 + 3 * 12 + 4
+        func mpf(primarySize: Int, gainMapOffset: Int) -> [UInt8] {
+            var p = Array("MPF\0".utf8) + [0x49, 0x49, 0x2A, 0x00] + le32(8) + le16(3)
+            p += le16(0xB000) + le16(7) + le32(4) + Array("0100".utf8)
+            p += le16(0xB001) + le16(4) + le32(1) + le32(2)
+            p += le16(0xB002) + le16(7) + le32(32) + le32(entriesOffset)
+            p += le32(0)
+            p += le32(0x030000) + le32(primarySize) + le32(0) + le16(0) + le16(0)
+            p += le32(0) + le32(gainMap.count) + le32(gainMapOffset) + le16(0) + le16(0)
+            return p
+        }
+        let head = segment(0xE1, xmp)
+        let mpfLength = segment(0xE2, mpf(primarySize: 0, gainMapOffset: 0)).count
+        let primarySize = base.count + head.count + mpfLength
+        // The TIFF header sits after SOI, the XMP segment, the APP2 marker and length, "MPF\0".
+        let tiffStart = 2 + head.count + 4 + 4
+        let mpfSegment = segment(0xE2, mpf(primarySize: primarySize, gainMapOffset: primarySize - tiffStart))
+        return Array(base.prefix(2)) + head + mpfSegment + Array(base.dropFirst(2)) + gainMap
+    }
+}

@@ -50,8 +50,8 @@ struct HDRTests {
         // When it is rendered at full size
         let image = try Self.poster(path, width: 640, height: 360, on: client)
 
-        // Then it is the SDR picture about as well as zscale gives it (HLG 23.0 dB, PQ 22.2 dB,
-        // the still 26.4, against zscale's 24.4 and 23.6; read as SDR, washed out and dark,
+        // Then it is the SDR picture about as well as zscale gives it (HLG 24.2 dB, PQ 23.2 dB,
+        // the still 29.4, against zscale's 24.4 and 23.6; read as SDR, washed out and dark,
         // they were 9.5, 7.8 and 7.9 dB)
         let psnr = ImageFixtures.psnr(image, sdr)
         #expect(psnr >= zscale - 3, "\(source): \(psnr) dB, zscale \(zscale) dB")
@@ -126,5 +126,31 @@ extension HDRTests {
         #expect(try client.info(path: still).hdr == MediaInfo.HDR(transfer: .pq, primaries: 9))
         #expect(try client.info(path: sdr).hdr == nil)
         #expect(try client.info(path: still).summary.hasSuffix("hdr pq bt2020"))
+    }
+}
+
+extension HDRTests {
+    @Test("an Ultra HDR JPEG (a gain-map photo) shows its SDR base image")
+    func gainMapPhotoShowsItsBase() throws {
+        // Given an SDR JPEG, and the same JPEG made an Ultra HDR one with a gain map after it
+        let directory = try TemporaryDirectory()
+        let picture = try HDRClips.picture(in: directory.path)
+        let base = directory.path + "/base.jpg", gainMap = directory.path + "/gainmap.jpg"
+        try #require(try runTool("/usr/bin/vips", ["copy", picture, base + "[Q=90]"]).status == 0)
+        try #require(try runTool("/usr/bin/vips", ["black", gainMap + "[Q=90]", "160", "90", "--bands", "1"]).status == 0)
+        let ultra = directory.path + "/ultra-hdr.jpg"
+        try Data(HDRClips.ultraHDR(base: Array(try Data(contentsOf: URL(fileURLWithPath: base))),
+                                   gainMap: Array(try Data(contentsOf: URL(fileURLWithPath: gainMap)))))
+            .write(to: URL(fileURLWithPath: ultra))
+        let daemon = try DaemonProcess()
+        let client = try daemon.connect()
+
+        // When both are rendered
+        let shown = try Self.poster(ultra, width: 640, height: 360, on: client)
+        let plain = try Self.poster(base, width: 640, height: 360, on: client)
+
+        // Then the Ultra HDR one is its base image, pixel for pixel, and INFO calls it SDR
+        #expect(shown.pixels == plain.pixels)
+        #expect(try client.info(path: ultra).hdr == nil)
     }
 }
