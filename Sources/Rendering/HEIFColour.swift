@@ -11,9 +11,9 @@ import ViewerProtocol
 /// HEIFColour.hdr(descriptor: fd)   // HDR(transfer: .pq, primaries: 9, peakNits: 1000), or nil: SDR
 /// ```
 public enum HEIFColour {
-    /// How far into the file the `meta` box is looked for (it comes first in stills; its
-    /// item tables are a few KiB even with hundreds of items).
-    static let readLength = 256 * 1024
+    /// How far into the file the `meta` box is looked for: it comes first in stills, and a
+    /// phone's, a grid of 48 tiles with EXIF, takes a few KiB.
+    static let readLength = 64 * 1024
 
     /// The HDR signal of the HEIF open on `descriptor` (pread, offset kept); nil when its
     /// primary image is not PQ or HLG by its nclx box, or the boxes cannot be read.
