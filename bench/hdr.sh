@@ -2,13 +2,13 @@
 # bench/hdr.sh: what HDR to SDR costs and how right it is (issue 31). An SDR picture (ffmpeg's
 # testsrc2) is encoded as HEVC Main 10 three ways at the same size: plain SDR (BT.709), HLG and
 # PQ at a 100-nit reference white (zscale, BT.2020). Through a fresh daemon with one worker,
-# each clip's poster is rendered RUNS times to a 256-px JPEG (each at its own box, so each is a
+# each clip's poster is rendered RUNS times to a BOX-px JPEG (each at its own box, so each is a
 # miss) and the median wall time is taken as viewerctl sees it; the HDR ones' ratio to the SDR
 # one is the cost of the tone mapping (goal: at most 1.5). Then each HDR clip's full-size
 # poster is compared with the SDR picture by PSNR (ffmpeg's psnr filter), beside zscale's own
 # inverse of the same frame.
 #
-# usage: [RUNS=9] [SIZE=1920x1080] [BIN=.build/release] bench/hdr.sh   (BIN: where viewerd and
+# usage: [RUNS=9] [SIZE=1920x1080] [BOX=256] [BIN=.build/release] bench/hdr.sh   (BIN: where viewerd and
 #        viewerctl are; built by `swift build -c release` when it is the default.) About a minute.
 # Prints a Markdown table.
 set -eu
@@ -16,6 +16,7 @@ set -eu
 cd "$(dirname "$0")/.."
 runs=${RUNS:-9}
 size=${SIZE:-1920x1080}
+box=${BOX:-256}  # the tone mapping runs at the poster's size: BOX=1920 is its worst case
 bin=${BIN:-}
 if [ -z "$bin" ]; then
     swift build --no-color-diagnostics -c release >&2
@@ -53,7 +54,7 @@ median_ms() {  # CLIP: the median wall time of RUNS renders, each at its own box
     n=0
     while [ $n -lt "$runs" ]; do
         start=$(date +%s%N)
-        ctl render "$1" --size $((256 + n)) -o "$work/t.jpg"
+        ctl render "$1" --size $((box - n)) -o "$work/t.jpg"
         echo $(( ($(date +%s%N) - start) / 1000 ))
         n=$((n + 1))
     done | sort -n | awk '{ v[NR] = $1 } END { printf "%.1f", v[int((NR + 1) / 2)] / 1000 }'
