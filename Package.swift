@@ -32,13 +32,15 @@ let package = Package(
         // FFmpeg's libraries, for the poster frames and media info of videos (issue 17).
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
                        providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]),
+        // HDR to SDR on 16-bit RGB, for stills and posters alike (issue 31): no library.
+        .target(name: "CToneMap"),
         // Fixed-arity wrappers of the variadic libvips calls we use (Swift cannot call `...`),
         // and the partial progressive JPEG decode.
-        .target(name: "CVipsShim", dependencies: ["CVips", "CJPEG"]),
+        .target(name: "CVipsShim", dependencies: ["CVips", "CJPEG", "CToneMap"]),
         // FFmpeg's video decode (video.c): media info and poster frames as pixels in memory,
         // which Rendering hands to libvips; it knows nothing of libvips (docs/DECISIONS.md).
         // (pkg-config names libavformat alone: the other three are linked here.)
-        .target(name: "CFFmpegShim", dependencies: ["CFFmpeg"],
+        .target(name: "CFFmpegShim", dependencies: ["CFFmpeg", "CToneMap"],
                 linkerSettings: [.linkedLibrary("avcodec"), .linkedLibrary("swscale"), .linkedLibrary("avutil")]),
 
         // The worker's sandbox: libseccomp's variadic rule calls with fixed arguments, and the

@@ -22,10 +22,12 @@
 #include <libavformat/avformat.h>
 #include <libavutil/display.h>
 #include <libavutil/imgutils.h>
+#include <libavutil/mastering_display_metadata.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 
 #include "ffmpeg_shim.h"
+#include "tonemap.h"
 
 // The demuxers a video may go through: ISO media (MP4, MOV, 3GP), Matroska and WebM, AVI,
 // MPEG transport and program streams. Everything else FFmpeg has (hundreds of formats, some
@@ -193,6 +195,17 @@ static int video_stream(const AVFormatContext *format) {
     return best;
 }
 
+// The brightest an HDR stream says it gets, in nits: its content light level (MaxCLL), else
+// its mastering display's peak; 0 when it says neither.
+static int light_peak(const uint8_t *light_level, const uint8_t *mastering) {
+    const AVContentLightMetadata *cll = (const AVContentLightMetadata *)light_level;
+    if (cll && cll->MaxCLL > 0) return (int)cll->MaxCLL;
+    const AVMasteringDisplayMetadata *display = (const AVMasteringDisplayMetadata *)mastering;
+    if (display && display->has_luminance && display->max_luminance.den > 0)
+        return (int)lround(av_q2d(display->max_luminance));
+    return 0;
+}
+
 // Opens the descriptor's container and picks its video stream. 0, or -1 corrupt, -2 not a
 // video viewerd decodes, -3 larger than max_pixels, -4 cancelled; `err` says why.
 static int video_open(vv_video *video, int fd, int64_t max_pixels, const vv_cancel *cancel, char *err, size_t errlen) {
@@ -310,6 +323,10 @@ static int video_open(vv_video *video, int fd, int64_t max_pixels, const vv_canc
     }
     snprintf(info->codec, sizeof info->codec, "%s", codec_name);
     snprintf(info->demuxer, sizeof info->demuxer, "%s", video->format->iformat->name);
+    info->transfer = par->color_trc;
+    info->primaries = par->color_primaries;
+    info->peak_nits = light_peak(av_stream_get_side_data(video->stream, AV_PKT_DATA_CONTENT_LIGHT_LEVEL, NULL),
+                                 av_stream_get_side_data(video->stream, AV_PKT_DATA_MASTERING_DISPLAY_METADATA, NULL));
     return 0;
 }
 
@@ -444,14 +461,17 @@ static int frame_image(const vv_video *video, const AVFrame *frame, const vv_tar
     }
     // Bicubic, whose support swscale widens with the shrink (no aliasing), as ffmpeg's scale
     // filter and thumbnailers use it.
+    int transfer = frame->color_trc == AVCOL_TRC_UNSPECIFIED ? video->info.transfer : (int)frame->color_trc;
+    int hdr = tm_is_hdr_transfer(transfer);
     struct SwsContext *sws = sws_getContext(frame->width, frame->height, frame->format, width, height,
-                                            AV_PIX_FMT_RGB24, SWS_BICUBIC | SWS_ACCURATE_RND, NULL, NULL, NULL);
+                                            hdr ? AV_PIX_FMT_RGB48 : AV_PIX_FMT_RGB24, SWS_BICUBIC | SWS_ACCURATE_RND,
+                                            NULL, NULL, NULL);
     if (!sws) return fail(err, errlen, -1, "the frame's pixel format %s cannot be converted",
                           av_get_pix_fmt_name(frame->format) ? av_get_pix_fmt_name(frame->format) : "?");
     // The YCbCr matrix and range the stream says, else BT.709 for HD and BT.601 below it.
     int space = frame->colorspace;
     if (space == AVCOL_SPC_UNSPECIFIED || space == AVCOL_SPC_RESERVED || space > AVCOL_SPC_BT2020_CL)
-        space = frame->height >= 720 ? AVCOL_SPC_BT709 : AVCOL_SPC_SMPTE170M;
+        space = hdr ? AVCOL_SPC_BT2020_NCL : frame->height >= 720 ? AVCOL_SPC_BT709 : AVCOL_SPC_SMPTE170M;
     int full_range = frame->color_range == AVCOL_RANGE_JPEG;
     int *table, *inverse, src_range, dst_range, brightness, contrast, saturation;
     if (sws_getColorspaceDetails(sws, &inverse, &src_range, &table, &dst_range, &brightness, &contrast, &saturation) >= 0) {
@@ -462,14 +482,25 @@ static int frame_image(const vv_video *video, const AVFrame *frame, const vv_tar
     }
     size_t stride = (size_t)width * 3;
     uint8_t *pixels = malloc(stride * (size_t)height);
-    if (!pixels) {
+    // HDR (PQ, HLG: an HLG stream is not SDR): 16-bit RGB first, then tone mapped to sRGB.
+    uint16_t *wide = hdr ? malloc(stride * 2 * (size_t)height) : NULL;
+    if (!pixels || (hdr && !wide)) {
+        free(pixels);
         sws_freeContext(sws);
         return fail(err, errlen, -1, "out of memory for a %dx%d frame", width, height);
     }
-    uint8_t *planes[4] = {pixels, NULL, NULL, NULL};
-    int strides[4] = {(int)stride, 0, 0, 0};
+    uint8_t *planes[4] = {wide ? (uint8_t *)wide : pixels, NULL, NULL, NULL};
+    int strides[4] = {(int)(wide ? stride * 2 : stride), 0, 0, 0};
     sws_scale(sws, (const uint8_t *const *)frame->data, frame->linesize, 0, frame->height, planes, strides);
     sws_freeContext(sws);
+    if (wide) {
+        const AVFrameSideData *cll = av_frame_get_side_data(frame, AV_FRAME_DATA_CONTENT_LIGHT_LEVEL);
+        const AVFrameSideData *display = av_frame_get_side_data(frame, AV_FRAME_DATA_MASTERING_DISPLAY_METADATA);
+        int peak = light_peak(cll ? cll->data : NULL, display ? display->data : NULL);
+        tm_to_srgb8(transfer, frame->color_primaries == AVCOL_PRI_UNSPECIFIED ? video->info.primaries : frame->color_primaries,
+                    peak > 0 ? peak : video->info.peak_nits, wide, (size_t)width * 3, pixels, stride, width, height, 3);
+        free(wide);
+    }
     *out = (vv_frame){.pixels = pixels, .width = width, .height = height, .stride = stride,
                       .orientation = video->info.orientation};
     return 0;

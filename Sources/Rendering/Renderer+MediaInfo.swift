@@ -19,7 +19,9 @@ extension Renderer {
             return Self.mediaInfo(try videoInfo(source, container: signature))
         }
         let header = try Self.attributingErrors { () throws(RenderError) in try headerUngated(source, signature: signature) }
-        return Self.mediaInfo(header, format: Self.formatName(header.loader, descriptor: source.descriptor))
+        var info = Self.mediaInfo(header, format: Self.formatName(header.loader, descriptor: source.descriptor))
+        info.hdr = Self.stillHDR(source, header: header)
+        return info
     }
 
     /// A video's media info: upright as its display matrix turns it, `container/codec`.
@@ -27,7 +29,7 @@ extension Renderer {
         MediaInfo(kind: .video, width: UInt32(clamping: video.uprightWidth), height: UInt32(clamping: video.uprightHeight),
                   durationMillis: UInt64(clamping: max(video.durationMillis ?? 0, 0)),
                   frames: UInt32(clamping: max(video.frameCount ?? 0, 0)), pages: 1,
-                  format: "\(video.container)/\(video.codec)", hasAlpha: false)
+                  format: "\(video.container)/\(video.codec)", hasAlpha: false, hdr: video.hdr)
     }
 
     /// The media info a header says. EXIF orientations 5-8 turn the image a quarter, so the

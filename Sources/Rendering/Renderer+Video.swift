@@ -18,6 +18,8 @@ public struct VideoInfo: Sendable, Equatable {
     public var codec: String
     /// The container, e.g. "mp4", "mov", "mkv", "webm", "avi", "mpegts".
     public var container: String
+    /// The stream's HDR transfer, primaries and peak when its tags say PQ or HLG; nil for SDR.
+    public var hdr: MediaInfo.HDR?
 
     /// The size upright, as a viewer lays it out.
     public var uprightWidth: Int { orientation >= 5 ? height : width }
@@ -137,7 +139,11 @@ extension Renderer {
         let codec = withUnsafeBytes(of: info.codec) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
         return VideoInfo(width: Int(info.width), height: Int(info.height), orientation: Int(info.orientation),
                          durationMillis: info.duration_ms >= 0 ? info.duration_ms : nil,
-                         frameCount: info.frames > 0 ? info.frames : nil, codec: codec, container: container.name)
+                         frameCount: info.frames > 0 ? info.frames : nil, codec: codec, container: container.name,
+                         hdr: MediaInfo.HDR.Transfer(rawValue: UInt8(clamping: info.transfer)).map {
+                             MediaInfo.HDR(transfer: $0, primaries: UInt8(clamping: info.primaries),
+                                           peakNits: info.peak_nits > 0 ? UInt32(info.peak_nits) : nil)
+                         })
     }
 
     /// The error a video call's status means; its message says what FFmpeg saw.

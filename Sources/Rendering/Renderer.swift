@@ -121,7 +121,9 @@ public struct Renderer: Sendable {
     /// Bumped whenever output for the same spec and source changes, so old entries miss.
     /// 2: renditions carry none of the source's metadata (WebP ones stored by 1 kept its EXIF
     /// and XMP, GPS position included: they must not be served again).
-    public static let version: UInt16 = 2
+    /// 3: HDR sources (PQ, HLG) are tone mapped to sRGB; those of 2 were read as SDR, washed
+    /// out and dark (issue 31). Every class misses once: versions per format class come later.
+    public static let version: UInt16 = 3
 
     public let limits: RenderLimits
     /// What this renderer's decodes do with a truncated source: `render` decodes with
@@ -298,9 +300,12 @@ public struct Renderer: Sendable {
         }
         let header = try admitUngated(source, spec: spec, signature: signature)
         original = Self.mediaInfo(header, format: Self.formatName(header.loader, descriptor: source.descriptor))
+        let hdr = Self.stillHDR(source, header: header)
+        original?.hdr = hdr
         if spec.region != nil || spec.tile != nil {
             return try zoomedThumbnail(source, header: header, spec: spec, cancellation: cancellation)
         }
+        if let hdr { return try hdrStillThumbnail(source, hdr: hdr, spec: spec, cancellation: cancellation) }
         let box = Self.thumbnailBox(spec, vector: header.isVector)
         var out: OpaquePointer?
         let toSRGB: Int32 = header.convertsColour ? 1 : 0

@@ -46,6 +46,9 @@ typedef struct {
     int64_t frames;       // the frame count, from the header or duration x rate; 0 unknown
     char codec[32];       // FFmpeg's codec name, e.g. "h264"
     char demuxer[48];     // FFmpeg's demuxer name, e.g. "mov,mp4,m4a,3gp,3g2,mj2"
+    int transfer;         // H.273 transfer the stream says (16 PQ, 18 HLG); 2 unspecified
+    int primaries;        // H.273 primaries (1 BT.709, 9 BT.2020); 2 unspecified
+    int peak_nits;        // the content light level or mastering display peak; 0 unknown
 } vv_info;
 
 /// Sends FFmpeg's log to a per-thread "last error" kept for failure messages; call once.

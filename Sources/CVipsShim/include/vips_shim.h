@@ -209,4 +209,13 @@ int vs_write_pixels(const char *path, const uint8_t *pixels, int width, int heig
 int vs_decode_buffer(const void *buf, size_t len, uint8_t **pixels, int *width, int *height,
                      int *bands);
 
+/// An HDR still (PQ or HLG: H.273 `transfer` 16 or 18, `primaries`, `peak_nits` 0 when
+/// unknown; an HEIF's nclx box says them, libvips 8.14 does not read it), tone mapped to
+/// 8-bit sRGB (CToneMap) at the size vs_thumbnail_image resizes it to for the box, tagged with
+/// its orientation: the caller finishes it with vs_thumbnail_image. Loaded at 16 bits
+/// (`page`, `fail_on_truncated` as vs_thumbnail_fd takes them) and resized before the tone
+/// mapping. 0, or -1 with the libvips error set (hdr_still.c).
+int vs_hdr_still_fd(int fd, int transfer, int primaries, int peak_nits, int width, int height, int crop, int size,
+                    int page, int fail_on_truncated, vs_cancel *cancel, VipsImage **out);
+
 #endif
