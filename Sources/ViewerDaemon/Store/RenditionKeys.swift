@@ -38,9 +38,6 @@ extension RenditionKey {
     /// The renderer versions a key may carry: those of every class of the table, and of no format.
     static let versions: [UInt16] =
         Array(Set(MediaFormat.table.map(\.rendererVersion) + [RendererVersion.unknown])).sorted()
-
-    /// The renderer version the key was made under.
-    var rendererVersion: UInt16 { UInt16(bytes[1]) | UInt16(bytes[2]) << 8 }
 }
 
 extension MediaInfoRecord {
