@@ -4,7 +4,6 @@ import Rendering
 import Testing
 import ViewerProtocol
 import ViewerTestSupport
-@testable import ViewerDaemon
 
 /// The containers the daemon reads in plain Swift, from files the vips CLI makes (what
 /// libvips reports is the truth the sniff must agree with), and hostile bytes it must survive.
