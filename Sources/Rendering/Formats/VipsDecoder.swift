@@ -110,8 +110,8 @@ struct VipsDecoder: MediaDecoder {
         var out: OpaquePointer?
         let toSRGB: Int32 = header.convertsColour ? 1 : 0
         // A partial decode, when one applies, is finished with the same box (libvips' size).
-        if let preshrunk = Renderer.dcDecode(source, header: header, box: box, cancellation: cancellation)
-            ?? Renderer.alphaShrunk(source, header: header, box: box, truncation: renderer.truncation, cancellation: cancellation) {
+        if let preshrunk = Self.dcDecode(source, header: header, box: box, cancellation: cancellation)
+            ?? Self.alphaShrunk(source, header: header, box: box, truncation: renderer.truncation, cancellation: cancellation) {
             guard vs_thumbnail_image(preshrunk.pointer, box.width, box.height, box.crop, box.size, toSRGB, &out) == 0, let out else {
                 throw .corrupt(path: source.path, detail: takeVipsError())
             }
