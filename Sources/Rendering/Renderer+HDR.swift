@@ -1,11 +1,12 @@
 import CVipsShim
+import MediaFormats
 import ViewerProtocol
 
 extension Renderer {
     /// The HDR signal of a still, from its own tags (an HEIF or AVIF's nclx box: libvips 8.14
     /// reads none); nil for an SDR one and for formats that do not say.
-    static func stillHDR(_ source: SourceFile, header: SourceHeader) -> MediaInfo.HDR? {
-        guard header.loader.hasPrefix("heifload") else { return nil }
+    static func stillHDR(_ source: SourceFile, format: MediaFormat) -> MediaInfo.HDR? {
+        guard format.signature == .heif || format.signature == .avif else { return nil }
         return HEIFColour.hdr(descriptor: source.descriptor)
     }
 

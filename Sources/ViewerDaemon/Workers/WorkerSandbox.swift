@@ -1,6 +1,7 @@
 import CSandbox
 import Foundation
 import Rendering
+import RenderingFixtures
 import SystemCalls
 import ViewerLog
 import ViewerProtocol

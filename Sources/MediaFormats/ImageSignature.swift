@@ -2,8 +2,9 @@
 import Glibc
 #endif
 
-/// The formats viewerd reads (docs/RENDERING.md, Inputs), told from a file's first bytes:
-/// images, which libvips decodes, and video containers, which FFmpeg's libraries do (issue 17).
+/// The formats viewerd reads (docs/RENDERING.md, Formats and decoders), told from a file's
+/// first bytes: each case is the identity of one row of `MediaFormat.table`, which says
+/// everything else about it (its name, MIME types, kind, cost class, decoder).
 ///
 /// Asked before a file reaches libvips. libvips runs every loader's sniffer over a file,
 /// blocked loaders included, and some sniffers read far: matrixload's reads up to the first
@@ -16,31 +17,16 @@ import Glibc
 /// ```
 public enum ImageSignature: String, Sendable, CaseIterable {
     case jpeg, png, gif, webp, tiff, heif, jpegXL, svg, pdf
+    /// AVIF: HEIF whose major brand is an AV1 one (read by libvips' heifload like HEIC).
+    case avif
     /// ISO media (MP4, M4V, 3GP) and QuickTime (MOV), told from HEIF by their brands.
     case mp4, quickTime
     case matroska, webm, avi
     /// MPEG transport stream (broadcast, AVCHD's .mts/.m2ts) and program stream (.mpg, .vob).
     case mpegTS, mpegPS
 
-    /// A video container: its poster frame is decoded by FFmpeg (`Renderer+Video`).
-    public var isVideo: Bool {
-        switch self {
-        case .mp4, .quickTime, .matroska, .webm, .avi, .mpegTS, .mpegPS: true
-        default: false
-        }
-    }
-
-    /// The short name media info gives the format (e.g. "jpeg", "mov", "webm").
-    public var name: String {
-        switch self {
-        case .jpegXL: "jxl"
-        case .quickTime: "mov"
-        case .matroska: "mkv"
-        case .mpegTS: "mpegts"
-        case .mpegPS: "mpeg"
-        default: rawValue
-        }
-    }
+    /// This format's row of the table.
+    public var format: MediaFormat { MediaFormat.row(self) }
 
     /// ISO media brands of still images (HEIF, AVIF and their sequences): a file whose
     /// brands include one of these, and whose major brand is not a video one, is HEIF.
@@ -92,7 +78,7 @@ public enum ImageSignature: String, Sendable, CaseIterable {
         return nil
     }
 
-    /// HEIF or a video, from the `ftyp` box's brands: a still-image brand makes it HEIF unless
+    /// HEIF (AVIF by its major brand) or a video, from the `ftyp` box's brands: a still-image brand makes it HEIF unless
     /// the major brand is a video one; an unknown brand is left to FFmpeg as MP4.
     private static func isoMedia(_ b: [UInt8]) -> ImageSignature {
         func brand(_ offset: Int) -> String? {
@@ -102,6 +88,7 @@ public enum ImageSignature: String, Sendable, CaseIterable {
         let major = brand(8) ?? ""
         if major == "qt  " { return .quickTime }
         if videoBrands.contains(major) { return .mp4 }
+        if major == "avif" || major == "avis" { return .avif }
         if heifBrands.contains(major) { return .heif }
         let boxSize = b.count >= 4 ? Int(b[0]) << 24 | Int(b[1]) << 16 | Int(b[2]) << 8 | Int(b[3]) : 0
         var offset = 16
