@@ -32,11 +32,16 @@ let package = Package(
         // FFmpeg's libraries, for the poster frames and media info of videos (issue 17).
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
                        providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]),
+        // LibRaw (its thread-safe build), for camera RAW (issue 31).
+        .systemLibrary(name: "CLibRaw", pkgConfig: "libraw_r", providers: [.apt(["libraw-dev"])]),
         // Fixed-arity wrappers of the variadic libvips calls we use (Swift cannot call `...`),
         // the partial progressive JPEG decode, and the video decode (video.c).
         // (pkg-config names libavformat alone: the other three are linked here.)
         .target(name: "CVipsShim", dependencies: ["CVips", "CJPEG", "CFFmpeg"],
                 linkerSettings: [.linkedLibrary("avcodec"), .linkedLibrary("swscale"), .linkedLibrary("avutil")]),
+
+        // Camera RAW: a RAW's header, embedded preview and development over a descriptor (raw.c).
+        .target(name: "CLibRawShim", dependencies: ["CLibRaw"]),
 
         // The worker's sandbox: libseccomp's variadic rule calls with fixed arguments, and the
         // one-call protections (prctl, setrlimit, unshare); and the desktop thumbnailers' own
@@ -50,8 +55,8 @@ let package = Package(
         .target(name: "ViewerLog", dependencies: ["Locking"]),
         // Wire format: frames, messages, codes. No I/O, no C.
         .target(name: "ViewerProtocol"),
-        // The only module that talks to libvips.
-        .target(name: "Rendering", dependencies: ["ViewerProtocol", "CVipsShim", "Locking"]),
+        // The only module that talks to libvips (and to LibRaw).
+        .target(name: "Rendering", dependencies: ["ViewerProtocol", "CVipsShim", "CLibRawShim", "Locking"]),
         // The only module that talks to LMDB.
         .target(name: "RenditionStore", dependencies: ["CLMDB", "CChecksum", "Locking"]),
         // CRC-32C with the CPU's instruction, for verifying stored renditions.

@@ -487,6 +487,38 @@ int vs_thumbnail_buffer(const void *buf, size_t len, int width, int height, int 
     return thumbnail_common(NULL, buf, len, width, height, crop, size, page, to_srgb, FALSE, FALSE, out);
 }
 
+int vs_image_from_pixels(const void *pixels, size_t length, int width, int height, int bands, int bits,
+                         int orientation, VipsImage **out) {
+    *out = NULL;
+    if ((bands != 1 && bands != 3) || (bits != 8 && bits != 16) ||
+        length < (size_t)width * height * bands * (bits / 8)) {
+        vips_error("viewerd", "%s", "pixels of an unexpected layout");
+        return -1;
+    }
+    VipsImage *image = vips_image_new_from_memory_copy(pixels, length, width, height, bands,
+                                                       bits == 16 ? VIPS_FORMAT_USHORT : VIPS_FORMAT_UCHAR);
+    if (!image) return -1;
+    VipsInterpretation interpretation = bands == 1 ? (bits == 16 ? VIPS_INTERPRETATION_GREY16 : VIPS_INTERPRETATION_B_W)
+                                                   : (bits == 16 ? VIPS_INTERPRETATION_RGB16 : VIPS_INTERPRETATION_sRGB);
+    image->Type = interpretation;
+    vips_image_set_int(image, VIPS_META_ORIENTATION, orientation);
+    *out = image;
+    return 0;
+}
+
+int vs_jpeg_from_buffer(const void *buf, size_t len, int shrink, int orientation, VipsImage **out) {
+    *out = NULL;
+    VipsImage *loaded = NULL;
+    if (vips_jpegload_buffer((void *)buf, len, &loaded, "shrink", shrink, "autorotate", FALSE, NULL)) return -1;
+    // Decoded now: the buffer is the caller's, and a preview is small.
+    VipsImage *decoded = vips_image_copy_memory(loaded);
+    g_object_unref(loaded);
+    if (!decoded) return -1;
+    vips_image_set_int(decoded, VIPS_META_ORIENTATION, orientation);
+    *out = decoded;
+    return 0;
+}
+
 // An EXIF thumbnail larger than this is not used (EXIF's own limit, 64 KiB, allows about
 // 640x480 at ordinary quality).
 #define VS_PREVIEW_MAX_PIXELS (1024 * 1024)

@@ -21,6 +21,11 @@ public enum ImageSignature: String, Sendable, CaseIterable {
     case matroska, webm, avi
     /// MPEG transport stream (broadcast, AVCHD's .mts/.m2ts) and program stream (.mpg, .vob).
     case mpegTS, mpegPS
+    /// Camera RAW, which LibRaw develops (issue 31): Adobe's DNG (a TIFF with a DNGVersion
+    /// tag), Canon's CR2 (a TIFF with "CR" at 8) and CR3 (ISO media, brand "crx "), Nikon's
+    /// NEF and Sony's ARW (TIFFs with the maker's Make tag: LibRaw decides whether one is a
+    /// RAW or a camera's TIFF photo), Fujifilm's RAF, Olympus' ORF and Panasonic's RW2.
+    case dng, cr2, cr3, nef, arw, raf, orf, rw2
 
     /// A video container: its poster frame is decoded by FFmpeg (`Renderer+Video`).
     public var isVideo: Bool {
@@ -29,6 +34,18 @@ public enum ImageSignature: String, Sendable, CaseIterable {
         default: false
         }
     }
+
+    /// A camera RAW: its pixels are developed by LibRaw (`RawDecoder`).
+    public var isRaw: Bool {
+        switch self {
+        case .dng, .cr2, .cr3, .nef, .arw, .raf, .orf, .rw2: true
+        default: false
+        }
+    }
+
+    /// A RAW that is also a plain TIFF by its first bytes (NEF, ARW): when LibRaw finds no RAW
+    /// in it, it is a camera's TIFF photo, and libvips reads it.
+    public var mayBeTIFF: Bool { self == .nef || self == .arw }
 
     /// The short name media info gives the format (e.g. "jpeg", "mov", "webm").
     public var name: String {
@@ -65,8 +82,11 @@ public enum ImageSignature: String, Sendable, CaseIterable {
         if at(0, [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .png }
         if at(0, "GIF87a") || at(0, "GIF89a") { return .gif }
         if at(0, "RIFF") && at(8, "WEBP") { return .webp }
-        if at(0, [0x49, 0x49, 0x2A, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2A])
-            || at(0, [0x49, 0x49, 0x2B, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2B]) { return .tiff }
+        if at(0, "FUJIFILMCCD-RAW") { return .raf }
+        if at(0, "IIRO") || at(0, "IIRS") || at(0, "MMOR") { return .orf }
+        if at(0, [0x49, 0x49, 0x55, 0x00]) { return .rw2 }
+        if at(0, [0x49, 0x49, 0x2A, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2A]) { return cameraTIFF(b) ?? .tiff }
+        if at(0, [0x49, 0x49, 0x2B, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2B]) { return .tiff }
         if at(4, "ftyp") { return isoMedia(b) }
         // QuickTime files written before ftyp existed begin with a movie or data atom.
         if at(4, "moov") || at(4, "mdat") || at(4, "wide") || at(4, "pnot") { return .quickTime }
@@ -100,6 +120,7 @@ public enum ImageSignature: String, Sendable, CaseIterable {
             return String(decoding: b[offset..<offset + 4], as: UTF8.self)
         }
         let major = brand(8) ?? ""
+        if major == "crx " { return .cr3 }
         if major == "qt  " { return .quickTime }
         if videoBrands.contains(major) { return .mp4 }
         if heifBrands.contains(major) { return .heif }
@@ -110,6 +131,36 @@ public enum ImageSignature: String, Sendable, CaseIterable {
             offset += 4
         }
         return .mp4
+    }
+
+    /// A classic TIFF that is a camera's RAW, from its first directory (when it lies in the
+    /// bytes at hand, as cameras write it): a DNGVersion tag (0xC612) makes it a DNG, whatever
+    /// its IFD0 holds (often a tiny preview, never the photo); "CR" at 8 a CR2; a Make of
+    /// NIKON or SONY a NEF or an ARW. nil: a TIFF for libvips.
+    private static func cameraTIFF(_ b: [UInt8]) -> ImageSignature? {
+        if b.count >= 10, b[8] == 0x43, b[9] == 0x52 { return .cr2 }
+        let little = b[0] == 0x49
+        func uint(_ offset: Int, _ n: Int) -> Int? {
+            guard offset >= 0, offset + n <= b.count else { return nil }
+            var value = 0
+            for k in 0..<n { value |= Int(b[offset + (little ? k : n - 1 - k)]) << (8 * k) }
+            return value
+        }
+        guard let ifd0 = uint(4, 4), let count = uint(ifd0, 2) else { return nil }
+        var make: [UInt8] = []
+        for entry in 0..<min(count, 512) {
+            let at = ifd0 + 2 + 12 * entry
+            guard let tag = uint(at, 2) else { break }
+            if tag == 0xC612 { return .dng }
+            if tag == 0x010F, let length = uint(at + 4, 4), length > 0 {
+                let start = length <= 4 ? at + 8 : uint(at + 8, 4) ?? -1
+                if start >= 0, start + min(length, 16) <= b.count { make = Array(b[start..<start + min(length, 16)]) }
+            }
+        }
+        let maker = String(decoding: make.prefix(while: { $0 != 0 }), as: UTF8.self).uppercased()
+        if maker.hasPrefix("NIKON") { return .nef }
+        if maker.hasPrefix("SONY") { return .arw }
+        return nil
     }
 
     /// WebM is Matroska whose EBML header's DocType is "webm".

@@ -53,6 +53,7 @@ extension Renderer {
     /// The short name of the format libvips' loader reads ("jpegload_source" → "jpeg"); an
     /// ISO media file is told apart by its brand (AVIF is HEIF with AV1 inside).
     static func formatName(_ loader: String, descriptor: Int32) -> String {
+        if loader.hasPrefix(RawDecoder.loaderPrefix) { return String(loader.dropFirst(RawDecoder.loaderPrefix.count)) }
         let name = loader.split(separator: "_").first.map { $0.hasSuffix("load") ? String($0.dropLast(4)) : String($0) } ?? loader
         guard name == "heif" else { return name }
         var brand = [UInt8](repeating: 0, count: 12)

@@ -9,6 +9,9 @@ public enum PreviewSource: String, Sendable, CaseIterable {
     case exifThumbnail = "exif-thumbnail"
     /// The HEIF's thumbnail item.
     case heifThumbnail = "heif-thumbnail"
+    /// A camera RAW's embedded preview, turned by the RAW's orientation, when the final
+    /// develops the sensor data (`RawDecoder.previewForFinal`).
+    case rawPreview = "raw-preview"
 }
 
 extension Renderer {
@@ -48,7 +51,7 @@ extension Renderer {
             let out = Self.outputSize(header, spec: spec)
             let budget = max(header.width, 0) * max(header.height, 0) / Self.previewCostFraction - out.width * out.height
             for kind in PreviewSource.allCases {
-                guard let image = previewImage(kind, source: source, header: header, stored: stored, budget: budget,
+                guard let image = previewImage(kind, source: source, header: header, spec: spec, stored: stored, budget: budget,
                                                 cancellation: cancellation) else { continue }
                 // The final's sides are rounded along libvips' shrink-on-load path, not from the
                 // ratio (4000x3001 into 203 is 203x153, not 203x152): its plan, no pixel decoded.
@@ -67,8 +70,8 @@ extension Renderer {
     /// One source's preview image, lazily, when the source has it and it decodes at most
     /// `budget` pixels; nil otherwise. A source that fails (a broken EXIF thumbnail) is
     /// passed over: the final render says what is wrong with the file, if anything.
-    private func previewImage(_ kind: PreviewSource, source: SourceFile, header: SourceHeader, stored: [UInt8]?,
-                              budget: Int, cancellation: RenderCancellation?) -> VipsImageRef? {
+    private func previewImage(_ kind: PreviewSource, source: SourceFile, header: SourceHeader, spec: RenditionSpec,
+                              stored: [UInt8]?, budget: Int, cancellation: RenderCancellation?) -> VipsImageRef? {
         let cancel = cancellation?.handle
         var loaded: OpaquePointer?
         let status: Int32
@@ -82,6 +85,11 @@ extension Renderer {
         case .heifThumbnail:
             guard header.loader.hasPrefix("heifload") else { return nil }
             status = vs_preview_fd(source.descriptor, Int32(VS_PREVIEW_HEIF), cancel, &loaded)
+        case .rawPreview:
+            // Not held to the pixel budget: a development costs far more than its pixels say.
+            guard header.isRaw, let signature = ImageSignature.detect(descriptor: source.descriptor),
+                  let raw = try? rawDecoder(source, signature: signature) else { return nil }
+            return raw.decoder.previewForFinal(source, info: raw.info, header: header, spec: spec)
         }
         guard status == 0, let loaded else {
             if status != -2 { _ = takeVipsError() }

@@ -63,6 +63,13 @@ extension Renderer {
         return .invalidSpec("\(spec.tile != nil ? "tile" : "region"): not for videos (\(path))")
     }
 
+    /// A region or tile of a camera RAW is refused: its levels would each develop the sensor
+    /// data (a pager zooms a RAW by a large box, which develops it whole, once).
+    static func zoomRefusedForRaw(_ spec: RenditionSpec, path: String) -> RenderError? {
+        guard spec.region != nil || spec.tile != nil else { return nil }
+        return .invalidSpec("\(spec.tile != nil ? "tile" : "region"): not for camera RAW (\(path))")
+    }
+
     /// What is wrong with a region or tile for this image, naming the field; nil when nothing.
     static func zoomProblem(_ spec: RenditionSpec, image: (width: Int, height: Int), path: String) -> String? {
         let size = "the \(image.width)x\(image.height) image"
@@ -142,6 +149,7 @@ extension Renderer {
             let signature = ImageSignature.detect(descriptor: source.descriptor)
             if let signature, signature.isVideo, let refusal = Self.zoomRefusedForVideo(spec, path: source.path) { throw refusal }
             let header = try admitUngated(source, spec: spec, signature: signature)
+            if header.isRaw, let refusal = Self.zoomRefusedForRaw(spec, path: source.path) { throw refusal }
             let image = Self.upright(header)
             var (pyramid, asked) = try levelOf(spec, image: image)
             guard Int(asked.level) <= pyramid.top else {

@@ -170,6 +170,7 @@ public struct Renderer: Sendable {
             throw .unsupportedFormat(source.path)
         }
         if signature.isVideo { return videoHeader(try videoInfo(source, container: signature)) }
+        if let raw = try rawDecoder(source, signature: signature) { return raw.decoder.header(raw.info) }
         var h = vs_header()
         let status = vs_header_fd(source.descriptor, &h)
         return try Self.header(h, status: status, path: source.path)
@@ -236,6 +237,7 @@ public struct Renderer: Sendable {
         let header: SourceHeader
         if let admitted { header = admitted } else { header = try admitUngated(source, spec: spec) }
         if header.isVideo { return try videoPlan(header, spec: spec) }
+        if header.isRaw { return try RawDecoder.plan(header, spec: spec) }
         if let size = Self.zoomedSize(spec, image: Self.upright(header)) { return size }
         let box = Self.thumbnailBox(spec, vector: header.isVector)
         var width: Int32 = 0, height: Int32 = 0
@@ -297,6 +299,10 @@ public struct Renderer: Sendable {
         }
         let header = try admitUngated(source, spec: spec, signature: signature)
         original = Self.mediaInfo(header, format: Self.formatName(header.loader, descriptor: source.descriptor))
+        if header.isRaw, let signature, let raw = try rawDecoder(source, signature: signature) {
+            if let refusal = Self.zoomRefusedForRaw(spec, path: source.path) { throw refusal }
+            return try raw.decoder.thumbnail(source, info: raw.info, header: header, spec: spec, cancellation: cancellation)
+        }
         if spec.region != nil || spec.tile != nil {
             return try zoomedThumbnail(source, header: header, spec: spec, cancellation: cancellation)
         }

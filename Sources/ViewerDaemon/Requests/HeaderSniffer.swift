@@ -69,6 +69,8 @@ public enum HeaderSniffer {
     ///   file); only a TIFF whose first directory lies past the prefix asks, once.
     public static func sniff(_ b: [UInt8], more: (_ offset: UInt64, _ count: Int) -> [UInt8] = { _, _ in [] }) -> SourceHeader? {
         if let format = ImageSignature.detect(b), format.isVideo { return video(b, format, more: more) }
+        // A RAW's first directory, when it is one, is a preview's (a DNG's IFD0): not the photo.
+        if let format = ImageSignature.detect(b), format.isRaw { return nil }
         if b.starts(with: [0xFF, 0xD8]) { return jpeg(b) }
         if b.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return png(b) }
         if b.starts(with: Array("GIF8".utf8)), b.count >= 10 {
@@ -459,6 +461,9 @@ public enum HeaderSniffer {
             let uhd = SourceHeader(width: 3840, height: 2160, bands: 3, loader: Renderer.videoLoader(format.name))
             let header = sniffed.header.map { $0.totalPixels > uhd.totalPixels ? $0 : uhd } ?? uhd
             return Renderer.estimateCost(header, spec: spec)
+        }
+        if let format = sniffed.format, format.isRaw {
+            return Renderer.estimateRawCost(fileSize: Int(clamping: source.identity.size), spec: spec)
         }
         if let header = sniffed.header {
             return Renderer.estimateCost(header, spec: spec)

@@ -156,7 +156,8 @@ final class RequestStore {
             ?? HeaderSniffer.cost(of: source, sniffed, spec: spec)
         return RenderJob(key: key, source: source, spec: spec, priority: .normal, id: id, cost: cost,
                          derivedFrom: base?.bytes, previewBase: previewBase,
-                         mayHavePreview: base == nil && (sniffed.format == .jpeg || sniffed.format == .heif) && !zoomed,
+                         mayHavePreview: base == nil && !zoomed
+                             && (sniffed.format == .jpeg || sniffed.format == .heif || sniffed.format?.isRaw == true),
                          fingerprint: sniffed.fingerprint)
     }
 
