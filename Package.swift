@@ -55,14 +55,17 @@ let package = Package(
         .target(name: "ViewerLog", dependencies: ["Locking"]),
         // Wire format: frames, messages, codes. No I/O, no C.
         .target(name: "ViewerProtocol"),
-        // The only module that talks to libvips (and to LibRaw).
-        .target(name: "Rendering", dependencies: ["ViewerProtocol", "CVipsShim", "CLibRawShim", "Locking"]),
+        // The formats viewerd reads, one table (signature, name, MIME types, kind, cost class,
+        // decoder, renderer version): no C, so the clients read it without linking libvips.
+        .target(name: "MediaFormats"),
+        // The only module that talks to libvips.
+        .target(name: "Rendering", dependencies: ["ViewerProtocol", "MediaFormats", "CVipsShim", "CLibRawShim", "Locking"]),
         // The only module that talks to LMDB.
         .target(name: "RenditionStore", dependencies: ["CLMDB", "CChecksum", "Locking"]),
         // CRC-32C with the CPU's instruction, for verifying stored renditions.
         .target(name: "CChecksum"),
         // Server, scheduler, render execution, configuration.
-        .target(name: "ViewerDaemon", dependencies: ["ViewerProtocol", "Rendering", "RenditionStore", "SystemCalls", "CSandbox", "Locking",
+        .target(name: "ViewerDaemon", dependencies: ["ViewerProtocol", "MediaFormats", "Rendering", "RenditionStore", "SystemCalls", "CSandbox", "Locking",
                                                     "ViewerLog"]),
         // epoll, eventfd, signalfd, SO_PEERCRED: Linux calls Swift's Glibc does not export.
         .target(name: "CPosix"),
@@ -79,7 +82,7 @@ let package = Package(
         // The desktop's thumbnail of a file, bus-free: the cache checked, the daemon's pixels or a
         // desktop thumbnailer's, the standard's PNG written. viewerd-thumbnailer's and
         // `viewerctl export-xdg`'s; no sd-bus, no GIO (the MIME guess is the bus front's).
-        .target(name: "DesktopThumbnails", dependencies: ["CSandbox", "FreedesktopThumbnails", "ViewerClient", "ViewerProtocol",
+        .target(name: "DesktopThumbnails", dependencies: ["CSandbox", "FreedesktopThumbnails", "MediaFormats", "ViewerClient", "ViewerProtocol",
                                                         "SystemCalls", "Locking", "ViewerLog"]),
 
         // The D-Bus Thumbnailer1 and Cache1 objects: sd-bus's vtable macros, which Swift cannot expand.
@@ -93,13 +96,13 @@ let package = Package(
         .executableTarget(name: "viewerd", dependencies: ["ViewerDaemon"]),
         .executableTarget(name: "viewerd-thumbnailer", dependencies: ["DesktopThumbnailer", "DesktopThumbnails", "FreedesktopThumbnails",
                                                                   "ViewerClient", "ViewerLog"]),
-        .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking", "FreedesktopThumbnails",
+        .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "MediaFormats", "SystemCalls", "Locking", "FreedesktopThumbnails",
                                                     "DesktopThumbnails"]),
         // ViewerDaemon: its stores are filled under the daemon's own keys (Store/RenditionKeys.swift).
-        .executableTarget(name: "viewerd-bench", dependencies: ["ViewerDaemon", "ViewerProtocol", "RenditionStore", "Rendering", "SystemCalls", "Locking",
+        .executableTarget(name: "viewerd-bench", dependencies: ["ViewerDaemon", "ViewerProtocol", "MediaFormats", "RenditionStore", "Rendering", "SystemCalls", "Locking",
                                                          "ViewerTestSupport", "FreedesktopThumbnails"]),
         // make torture: hostile files, clients, load and faults against the real daemon (issue 9).
-        .executableTarget(name: "viewerd-torture", dependencies: ["ViewerProtocol", "Rendering", "SystemCalls", "Locking",
+        .executableTarget(name: "viewerd-torture", dependencies: ["ViewerProtocol", "MediaFormats", "Rendering", "SystemCalls", "Locking",
                                                            "ViewerTestSupport"]),
 
         // What the tests, the bench and the torture share: the daemon launcher, the raw wire
@@ -108,9 +111,9 @@ let package = Package(
 
         // FuzzRegressions/: inputs kept by the fuzz target (make torture), read by FuzzRegressionTests.
         .testTarget(name: "ViewerProtocolTests", dependencies: ["ViewerProtocol", "ViewerTestSupport"], exclude: ["FuzzRegressions"]),
-        .testTarget(name: "RenderingTests", dependencies: ["Rendering", "ViewerProtocol", "ViewerTestSupport"]),
+        .testTarget(name: "RenderingTests", dependencies: ["Rendering", "MediaFormats", "ViewerProtocol", "ViewerTestSupport"]),
         .testTarget(name: "RenditionStoreTests", dependencies: ["RenditionStore", "Locking", "ViewerTestSupport"]),
-        .testTarget(name: "ViewerDaemonTests", dependencies: ["ViewerDaemon", "ViewerProtocol", "SystemCalls", "Locking", "Rendering", "RenditionStore", "ViewerTestSupport",
+        .testTarget(name: "ViewerDaemonTests", dependencies: ["ViewerDaemon", "ViewerProtocol", "MediaFormats", "SystemCalls", "Locking", "Rendering", "RenditionStore", "ViewerTestSupport",
                                                          "ViewerLog"]),
         .executableTarget(name: "store-crash-writer", dependencies: ["RenditionStore", "ViewerTestSupport"], path: "Tests/StoreCrashWriter"),
         // make test, make torture: viewerd with the tests' faults (workers that crash, hang or
@@ -120,11 +123,11 @@ let package = Package(
         // bench/cost-model.sh: the daemon's cost estimate of a file, beside its measured peak.
         .executableTarget(name: "viewerd-cost-estimate", dependencies: ["ViewerDaemon", "Rendering", "ViewerProtocol"],
                           path: "Tests/CostEstimate"),
-        .testTarget(name: "EndToEndTests", dependencies: ["ViewerClient", "ViewerProtocol", "Rendering", "SystemCalls", "ViewerTestSupport",
+        .testTarget(name: "EndToEndTests", dependencies: ["ViewerClient", "ViewerProtocol", "MediaFormats", "Rendering", "SystemCalls", "ViewerTestSupport",
                                                         "FreedesktopThumbnails"]),
         .testTarget(name: "ViewerClientTests", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
-        .testTarget(name: "DesktopThumbnailerTests", dependencies: ["DesktopThumbnailer", "DesktopThumbnails", "ViewerTestSupport"]),
+        .testTarget(name: "DesktopThumbnailerTests", dependencies: ["DesktopThumbnailer", "DesktopThumbnails", "MediaFormats", "ViewerTestSupport"]),
         .testTarget(name: "FreedesktopThumbnailsTests", dependencies: ["FreedesktopThumbnails", "Rendering", "ViewerTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,5 @@
 import CVipsShim
+import MediaFormats
 import ViewerProtocol
 
 /// What a video's headers say: its shown size, the turn that makes it upright, how long it
@@ -23,19 +24,7 @@ public struct VideoInfo: Sendable, Equatable {
     public var uprightHeight: Int { orientation >= 5 ? width : height }
 }
 
-extension SourceHeader {
-    /// A video's poster frame: decoded by FFmpeg, not by a libvips loader.
-    public var isVideo: Bool { loader.hasPrefix(Renderer.videoLoaderPrefix) }
-}
-
 extension Renderer {
-    /// `SourceHeader.loader` of a video: this prefix and the codec ("video:h264"), or the
-    /// container where only it is known (the daemon's sniffer: "video:mp4").
-    static let videoLoaderPrefix = "video:"
-
-    /// The loader name of a video read by `what` (a codec or a container).
-    public static func videoLoader(_ what: String) -> String { videoLoaderPrefix + what }
-
     /// Reads a video's headers (a worker's media info, and the admission of a poster render).
     public func videoInfo(_ source: SourceFile, container: ImageSignature) throws(RenderError) -> VideoInfo {
         try Self.checkSampleTables(source, container: container)
@@ -47,9 +36,9 @@ extension Renderer {
     }
 
     /// The header a video gives the renderer's other paths (limits, plans, cost).
-    func videoHeader(_ info: VideoInfo) -> SourceHeader {
+    func videoHeader(_ info: VideoInfo, container: ImageSignature) -> SourceHeader {
         SourceHeader(width: info.width, height: info.height, bands: 3, orientation: info.orientation,
-                     loader: Self.videoLoader(info.codec))
+                     signature: container, loader: info.codec)
     }
 
     /// The poster frame of a video, as a thumbnail pipeline for the spec's box: the frame
@@ -104,7 +93,7 @@ extension Renderer {
         let codec = withUnsafeBytes(of: info.codec) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
         return VideoInfo(width: Int(info.width), height: Int(info.height), orientation: Int(info.orientation),
                          durationMillis: info.duration_ms >= 0 ? info.duration_ms : nil,
-                         frameCount: info.frames > 0 ? info.frames : nil, codec: codec, container: container.name)
+                         frameCount: info.frames > 0 ? info.frames : nil, codec: codec, container: container.format.name)
     }
 
     /// The error a video call's status means; its message says what FFmpeg saw.

@@ -62,7 +62,7 @@ struct CameraRawTests {
                                  to: daemon.directory + "/turned.dng")
         let client = try daemon.connect()
         let info = try client.info(path: dng)
-        #expect((info.kind, info.width, info.height, info.format) == (.photo, 400, 600, "dng"))
+        #expect((info.kind, info.width, info.height, info.format) == (.photo, 400, 600, "raw/dng"))
         let result = try client.render(RenderRequest(path: dng, spec: RenditionSpec(width: 128, height: 128)))
         #expect((result.width, result.height) == (85, 128))
         // Orientation 6 turns the sensor a quarter clockwise: its top-left (blue) is the
@@ -81,7 +81,7 @@ struct CameraRawTests {
                                  to: daemon.directory + "/tiny-ifd0.dng")
         let client = try daemon.connect()
         let info = try client.info(path: dng)
-        #expect((info.width, info.height, info.format) == (600, 400, "dng"))
+        #expect((info.width, info.height, info.format) == (600, 400, "raw/dng"))
         // 256 wide needs more than the bitmap's 150: a half-size development (300x200).
         let result = try client.render(RenderRequest(path: dng, spec: RenditionSpec(width: 256, height: 256)))
         #expect((result.width, result.height) == (256, 171))

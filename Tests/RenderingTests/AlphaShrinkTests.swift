@@ -1,4 +1,5 @@
 import Foundation
+import MediaFormats
 import Rendering
 import Testing
 import ViewerProtocol
@@ -85,9 +86,9 @@ struct AlphaShrinkTests {
     @Test("not taken where libvips' own path is needed: sides no factor divides, a small shrink, RGB, 16 bits, enlarging")
     func notTaken() throws {
         try Renderer.setUp(programName: "rendering-tests")  // the plans are libvips'
-        func header(_ width: Int, _ height: Int, bands: Int = 4, bits: Int = 8, loader: String = "pngload_source") -> SourceHeader {
+        func header(_ width: Int, _ height: Int, bands: Int = 4, bits: Int = 8, signature: ImageSignature = .png) -> SourceHeader {
             SourceHeader(width: width, height: height, bands: bands, pages: 1, bitsPerSample: bits, orientation: 1,
-                         interlaced: false, hasICCProfile: false, isCMYK: false, loader: loader)
+                         interlaced: false, hasICCProfile: false, isCMYK: false, signature: signature)
         }
         let box = Renderer.thumbnailBox(RenditionSpec(width: 256, height: 256), vector: false)
         #expect(Renderer.alphaShrink(header(4096, 3072), box: box) == 8)
@@ -100,7 +101,7 @@ struct AlphaShrinkTests {
         #expect(Renderer.alphaShrink(header(800, 600), box: box) == nil)    // shrink 3.1: libvips' own box is 1
         #expect(Renderer.alphaShrink(header(4096, 3072, bands: 3), box: box) == nil)
         #expect(Renderer.alphaShrink(header(4096, 3072, bits: 16), box: box) == nil)
-        #expect(Renderer.alphaShrink(header(4096, 3072, loader: "webpload_source"), box: box) == nil)
+        #expect(Renderer.alphaShrink(header(4096, 3072, signature: .webp), box: box) == nil)
         let enlarging = Renderer.thumbnailBox(RenditionSpec(width: 256, height: 256, upscale: true), vector: false)
         #expect(Renderer.alphaShrink(header(4096, 3072), box: enlarging) == nil)
     }

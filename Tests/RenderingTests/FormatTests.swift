@@ -1,4 +1,5 @@
 import Foundation
+import MediaFormats
 import Rendering
 import Testing
 import ViewerProtocol

@@ -1,3 +1,4 @@
+import MediaFormats
 import Rendering
 import RenditionStore
 import Testing
@@ -85,8 +86,9 @@ struct RenditionKeysTests {
     @Test("a key is the store's frame around the spec bytes: format 2, the renderer version, the identity")
     func keyFrame() {
         let spec = RenditionSpec(width: 64, height: 48)
-        let key = RenditionKey(identity: [9, 8, 7], spec: spec)
-        #expect(key.bytes == [2, UInt8(Renderer.version & 0xff), UInt8(Renderer.version >> 8), 9, 8, 7] + spec.keyBytes)
+        let key = RenditionKey(identity: [9, 8, 7], spec: spec, signature: .jpeg)
+        let version = RendererVersion.photo
+        #expect(key.bytes == [2, UInt8(version & 0xff), UInt8(version >> 8), 9, 8, 7] + spec.keyBytes)
         #expect(Array(key.specBytes) == spec.keyBytes)
         #expect(RenditionSpec(keyBytes: key.specBytes) == spec.normalized())
     }

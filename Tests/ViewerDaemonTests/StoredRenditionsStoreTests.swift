@@ -1,4 +1,5 @@
 import Foundation
+import MediaFormats
 import Rendering
 @testable import RenditionStore
 import Testing
@@ -23,7 +24,7 @@ struct StoredRenditionsStoreTests {
             let source = stored.source, store = stored.store, path = source.path
             let sides: [UInt32] = (0..<10).map { 300 + 50 * UInt32($0) }
             let identity = source.identity.bytes
-            keys = sides.map { side in RenditionKey(identity: identity, spec: RenditionSpec(width: side, height: side)) }
+            keys = sides.map { side in RenditionKey(source, spec: RenditionSpec(width: side, height: side)) }
             for (i, key) in keys.enumerated() {
                 let side = sides[i]
                 store.put(key, path: path, metadata: RenditionMetadata(format: OutputFormat.jpeg.rawValue, width: side, height: side,
@@ -47,13 +48,13 @@ struct StoredRenditionsStoreTests {
         let fixture = try Fixture()
         let before = fixture.counts()
         #expect(before.frequencies.allSatisfy { $0 == 0 })
-        let original = SourceHeader(width: 2000, height: 2000, bands: 3, loader: "jpegload")
+        let original = SourceHeader(width: 2000, height: 2000, bands: 3, signature: .jpeg)
 
         // When a 100 box is looked up (a miss) and planned from that one read: its derivation
         // base, a preview, allow_larger, a region
         let spec = RenditionSpec(width: 100, height: 100)
         let reader = fixture.store.makeReader()
-        let key = RenditionKey(identity: fixture.source.identity.bytes, spec: spec)
+        let key = RenditionKey(fixture.source, spec: spec)
         guard case .miss(let miss) = reader.lookup(key, siblingsAt: fixture.source.path, { _, _ in }) else {
             Issue.record("a hit for a key never stored")
             return

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import MediaFormats
 import Rendering
 import RenditionStore
 import ViewerProtocol
@@ -15,7 +16,7 @@ import ViewerProtocol
 /// declared size can trap. A header that does not parse gives nil (the size-based guess).
 ///
 /// ```swift
-/// HeaderSniffer.sniff(prefix)   // SourceHeader(width: 4000, height: 3000, …, loader: "heifload")
+/// HeaderSniffer.sniff(prefix)   // SourceHeader(width: 4000, height: 3000, …, signature: .heif)
 /// ```
 public enum HeaderSniffer {
     /// How much of a file `sniff(_ source:)` reads from its start.
@@ -68,17 +69,18 @@ public enum HeaderSniffer {
     /// - Parameter more: reads `count` bytes at an offset past `b` (fewer at the end of the
     ///   file); only a TIFF whose first directory lies past the prefix asks, once.
     public static func sniff(_ b: [UInt8], more: (_ offset: UInt64, _ count: Int) -> [UInt8] = { _, _ in [] }) -> SourceHeader? {
-        if let format = ImageSignature.detect(b), format.isVideo { return video(b, format, more: more) }
+        let signature = ImageSignature.detect(b)
+        if let signature, signature.format.kind == .video { return video(b, signature, more: more) }
         // A RAW's first directory, when it is one, is a preview's (a DNG's IFD0): not the photo.
-        if let format = ImageSignature.detect(b), format.isRaw { return nil }
+        if let signature, signature.format.cost == .raw { return nil }
         if b.starts(with: [0xFF, 0xD8]) { return jpeg(b) }
         if b.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return png(b) }
         if b.starts(with: Array("GIF8".utf8)), b.count >= 10 {
-            return SourceHeader(width: le16(b, 6), height: le16(b, 8), bands: 4, loader: "gifload")
+            return SourceHeader(width: le16(b, 6), height: le16(b, 8), bands: 4, signature: .gif)
         }
         if b.count >= 30, b.starts(with: Array("RIFF".utf8)), Array(b[8..<12]) == Array("WEBP".utf8) { return webp(b) }
         if b.starts(with: [0x49, 0x49, 0x2A, 0x00]) || b.starts(with: [0x4D, 0x4D, 0x00, 0x2A]) { return tiff(b, more: more) }
-        if b.count >= 8, Array(b[4..<8]) == Array("ftyp".utf8) { return heif(b) }
+        if let signature, signature == .heif || signature == .avif { return heif(b, signature) }
         if b.starts(with: [0xFF, 0x0A]) { return jxlCodestream(b[...].dropFirst(2)) }
         if b.starts(with: [0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) { return jxlContainer(b) }
         return nil
@@ -96,7 +98,7 @@ public enum HeaderSniffer {
             if (0xC0...0xCF).contains(marker) && ![0xC4, 0xC8, 0xCC].contains(marker) {
                 let progressive = marker == 0xC2 || marker == 0xC6 || marker == 0xCA || marker == 0xCE
                 var header = SourceHeader(width: be16(b, i + 7), height: be16(b, i + 5), bands: Int(b[i + 9]),
-                                          interlaced: progressive, isCMYK: b[i + 9] == 4, loader: "jpegload")
+                                          interlaced: progressive, isCMYK: b[i + 9] == 4, signature: .jpeg)
                 header.sampledBands = sampledBands(b, components: Int(b[i + 9]), at: i + 10)
                 return header
             }
@@ -128,19 +130,19 @@ public enum HeaderSniffer {
         default: bands = 4
         }
         return SourceHeader(width: be32(b, 16), height: be32(b, 20), bands: bands, bitsPerSample: max(8, Int(b[24])),
-                            interlaced: b[28] == 1, loader: "pngload")
+                            interlaced: b[28] == 1, signature: .png)
     }
 
     private static func webp(_ b: [UInt8]) -> SourceHeader? {
         let chunk = String(decoding: b[12..<16], as: UTF8.self)
         switch chunk {
         case "VP8 ":
-            return SourceHeader(width: le16(b, 26) & 0x3FFF, height: le16(b, 28) & 0x3FFF, bands: 3, loader: "webpload")
+            return SourceHeader(width: le16(b, 26) & 0x3FFF, height: le16(b, 28) & 0x3FFF, bands: 3, signature: .webp)
         case "VP8L":
             let bits = UInt32(b[21]) | UInt32(b[22]) << 8 | UInt32(b[23]) << 16 | UInt32(b[24]) << 24
-            return SourceHeader(width: Int(bits & 0x3FFF) + 1, height: Int((bits >> 14) & 0x3FFF) + 1, bands: 4, loader: "webpload")
+            return SourceHeader(width: Int(bits & 0x3FFF) + 1, height: Int((bits >> 14) & 0x3FFF) + 1, bands: 4, signature: .webp)
         case "VP8X":
-            return SourceHeader(width: le24(b, 24) + 1, height: le24(b, 27) + 1, bands: 4, loader: "webpload")
+            return SourceHeader(width: le24(b, 24) + 1, height: le24(b, 27) + 1, bands: 4, signature: .webp)
         default:
             return nil
         }
@@ -197,7 +199,7 @@ public enum HeaderSniffer {
         default: size = nil
         }
         guard let size, size.width > 0, size.height > 0 else { return nil }
-        return SourceHeader(width: size.width, height: size.height, bands: 3, loader: Renderer.videoLoader(format.name))
+        return SourceHeader(width: size.width, height: size.height, bands: 3, signature: format)
     }
 
     /// The largest `tkhd` width × height (16.16 fixed point) of the `moov` box's tracks.
@@ -286,7 +288,7 @@ public enum HeaderSniffer {
     /// The primary item's spatial extent (`ispe`, under `meta` → `iprp` → `ipco`, found by
     /// `pitm` and `ipma`), else the largest extent of any item (a grid's is its whole image).
     /// Bit depth from `pixi`, an alpha plane from an `auxC` naming one, a quarter turn from `irot`.
-    private static func heif(_ b: [UInt8]) -> SourceHeader? {
+    private static func heif(_ b: [UInt8], _ signature: ImageSignature) -> SourceHeader? {
         guard let meta = boxes(b, in: 0..<b.count, limit: 64).first(where: { $0.type == "meta" }),
               meta.payload.count >= 4 else { return nil }
         let children = boxes(b, in: meta.payload.dropFirst(4), limit: 64)  // a full box: version, flags
@@ -326,7 +328,7 @@ public enum HeaderSniffer {
             orientation = [1, 8, 3, 6][Int(angle & 3)]
         }
         return SourceHeader(width: Int(size.width), height: Int(size.height), bands: alpha ? 4 : 3,
-                            bitsPerSample: min(max(bits, 8), 16), orientation: orientation, loader: "heifload")
+                            bitsPerSample: min(max(bits, 8), 16), orientation: orientation, signature: signature)
     }
 
     /// The 1-based `ipco` indices `ipma` associates with `item`; none if it does not say.
@@ -391,7 +393,7 @@ public enum HeaderSniffer {
         }
         guard width > 0, height > 0 else { return nil }
         return SourceHeader(width: width, height: height, bands: min(max(bands, 1), 16), bitsPerSample: min(max(bits, 8), 64),
-                            orientation: (1...8).contains(orientation) ? orientation : 1, loader: "tiffload")
+                            orientation: (1...8).contains(orientation) ? orientation : 1, signature: .tiff)
     }
 
     // MARK: JPEG XL
@@ -431,7 +433,7 @@ public enum HeaderSniffer {
         let ratios: [(UInt64, UInt64)] = [(1, 1), (12, 10), (4, 3), (3, 2), (16, 9), (5, 4), (2, 1)]
         let width = ratio == 0 ? side(small: small == 1) : height * ratios[Int(ratio) - 1].0 / ratios[Int(ratio) - 1].1
         guard let width else { return nil }
-        return SourceHeader(width: Int(width), height: Int(height), bands: 4, loader: "jxlload")
+        return SourceHeader(width: Int(width), height: Int(height), bands: 4, signature: .jpegXL)
     }
 
     /// The unsigned integer of `n` bytes (at most 8) at `i` of `b`, big-endian unless told;
@@ -454,19 +456,19 @@ public enum HeaderSniffer {
     /// 20-fold), so that such files are neither free nor unbounded. A file that is
     /// no image format at all (a sparse 4 GiB file of zeros) costs next to nothing.
     static func cost(of source: SourceFile, _ sniffed: Sniffed, spec: RenditionSpec) -> RenderCost {
-        if let format = sniffed.format, format.isVideo {
+        if let format = sniffed.format, format.format.kind == .video {
             // A video's decode is bounded by its frames, not its length, and by at least a UHD
             // frame's: the container's size is a claim the codec's own headers need not keep
             // (a track header may say 16x16 over 8K frames), and a transport stream says none.
-            let uhd = SourceHeader(width: 3840, height: 2160, bands: 3, loader: Renderer.videoLoader(format.name))
+            let uhd = SourceHeader(width: 3840, height: 2160, bands: 3, signature: format)
             let header = sniffed.header.map { $0.totalPixels > uhd.totalPixels ? $0 : uhd } ?? uhd
             return Renderer.estimateCost(header, spec: spec)
         }
-        if let format = sniffed.format, format.isRaw {
-            return Renderer.estimateRawCost(fileSize: Int(clamping: source.identity.size), spec: spec)
-        }
         if let header = sniffed.header {
             return Renderer.estimateCost(header, spec: spec)
+        }
+        if let format = sniffed.format, format.format.cost == .raw {
+            return Renderer.estimateRawCost(fileSize: Int(clamping: source.identity.size), spec: spec)
         }
         guard let format = sniffed.format else {
             // Not a format we read: the worker refuses it from its first bytes, at no cost.
@@ -475,7 +477,7 @@ public enum HeaderSniffer {
         let guess = max(UInt64(source.identity.size) * 20, 32 << 20)
         // A vector's cost is not in its size: a few hundred bytes of SVG <use> fan-out run to
         // the job timeout. Such work runs one at a time, so the other workers stay free.
-        let vector = format == .svg || format == .pdf
+        let vector = format.format.cost == .vector
         return RenderCost(memoryBytes: guess, costly: guess > 256 << 20, exclusive: vector)
     }
 }

@@ -2,8 +2,9 @@
 import Glibc
 #endif
 
-/// The formats viewerd reads (docs/RENDERING.md, Inputs), told from a file's first bytes:
-/// images, which libvips decodes, and video containers, which FFmpeg's libraries do (issue 17).
+/// The formats viewerd reads (docs/RENDERING.md, Formats and decoders), told from a file's
+/// first bytes: each case is the identity of one row of `MediaFormat.table`, which says
+/// everything else about it (its name, MIME types, kind, cost class, decoder).
 ///
 /// Asked before a file reaches libvips. libvips runs every loader's sniffer over a file,
 /// blocked loaders included, and some sniffers read far: matrixload's reads up to the first
@@ -16,6 +17,8 @@ import Glibc
 /// ```
 public enum ImageSignature: String, Sendable, CaseIterable {
     case jpeg, png, gif, webp, tiff, heif, jpegXL, svg, pdf
+    /// AVIF: HEIF whose major brand is an AV1 one (read by libvips' heifload like HEIC).
+    case avif
     /// ISO media (MP4, M4V, 3GP) and QuickTime (MOV), told from HEIF by their brands.
     case mp4, quickTime
     case matroska, webm, avi
@@ -25,39 +28,10 @@ public enum ImageSignature: String, Sendable, CaseIterable {
     /// tag), Canon's CR2 (a TIFF with "CR" at 8) and CR3 (ISO media, brand "crx "), Nikon's
     /// NEF and Sony's ARW (TIFFs with the maker's Make tag: LibRaw decides whether one is a
     /// RAW or a camera's TIFF photo), Fujifilm's RAF, Olympus' ORF and Panasonic's RW2.
-    case dng, cr2, cr3, nef, arw, raf, orf, rw2
+    case raw
 
-    /// A video container: its poster frame is decoded by FFmpeg (`Renderer+Video`).
-    public var isVideo: Bool {
-        switch self {
-        case .mp4, .quickTime, .matroska, .webm, .avi, .mpegTS, .mpegPS: true
-        default: false
-        }
-    }
-
-    /// A camera RAW: its pixels are developed by LibRaw (`RawDecoder`).
-    public var isRaw: Bool {
-        switch self {
-        case .dng, .cr2, .cr3, .nef, .arw, .raf, .orf, .rw2: true
-        default: false
-        }
-    }
-
-    /// A RAW that is also a plain TIFF by its first bytes (NEF, ARW): when LibRaw finds no RAW
-    /// in it, it is a camera's TIFF photo, and libvips reads it.
-    public var mayBeTIFF: Bool { self == .nef || self == .arw }
-
-    /// The short name media info gives the format (e.g. "jpeg", "mov", "webm").
-    public var name: String {
-        switch self {
-        case .jpegXL: "jxl"
-        case .quickTime: "mov"
-        case .matroska: "mkv"
-        case .mpegTS: "mpegts"
-        case .mpegPS: "mpeg"
-        default: rawValue
-        }
-    }
+    /// This format's row of the table.
+    public var format: MediaFormat { MediaFormat.row(self) }
 
     /// ISO media brands of still images (HEIF, AVIF and their sequences): a file whose
     /// brands include one of these, and whose major brand is not a video one, is HEIF.
@@ -82,10 +56,11 @@ public enum ImageSignature: String, Sendable, CaseIterable {
         if at(0, [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .png }
         if at(0, "GIF87a") || at(0, "GIF89a") { return .gif }
         if at(0, "RIFF") && at(8, "WEBP") { return .webp }
-        if at(0, "FUJIFILMCCD-RAW") { return .raf }
-        if at(0, "IIRO") || at(0, "IIRS") || at(0, "MMOR") { return .orf }
-        if at(0, [0x49, 0x49, 0x55, 0x00]) { return .rw2 }
-        if at(0, [0x49, 0x49, 0x2A, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2A]) { return cameraTIFF(b) ?? .tiff }
+        if at(0, "FUJIFILMCCD-RAW") || at(0, "IIRO") || at(0, "IIRS") || at(0, "MMOR") || at(0, [0x49, 0x49, 0x55, 0x00]) {
+            return .raw
+        }
+        // A RAW is told from a TIFF before TIFF's rule: a DNG's IFD0 is often a tiny preview.
+        if at(0, [0x49, 0x49, 0x2A, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2A]) { return isCameraTIFF(b) ? .raw : .tiff }
         if at(0, [0x49, 0x49, 0x2B, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2B]) { return .tiff }
         if at(4, "ftyp") { return isoMedia(b) }
         // QuickTime files written before ftyp existed begin with a movie or data atom.
@@ -112,7 +87,7 @@ public enum ImageSignature: String, Sendable, CaseIterable {
         return nil
     }
 
-    /// HEIF or a video, from the `ftyp` box's brands: a still-image brand makes it HEIF unless
+    /// HEIF (AVIF by its major brand) or a video, from the `ftyp` box's brands: a still-image brand makes it HEIF unless
     /// the major brand is a video one; an unknown brand is left to FFmpeg as MP4.
     private static func isoMedia(_ b: [UInt8]) -> ImageSignature {
         func brand(_ offset: Int) -> String? {
@@ -120,9 +95,10 @@ public enum ImageSignature: String, Sendable, CaseIterable {
             return String(decoding: b[offset..<offset + 4], as: UTF8.self)
         }
         let major = brand(8) ?? ""
-        if major == "crx " { return .cr3 }
+        if major == "crx " { return .raw }  // Canon's CR3
         if major == "qt  " { return .quickTime }
         if videoBrands.contains(major) { return .mp4 }
+        if major == "avif" || major == "avis" { return .avif }
         if heifBrands.contains(major) { return .heif }
         let boxSize = b.count >= 4 ? Int(b[0]) << 24 | Int(b[1]) << 16 | Int(b[2]) << 8 | Int(b[3]) : 0
         var offset = 16
@@ -133,12 +109,12 @@ public enum ImageSignature: String, Sendable, CaseIterable {
         return .mp4
     }
 
-    /// A classic TIFF that is a camera's RAW, from its first directory (when it lies in the
-    /// bytes at hand, as cameras write it): a DNGVersion tag (0xC612) makes it a DNG, whatever
-    /// its IFD0 holds (often a tiny preview, never the photo); "CR" at 8 a CR2; a Make of
-    /// NIKON or SONY a NEF or an ARW. nil: a TIFF for libvips.
-    private static func cameraTIFF(_ b: [UInt8]) -> ImageSignature? {
-        if b.count >= 10, b[8] == 0x43, b[9] == 0x52 { return .cr2 }
+    /// Whether a classic TIFF is a camera's RAW, from its first directory (when it lies in the
+    /// bytes at hand, as cameras write it): a DNGVersion tag (0xC612), whatever its IFD0 holds
+    /// (often a tiny preview, never the photo); "CR" at 8 (CR2); a Make of NIKON or SONY (NEF,
+    /// ARW: the RAW decoder hands such a file to libvips when LibRaw finds no RAW in it).
+    static func isCameraTIFF(_ b: [UInt8]) -> Bool {
+        if b.count >= 10, b[8] == 0x43, b[9] == 0x52 { return true }
         let little = b[0] == 0x49
         func uint(_ offset: Int, _ n: Int) -> Int? {
             guard offset >= 0, offset + n <= b.count else { return nil }
@@ -146,21 +122,19 @@ public enum ImageSignature: String, Sendable, CaseIterable {
             for k in 0..<n { value |= Int(b[offset + (little ? k : n - 1 - k)]) << (8 * k) }
             return value
         }
-        guard let ifd0 = uint(4, 4), let count = uint(ifd0, 2) else { return nil }
-        var make: [UInt8] = []
+        guard let ifd0 = uint(4, 4), let count = uint(ifd0, 2) else { return false }
         for entry in 0..<min(count, 512) {
             let at = ifd0 + 2 + 12 * entry
             guard let tag = uint(at, 2) else { break }
-            if tag == 0xC612 { return .dng }
+            if tag == 0xC612 { return true }
             if tag == 0x010F, let length = uint(at + 4, 4), length > 0 {
                 let start = length <= 4 ? at + 8 : uint(at + 8, 4) ?? -1
-                if start >= 0, start + min(length, 16) <= b.count { make = Array(b[start..<start + min(length, 16)]) }
+                guard start >= 0, start + min(length, 8) <= b.count else { continue }
+                let make = String(decoding: b[start..<start + min(length, 8)].prefix(while: { $0 != 0 }), as: UTF8.self)
+                if make.uppercased().hasPrefix("NIKON") || make.uppercased().hasPrefix("SONY") { return true }
             }
         }
-        let maker = String(decoding: make.prefix(while: { $0 != 0 }), as: UTF8.self).uppercased()
-        if maker.hasPrefix("NIKON") { return .nef }
-        if maker.hasPrefix("SONY") { return .arw }
-        return nil
+        return false
     }
 
     /// WebM is Matroska whose EBML header's DocType is "webm".

@@ -1,5 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CLibRawShim
 import CVipsShim
+import MediaFormats
 import ViewerProtocol
 
 /// What a camera RAW's headers say, read by LibRaw without a pixel decoded.
@@ -16,6 +20,9 @@ public struct RawInfo: Sendable, Equatable {
     public var previewHeight: Int
     /// The camera, as LibRaw names it ("Canon EOS 5D Mark IV").
     public var camera: String
+    /// The container, as its suffix names it: "dng", "cr2", "cr3", "nef", "arw", "raf", "orf", "rw2"
+    /// (another maker's TIFF-based RAW: "tiff").
+    public var container: String
 }
 
 /// Camera RAW (DNG, CR2, CR3, NEF, ARW, RAF, ORF, RW2) through LibRaw, in the workers only,
@@ -30,30 +37,44 @@ public struct RawInfo: Sendable, Equatable {
 /// 3. the whole development, for a box as large as the photo (a pager's zoom, an upscale).
 ///
 /// Each is brought to exactly the size `plan` says, which is libvips' plan for the developed
-/// photo, so a rendition's size does not depend on which pixels made it.
-///
-/// ```swift
-/// let decoder = RawDecoder(format: .dng, limits: RenderLimits())
-/// let image = try decoder.thumbnail(source, spec: RenditionSpec(width: 256, height: 256), cancellation: nil)
-/// ```
-struct RawDecoder {
-    let format: ImageSignature
-    let limits: RenderLimits
+/// photo, so a rendition's size does not depend on which pixels made it. A NEF or ARW that
+/// LibRaw finds no RAW in (a camera's TIFF photo) is read by libvips as a TIFF.
+struct RawDecoder: MediaDecoder {
+    let renderer: Renderer
 
-    /// `SourceHeader.loader` of a RAW: this prefix and the format ("raw:dng").
-    static let loaderPrefix = "raw:"
+    static func accepts(_ format: MediaFormat) -> Bool { format.decoder == .libraw }
+
+    /// Regions and tiles are cut from `scaled`, a development at the level's size.
+    static var zooms: Bool { true }
+
+    /// LibRaw's buffers for the pixels `output` needs (`pixels(for:)`): a half-size development
+    /// holds the sensor data (2 bytes a pixel) and a quarter of its 4 x 16-bit image (2 more);
+    /// the whole one the whole image and its 8-bit copy (14). An embedded preview costs less
+    /// than either, but the header does not say whether the file has one.
+    static func decodeCost(_ header: SourceHeader, output: (width: Int, height: Int)) -> (bytes: UInt64, costly: Bool) {
+        let pixels = Renderer.product(UInt64(max(header.width, 0)), UInt64(max(header.height, 0)))
+        let image = Renderer.upright(header)
+        let half = output.width <= image.width / 2 && output.height <= image.height / 2
+        return (Renderer.product(pixels, half ? 4 : 14), pixels > 4_000_000)
+    }
+
+    static func previewSources(_ format: MediaFormat) -> [PreviewSource] { [.rawPreview] }
+
+    /// `SourceHeader.loader` of a RAW.
+    static let loader = "libraw"
 
     /// Where a rendition's pixels come from.
     enum Pixels: Equatable {
         case preview, halfSize, whole
     }
 
-    /// The headers, through LibRaw. A NEF or ARW that LibRaw finds no RAW in is a camera's
-    /// TIFF photo: `unsupportedFormat`, which the renderer reads with libvips instead.
-    func info(_ source: SourceFile) throws(RenderError) -> RawInfo {
+    /// The headers, through LibRaw; nil when LibRaw finds no RAW in a file that is a plain
+    /// TIFF by its first bytes (a NEF or ARW that is a camera's TIFF photo: libvips reads it).
+    func info(_ source: SourceFile) throws(RenderError) -> RawInfo? {
         var info = vr_info()
         var message = [CChar](repeating: 0, count: 256)
         let status = vr_info_fd(source.descriptor, &info, &message, message.count)
+        if status == Int32(VR_UNSUPPORTED), Self.isTIFF(source) { return nil }
         try Self.check(status, message: message, path: source.path)
         func text<T>(_ field: T) -> String {
             withUnsafeBytes(of: field) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
@@ -62,14 +83,100 @@ struct RawDecoder {
         return RawInfo(width: Int(info.width), height: Int(info.height), orientation: Int(info.orientation),
                        previewKind: info.preview_kind, previewWidth: Int(info.preview_width),
                        previewHeight: Int(info.preview_height),
-                       camera: model.hasPrefix(make) ? model : [make, model].filter { !$0.isEmpty }.joined(separator: " "))
+                       camera: model.hasPrefix(make) ? model : [make, model].filter { !$0.isEmpty }.joined(separator: " "),
+                       container: Self.container(source, isDNG: info.is_dng != 0, make: make))
     }
 
-    /// The header the renderer's other paths (limits, plans, cost, INFO) see: the developed
-    /// photo's size and the RAW's orientation, 8-bit RGB.
-    func header(_ info: RawInfo) -> SourceHeader {
-        SourceHeader(width: info.width, height: info.height, bands: 3, orientation: info.orientation,
-                     loader: Self.loaderPrefix + format.name)
+    /// libvips, for the file LibRaw found no RAW in, as the TIFF it is.
+    private var tiff: (decoder: VipsDecoder, format: MediaFormat) { (VipsDecoder(renderer: renderer), ImageSignature.tiff.format) }
+
+    func header(_ source: SourceFile, format: MediaFormat) throws(RenderError) -> SourceHeader {
+        guard let info = try info(source) else { return try tiff.decoder.header(source, format: tiff.format) }
+        return Self.header(info)
+    }
+
+    /// The header the renderer's other paths (limits, plans, cost) see: the developed photo's
+    /// size and the RAW's orientation, 8-bit RGB.
+    static func header(_ info: RawInfo) -> SourceHeader {
+        SourceHeader(width: info.width, height: info.height, bands: 3, orientation: info.orientation, signature: .raw,
+                     loader: loader)
+    }
+
+    func mediaInfo(_ source: SourceFile, format: MediaFormat) throws(RenderError) -> MediaInfo {
+        guard let info = try info(source) else { return try tiff.decoder.mediaInfo(source, format: tiff.format) }
+        return Self.mediaInfo(info, format: format)
+    }
+
+    /// INFO of a RAW: the developed photo, upright; its format "raw/" and the container
+    /// ("raw/dng", "raw/cr2"), as a video's is its container and codec.
+    static func mediaInfo(_ info: RawInfo, format: MediaFormat) -> MediaInfo {
+        let image = Renderer.upright(header(info))
+        return MediaInfo(kind: .photo, width: UInt32(clamping: image.width), height: UInt32(clamping: image.height),
+                         frames: 1, pages: 1, format: "\(format.name)/\(info.container)", hasAlpha: false)
+    }
+
+    func plan(_ source: SourceFile, header: SourceHeader, spec: RenditionSpec) throws(RenderError) -> (width: Int, height: Int) {
+        guard header.loader == Self.loader else { return try tiff.decoder.plan(source, header: header, spec: spec) }
+        return try Self.plan(header, spec: spec)
+    }
+
+    func thumbnail(_ source: SourceFile, format: MediaFormat, spec: RenditionSpec, cancellation: RenderCancellation?,
+                   original: inout MediaInfo?) throws(RenderError) -> VipsImageRef {
+        if let problem = spec.validate(maxSide: renderer.limits.maxOutputSide) { throw .invalidSpec(problem) }
+        guard let info = try info(source) else {
+            return try tiff.decoder.thumbnail(source, format: tiff.format, spec: spec, cancellation: cancellation, original: &original)
+        }
+        let header = Self.header(info)
+        if let refusal = renderer.limits.refusal(of: header, path: source.path) { throw refusal }
+        original = Self.mediaInfo(info, format: format)
+        if spec.region != nil || spec.tile != nil {
+            return try renderer.zoomedThumbnail(source, header: header, spec: spec, decoder: self, cancellation: cancellation)
+        }
+        let planned = try Self.plan(header, spec: spec)
+        return try Self.finish(try pixels(source, info: info, size: planned, cancellation: cancellation), planned: planned,
+                               spec: spec, path: source.path)
+    }
+
+    func scaled(_ source: SourceFile, header: SourceHeader, size: (width: Int, height: Int), spec: RenditionSpec,
+                cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
+        guard let info = try info(source) else {
+            return try tiff.decoder.scaled(source, header: header, size: size, spec: spec, cancellation: cancellation)
+        }
+        return try Self.finish(try pixels(source, info: info, size: size, cancellation: cancellation), planned: size,
+                               spec: RenditionSpec(width: UInt32(size.width), height: UInt32(size.height)), path: source.path)
+    }
+
+    func preview(_ kind: PreviewSource, source: SourceFile, header: SourceHeader,
+                 cancellation: RenderCancellation?) -> VipsImageRef? {
+        guard kind == .rawPreview, header.loader == Self.loader, let info = try? info(source),
+              // Whole: it is a PREVIEW only when smaller than the final (`previewBudget`).
+              let preview = embeddedPreview(source, info: info, atLeast: (info.width, info.height)),
+              Self.proportional(preview.size, (info.width, info.height)) else { return nil }
+        return preview.image
+    }
+
+    /// Not held to the pixel budget: a development costs 10 to 100 times the decode of a JPEG
+    /// of its pixels. But none when the final is made from the embedded preview itself (it
+    /// would be the final, twice), judged by the preview's declared size.
+    func previewBudget(_ source: SourceFile, header: SourceHeader, spec: RenditionSpec,
+                       output: (width: Int, height: Int)) -> Int {
+        guard header.loader == Self.loader, let info = try? info(source), let planned = try? Self.plan(header, spec: spec) else {
+            return Renderer.previewBudget(header, output: output)
+        }
+        let declared = info.previewWidth > 0 && info.previewHeight > 0 ? (info.previewWidth, info.previewHeight) : nil
+        return Self.pixels(for: planned, info: info, preview: declared) == .preview ? 0 : Int.max
+    }
+
+    /// The cheapest pixels for an upright rendition of `size`: unturned and tagged with the
+    /// RAW's orientation, at least that many pixels (a whole development may have fewer).
+    private func pixels(_ source: SourceFile, info: RawInfo, size: (width: Int, height: Int),
+                        cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
+        if let preview = embeddedPreview(source, info: info, atLeast: size),
+           Self.pixels(for: size, info: info, preview: preview.size) == .preview {
+            return preview.image
+        }
+        let half = Self.pixels(for: size, info: info, preview: nil) == .halfSize
+        return try develop(source, half: half, orientation: info.orientation, cancellation: cancellation)
     }
 
     /// The rendition's exact size: libvips' plan for the developed photo (no pixel decoded).
@@ -101,23 +208,6 @@ struct RawDecoder {
         guard a.width > 0, a.height > 0, b.width > 0, b.height > 0 else { return false }
         let cross = abs(a.width * b.height - a.height * b.width)
         return cross * 100 <= a.width * b.height || cross <= max(b.width, b.height)
-    }
-
-    /// The rendition's image for a normalized spec, exactly `plan`'s size, upright.
-    func thumbnail(_ source: SourceFile, info: RawInfo, header: SourceHeader, spec: RenditionSpec,
-                   cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
-        let planned = try Self.plan(header, spec: spec)
-        var image: VipsImageRef?
-        if let preview = embeddedPreview(source, info: info, atLeast: planned),
-           Self.pixels(for: planned, info: info, preview: preview.size) == .preview {
-            image = preview.image
-        }
-        if image == nil {
-            let half = Self.pixels(for: planned, info: info, preview: nil) == .halfSize
-            image = try develop(source, half: half, orientation: info.orientation, cancellation: cancellation)
-        }
-        guard let image else { throw .damagedRaw(path: source.path, detail: "LibRaw gave no image") }
-        return try Self.finish(image, planned: planned, spec: spec, path: source.path)
     }
 
     /// Brings an upright-tagged image to the planned size: `fill` crops to the box as libvips'
@@ -180,7 +270,7 @@ struct RawDecoder {
         var message = [CChar](repeating: 0, count: 256)
         let context = cancellation.map { UnsafeMutableRawPointer($0.handle) }
         let status = withExtendedLifetime(cancellation) {
-            vr_develop_fd(source.descriptor, half ? 1 : 0, Int64(clamping: limits.maxSourcePixels),
+            vr_develop_fd(source.descriptor, half ? 1 : 0, Int64(clamping: renderer.limits.maxSourcePixels),
                           context == nil ? nil : { vs_cancel_requested(OpaquePointer($0)) }, context,
                           &developed, &message, message.count)
         }
@@ -193,19 +283,6 @@ struct RawDecoder {
             throw .corrupt(path: source.path, detail: takeVipsError())
         }
         return VipsImageRef(image)
-    }
-
-    /// A PREVIEW of the RAW (`PreviewSource.rawPreview`): its embedded preview, when the final
-    /// is not made from that same preview (then it would be the final, twice) but develops the
-    /// sensor data, which costs 10 to 100 times the decode of a JPEG of the same pixels. nil
-    /// when there is none with the photo's proportions.
-    func previewForFinal(_ source: SourceFile, info: RawInfo, header: SourceHeader,
-                         spec: RenditionSpec) -> VipsImageRef? {
-        guard let planned = try? Self.plan(header, spec: spec),
-              let preview = embeddedPreview(source, info: info, atLeast: planned),
-              Self.proportional(preview.size, (info.width, info.height)),
-              Self.pixels(for: planned, info: info, preview: preview.size) != .preview else { return nil }
-        return preview.image
     }
 
     /// A JPEG's size from its first SOF marker; nil when the bytes have none.
@@ -252,28 +329,43 @@ struct RawDecoder {
     }
 }
 
-extension SourceHeader {
-    /// A camera RAW, developed by LibRaw (`RawDecoder`), not read by a libvips loader.
-    public var isRaw: Bool { loader.hasPrefix(RawDecoder.loaderPrefix) }
-}
-
 extension Renderer {
     /// A camera RAW's render cost as the daemon estimates it, from the file's size alone
     /// (`RawDecoder.estimateCost`).
     public static func estimateRawCost(fileSize: Int, spec: RenditionSpec) -> RenderCost {
         RawDecoder.estimateCost(fileSize: fileSize, spec: spec)
     }
+}
 
-    /// The RAW decoder for a file of `signature` and its headers, or nil when it is no RAW
-    /// (a NEF or ARW that LibRaw finds none in is a camera's TIFF photo, for libvips).
-    func rawDecoder(_ source: SourceFile, signature: ImageSignature) throws(RenderError) -> (decoder: RawDecoder, info: RawInfo)? {
-        guard signature.isRaw else { return nil }
-        let decoder = RawDecoder(format: signature, limits: limits)
-        do {
-            return (decoder, try decoder.info(source))
-        } catch .unsupportedContent(let path, let detail) {
-            if signature.mayBeTIFF { return nil }
-            throw .unsupportedContent(path: path, detail: detail)
+extension RawDecoder {
+    /// Whether the file begins as a classic TIFF (NEF, ARW, DNG and CR2 do).
+    static func isTIFF(_ source: SourceFile) -> Bool {
+        let head = prefix(source, 4)
+        return head == [0x49, 0x49, 0x2A, 0x00] || head == [0x4D, 0x4D, 0x00, 0x2A]
+    }
+
+    /// The container of a RAW LibRaw read, from its first bytes (`ImageSignature`'s rules).
+    static func container(_ source: SourceFile, isDNG: Bool, make: String) -> String {
+        if isDNG { return "dng" }
+        let b = prefix(source, 16)
+        func at(_ offset: Int, _ text: String) -> Bool {
+            let t = Array(text.utf8)
+            return b.count >= offset + t.count && Array(b[offset..<offset + t.count]) == t
         }
+        if at(0, "FUJIFILMCCD-RAW") { return "raf" }
+        if at(0, "IIRO") || at(0, "IIRS") || at(0, "MMOR") { return "orf" }
+        if b.starts(with: [0x49, 0x49, 0x55, 0x00]) { return "rw2" }
+        if at(8, "crx ") { return "cr3" }
+        if at(8, "CR") { return "cr2" }
+        let maker = make.uppercased()
+        if maker.hasPrefix("NIKON") { return "nef" }
+        if maker.hasPrefix("SONY") { return "arw" }
+        return "tiff"
+    }
+
+    private static func prefix(_ source: SourceFile, _ count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let n = bytes.withUnsafeMutableBytes { pread(source.descriptor, $0.baseAddress, count, 0) }
+        return n > 0 ? Array(bytes.prefix(n)) : []
     }
 }

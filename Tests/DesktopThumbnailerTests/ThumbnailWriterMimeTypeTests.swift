@@ -1,0 +1,27 @@
+@testable import DesktopThumbnails
+import MediaFormats
+import Testing
+
+/// The desktop front's MIME types come from the format table (`MediaFormat`), so what it
+/// announces (`GetSupported`) is what the daemon reads, and INFO's names map to their types.
+@Suite("ThumbnailWriter MIME types")
+struct ThumbnailWriterMimeTypeTests {
+    @Test("every format INFO names has its MIME type, a video's by its container")
+    func infoNames() {
+        for format in MediaFormat.table {
+            let name = format.kind == .video ? "\(format.name)/h264" : format.name
+            #expect(ThumbnailWriter.mimeType(name) == format.mimeTypes[0], "\(name)")
+        }
+        // The daemon names an MPEG transport stream "mpegts" (INFO: mpegts/h264).
+        #expect(ThumbnailWriter.mimeType("mpegts/h264") == "video/mp2t")
+        #expect(ThumbnailWriter.mimeType("avif") == "image/avif")
+        #expect(ThumbnailWriter.mimeType("nothing") == "application/octet-stream")
+    }
+
+    @Test("only what the daemon reads is announced: no BMP, which no signature admits")
+    func announced() {
+        let announced = Set(ThumbnailWriter.mimeTypes.map(\.mime))
+        #expect(!announced.contains("image/bmp"))
+        #expect(announced == Set(MediaFormat.table.flatMap(\.mimeTypes)))
+    }
+}
