@@ -45,14 +45,6 @@ struct CameraRawTests {
         return sums.map { $0 / max(count, 1) }
     }
 
-    static func failure(_ request: RenderRequest, on client: ViewerConnection) -> ErrorReply? {
-        switch Result(catching: { () throws(ViewerClientError) in try client.render(request) }) {
-        case .success: nil
-        case .failure(.server(let reply)): reply
-        case .failure(let other): ErrorReply(.internalError, "\(other)")
-        }
-    }
-
     @Test("a DNG's big JPEG preview makes its thumbnail, turned by the RAW's orientation, not the preview's EXIF")
     func previewMakesTheThumbnail() throws {
         let daemon = try DaemonProcess()
@@ -146,12 +138,12 @@ struct CameraRawTests {
                                   to: daemon.directory + "/junk.raf")
         let client = try daemon.connect()
         let spec = RenditionSpec(width: 256, height: 256)
-        let cutError = Self.failure(RenderRequest(path: cut, spec: spec), on: client)
+        let cutError = VideoTests.failure(of: RenderRequest(path: cut, spec: spec), on: client)
         #expect(cutError?.code == .corruptImage, "\(String(describing: cutError))")
         #expect(cutError?.message.contains("camera RAW") == true, "\(String(describing: cutError))")
-        let lyingError = Self.failure(RenderRequest(path: lying, spec: spec), on: client)
+        let lyingError = VideoTests.failure(of: RenderRequest(path: lying, spec: spec), on: client)
         #expect(lyingError?.code == .corruptImage || lyingError?.code == .tooLarge, "\(String(describing: lyingError))")
-        let junkError = Self.failure(RenderRequest(path: junk, spec: spec), on: client)
+        let junkError = VideoTests.failure(of: RenderRequest(path: junk, spec: spec), on: client)
         #expect(junkError?.code == .unsupportedFormat || junkError?.code == .corruptImage, "\(String(describing: junkError))")
         // Nothing lost: a good RAW after them renders.
         let good = try Self.write(whole, to: daemon.directory + "/good.dng")

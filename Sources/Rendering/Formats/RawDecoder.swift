@@ -117,7 +117,8 @@ struct RawDecoder: MediaDecoder {
 
     func plan(_ source: SourceFile, header: SourceHeader, spec: RenditionSpec) throws(RenderError) -> (width: Int, height: Int) {
         guard header.loader == Self.loader else { return try tiff.decoder.plan(source, header: header, spec: spec) }
-        return try Self.plan(header, spec: spec)
+        // libvips' plan for an image of the developed photo's size, as for a video's frame.
+        return try renderer.videoPlan(header, spec: spec)
     }
 
     func thumbnail(_ source: SourceFile, format: MediaFormat, spec: RenditionSpec, cancellation: RenderCancellation?,
@@ -132,7 +133,7 @@ struct RawDecoder: MediaDecoder {
         if spec.region != nil || spec.tile != nil {
             return try renderer.zoomedThumbnail(source, header: header, spec: spec, decoder: self, cancellation: cancellation)
         }
-        let planned = try Self.plan(header, spec: spec)
+        let planned = try renderer.videoPlan(header, spec: spec)
         return try Self.finish(try pixels(source, info: info, size: planned, cancellation: cancellation), planned: planned,
                                spec: spec, path: source.path)
     }
@@ -160,7 +161,7 @@ struct RawDecoder: MediaDecoder {
     /// would be the final, twice), judged by the preview's declared size.
     func previewBudget(_ source: SourceFile, header: SourceHeader, spec: RenditionSpec,
                        output: (width: Int, height: Int)) -> Int {
-        guard header.loader == Self.loader, let info = try? info(source), let planned = try? Self.plan(header, spec: spec) else {
+        guard header.loader == Self.loader, let info = try? info(source), let planned = try? renderer.videoPlan(header, spec: spec) else {
             return Renderer.previewBudget(header, output: output)
         }
         let declared = info.previewWidth > 0 && info.previewHeight > 0 ? (info.previewWidth, info.previewHeight) : nil
@@ -177,17 +178,6 @@ struct RawDecoder: MediaDecoder {
         }
         let half = Self.pixels(for: size, info: info, preview: nil) == .halfSize
         return try develop(source, half: half, orientation: info.orientation, cancellation: cancellation)
-    }
-
-    /// The rendition's exact size: libvips' plan for the developed photo (no pixel decoded).
-    static func plan(_ header: SourceHeader, spec: RenditionSpec) throws(RenderError) -> (width: Int, height: Int) {
-        let box = Renderer.thumbnailBox(spec, vector: false)
-        var width: Int32 = 0, height: Int32 = 0
-        guard vs_plan_size(Int32(header.width), Int32(header.height), box.width, box.height, box.crop, box.size,
-                           Int32(header.orientation), &width, &height) == 0 else {
-            throw .corrupt(path: "<plan>", detail: takeVipsError())
-        }
-        return (Int(width), Int(height))
     }
 
     /// The pixels a rendition of `planned` (upright) needs, given a preview of `preview`

@@ -1,0 +1,71 @@
+import Foundation
+import Rendering
+import ViewerProtocol
+import ViewerTestSupport
+
+/// Camera RAW (issue 31): a 24 MP DNG's 256-pixel thumbnail from its embedded JPEG preview
+/// (1620x1080, a Canon-sized one), against LibRaw's own full decode of the same file
+/// (`dcraw_emu`, Debian's libraw-bin) in the same run; and a half-size development, of the
+/// same sensor without a preview, against `dcraw_emu -h`. One request at a time, each a new
+/// key (boxes 256, 255, …), on a daemon whose workers have started.
+extension Bench {
+    static let rawSensor = (width: 6000, height: 4000)
+
+    func raw() throws {
+        let directory = workDirectory + "/raw"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (w, h) = settings.smoke ? (600, 400) : Self.rawSensor
+        let previewSize = settings.smoke ? (162, 108) : (1620, 1080)
+        let jpegPath = directory + "/preview.jpg"
+        try ImageFixtures.write(path: jpegPath, pixels: RawFiles.picturePixels(width: previewSize.0, height: previewSize.1),
+                                width: previewSize.0, height: previewSize.1, bands: 3, options: "Q=90")
+        let jpeg = Array(try Data(contentsOf: URL(fileURLWithPath: jpegPath)))
+        let withPreview = directory + "/preview.dng", bare = directory + "/bare.dng"
+        try Data(RawFiles.dng(RawFiles.Layout(width: w, height: h, jpegPreview: jpeg, bitmapPreview: (256, 171))))
+            .write(to: URL(fileURLWithPath: withPreview))
+        try Data(RawFiles.dng(RawFiles.Layout(width: w, height: h))).write(to: URL(fileURLWithPath: bare))
+
+        let daemon = try startDaemon("raw")
+        defer { daemon.stop() }
+        let socket = try daemon.rawConnection(name: "bench-raw")
+        defer { socket.shutdown() }
+        var id: UInt32 = 0
+        func timed(_ path: String, box: UInt32) throws -> Double {
+            id += 1
+            let started = now()
+            try socket.write(renderFrame(path, spec: RenditionSpec(width: box, height: box), id: id))
+            while true {
+                let frame = try socket.readFrame()
+                guard frame.requestID == id, frame.messageType != .preview else { continue }
+                guard frame.messageType == .result else { throw BenchError("\(path): \(try frame.message())") }
+                return Double(now() - started) / 1e6
+            }
+        }
+        // The workers' start-up and the files' first read, paid before (boxes not measured).
+        _ = try timed(withPreview, box: 100)
+        _ = try timed(bare, box: 100)
+        let runs = settings.smoke ? 3 : 15
+        let previewTimes = try (0..<runs).map { try timed(withPreview, box: UInt32(256 - $0)) }
+        let halfTimes = try (0..<min(runs, 5)).map { try timed(bare, box: UInt32(256 - $0)) }
+
+        func dcraw(_ arguments: [String]) -> Double {
+            let started = now()
+            _ = spawnAndWait(["dcraw_emu"] + arguments)
+            return Double(now() - started) / 1e6
+        }
+        let full = median((0..<3).map { _ in dcraw(["-w", withPreview]) })
+        let half = median((0..<min(runs, 5)).map { _ in dcraw(["-w", "-h", bare]) })
+        let p50 = median(previewTimes), halfP50 = median(halfTimes)
+        report.add(Row(scenario: "raw", figure: "24 MP DNG, 256 px thumbnail from its embedded preview: p50 of \(runs)",
+                       value: "\(fmt(p50, 1)) ms", baseline: "", ratio: "", goal: "<= 30 ms", pass: p50 <= 30))
+        report.add(Row(scenario: "raw", figure: "the same against LibRaw's full decode of the file (speed-up)",
+                       value: "\(fmt(full / p50, 1))x", baseline: "dcraw_emu -w \(fmt(full, 0)) ms", ratio: fmt(p50 / full, 3),
+                       goal: ">= 20x", pass: full / p50 >= 20))
+        report.add(Row(scenario: "raw", figure: "24 MP DNG without preview, 256 px thumbnail (half-size development): p50",
+                       value: "\(fmt(halfP50, 0)) ms", baseline: "dcraw_emu -w -h \(fmt(half, 0)) ms", ratio: fmt(halfP50 / half),
+                       goal: "<= 1.10", pass: halfP50 / half <= 1.1))
+        report.results["raw"] = ["preview_ms": previewTimes, "half_size_ms": halfTimes, "dcraw_emu_full_ms": full,
+                                 "dcraw_emu_half_ms": half, "sensor": [w, h], "preview": [previewSize.0, previewSize.1]]
+    }
+}
