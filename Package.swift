@@ -34,6 +34,8 @@ let package = Package(
                        providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]),
         // HDR to SDR on 16-bit RGB, for stills and posters alike (issue 31): no library.
         .target(name: "CToneMap"),
+        // LibRaw (its thread-safe build), for camera RAW (issue 31).
+        .systemLibrary(name: "CLibRaw", pkgConfig: "libraw_r", providers: [.apt(["libraw-dev"])]),
         // Fixed-arity wrappers of the variadic libvips calls we use (Swift cannot call `...`),
         // and the partial progressive JPEG decode.
         .target(name: "CVipsShim", dependencies: ["CVips", "CJPEG", "CToneMap"]),
@@ -42,6 +44,9 @@ let package = Package(
         // (pkg-config names libavformat alone: the other three are linked here.)
         .target(name: "CFFmpegShim", dependencies: ["CFFmpeg", "CToneMap"],
                 linkerSettings: [.linkedLibrary("avcodec"), .linkedLibrary("swscale"), .linkedLibrary("avutil")]),
+
+        // Camera RAW: a RAW's header, embedded preview and development over a descriptor (raw.c).
+        .target(name: "CLibRawShim", dependencies: ["CLibRaw"]),
 
         // The worker's sandbox: libseccomp's variadic rule calls with fixed arguments, and the
         // one-call protections (prctl, setrlimit, unshare); and the desktop thumbnailers' own
@@ -59,7 +64,7 @@ let package = Package(
         // decoder, renderer version): no C, so the clients read it without linking libvips.
         .target(name: "MediaFormats"),
         // The only product module that talks to libvips (RenderingFixtures, test-only, writes with it too).
-        .target(name: "Rendering", dependencies: ["ViewerProtocol", "MediaFormats", "CVipsShim", "CFFmpegShim", "Locking"]),
+        .target(name: "Rendering", dependencies: ["ViewerProtocol", "MediaFormats", "CVipsShim", "CFFmpegShim", "CLibRawShim", "Locking"]),
         // The only module that talks to LMDB.
         .target(name: "RenditionStore", dependencies: ["CLMDB", "CChecksum", "Locking"]),
         // CRC-32C with the CPU's instruction, for verifying stored renditions.

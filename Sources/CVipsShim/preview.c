@@ -81,3 +81,16 @@ int vs_preview_fd(int fd, int kind, vs_cancel *cancel, VipsImage **out) {
     g_object_unref(loaded);
     return result;
 }
+
+int vs_jpeg_from_buffer(const void *buf, size_t len, int shrink, int orientation, VipsImage **out) {
+    *out = NULL;
+    VipsImage *loaded = NULL;
+    if (vips_jpegload_buffer((void *)buf, len, &loaded, "shrink", shrink, "autorotate", FALSE, NULL)) return -1;
+    // Decoded now: the buffer is the caller's, and a preview is small.
+    VipsImage *decoded = vips_image_copy_memory(loaded);
+    g_object_unref(loaded);
+    if (!decoded) return -1;
+    vips_image_set_int(decoded, VIPS_META_ORIENTATION, orientation);
+    *out = decoded;
+    return 0;
+}

@@ -193,3 +193,22 @@ int vs_join_vertical(VipsImage *top, VipsImage *bottom, VipsImage **out) {
     *out = NULL;
     return vips_join(top, bottom, out, VIPS_DIRECTION_VERTICAL, NULL);
 }
+
+int vs_image_copy_pixels(const void *pixels, size_t length, int width, int height, int bands, int bits,
+                         int orientation, VipsImage **out) {
+    *out = NULL;
+    if ((bands != 1 && bands != 3) || (bits != 8 && bits != 16) ||
+        length < (size_t)width * height * bands * (bits / 8)) {
+        vips_error("viewerd", "%s", "pixels of an unexpected layout");
+        return -1;
+    }
+    VipsImage *image = vips_image_new_from_memory_copy(pixels, length, width, height, bands,
+                                                       bits == 16 ? VIPS_FORMAT_USHORT : VIPS_FORMAT_UCHAR);
+    if (!image) return -1;
+    VipsInterpretation interpretation = bands == 1 ? (bits == 16 ? VIPS_INTERPRETATION_GREY16 : VIPS_INTERPRETATION_B_W)
+                                                   : (bits == 16 ? VIPS_INTERPRETATION_RGB16 : VIPS_INTERPRETATION_sRGB);
+    image->Type = interpretation;
+    vips_image_set_int(image, VIPS_META_ORIENTATION, orientation);
+    *out = image;
+    return 0;
+}

@@ -24,6 +24,11 @@ public enum ImageSignature: String, Sendable, CaseIterable {
     case matroska, webm, avi
     /// MPEG transport stream (broadcast, AVCHD's .mts/.m2ts) and program stream (.mpg, .vob).
     case mpegTS, mpegPS
+    /// Camera RAW, which LibRaw develops (issue 31): Adobe's DNG (a TIFF with a DNGVersion
+    /// tag), Canon's CR2 (a TIFF with "CR" at 8) and CR3 (ISO media, brand "crx "), Nikon's
+    /// NEF and Sony's ARW (TIFFs with the maker's Make tag: LibRaw decides whether one is a
+    /// RAW or a camera's TIFF photo), Fujifilm's RAF, Olympus' ORF and Panasonic's RW2.
+    case raw
 
     /// This format's row of the table.
     public var format: MediaFormat { MediaFormat.row(self) }
@@ -51,8 +56,12 @@ public enum ImageSignature: String, Sendable, CaseIterable {
         if at(0, [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .png }
         if at(0, "GIF87a") || at(0, "GIF89a") { return .gif }
         if at(0, "RIFF") && at(8, "WEBP") { return .webp }
-        if at(0, [0x49, 0x49, 0x2A, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2A])
-            || at(0, [0x49, 0x49, 0x2B, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2B]) { return .tiff }
+        if at(0, "FUJIFILMCCD-RAW") || at(0, "IIRO") || at(0, "IIRS") || at(0, "MMOR") || at(0, [0x49, 0x49, 0x55, 0x00]) {
+            return .raw
+        }
+        // A RAW is told from a TIFF before TIFF's rule: a DNG's IFD0 is often a tiny preview.
+        if at(0, [0x49, 0x49, 0x2A, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2A]) { return isCameraTIFF(b) ? .raw : .tiff }
+        if at(0, [0x49, 0x49, 0x2B, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2B]) { return .tiff }
         if at(4, "ftyp") { return isoMedia(b) }
         // QuickTime files written before ftyp existed begin with a movie or data atom.
         if at(4, "moov") || at(4, "mdat") || at(4, "wide") || at(4, "pnot") { return .quickTime }
@@ -86,6 +95,7 @@ public enum ImageSignature: String, Sendable, CaseIterable {
             return String(decoding: b[offset..<offset + 4], as: UTF8.self)
         }
         let major = brand(8) ?? ""
+        if major == "crx " { return .raw }  // Canon's CR3
         if major == "qt  " { return .quickTime }
         if videoBrands.contains(major) { return .mp4 }
         if major == "avif" || major == "avis" { return .avif }
@@ -97,6 +107,34 @@ public enum ImageSignature: String, Sendable, CaseIterable {
             offset += 4
         }
         return .mp4
+    }
+
+    /// Whether a classic TIFF is a camera's RAW, from its first directory (when it lies in the
+    /// bytes at hand, as cameras write it): a DNGVersion tag (0xC612), whatever its IFD0 holds
+    /// (often a tiny preview, never the photo); "CR" at 8 (CR2); a Make of NIKON or SONY (NEF,
+    /// ARW: the RAW decoder hands such a file to libvips when LibRaw finds no RAW in it).
+    static func isCameraTIFF(_ b: [UInt8]) -> Bool {
+        if b.count >= 10, b[8] == 0x43, b[9] == 0x52 { return true }
+        let little = b[0] == 0x49
+        func uint(_ offset: Int, _ n: Int) -> Int? {
+            guard offset >= 0, offset + n <= b.count else { return nil }
+            var value = 0
+            for k in 0..<n { value |= Int(b[offset + (little ? k : n - 1 - k)]) << (8 * k) }
+            return value
+        }
+        guard let ifd0 = uint(4, 4), let count = uint(ifd0, 2) else { return false }
+        for entry in 0..<min(count, 512) {
+            let at = ifd0 + 2 + 12 * entry
+            guard let tag = uint(at, 2) else { break }
+            if tag == 0xC612 { return true }
+            if tag == 0x010F, let length = uint(at + 4, 4), length > 0 {
+                let start = length <= 4 ? at + 8 : uint(at + 8, 4) ?? -1
+                guard start >= 0, start + min(length, 8) <= b.count else { continue }
+                let make = String(decoding: b[start..<start + min(length, 8)].prefix(while: { $0 != 0 }), as: UTF8.self)
+                if make.uppercased().hasPrefix("NIKON") || make.uppercased().hasPrefix("SONY") { return true }
+            }
+        }
+        return false
     }
 
     /// WebM is Matroska whose EBML header's DocType is "webm".

@@ -67,6 +67,9 @@ public struct MediaFormat: Sendable, Equatable, CustomStringConvertible {
         case video
         /// Rasterized at the output size; its real cost is in no header (run one at a time).
         case vector
+        /// LibRaw: the sensor data and its development, from the file's size (the daemon reads
+        /// no RAW header: a DNG's first directory is a preview's).
+        case raw
     }
 
     /// The decoders of Rendering's `MediaDecoder`, one case a conformer.
@@ -75,6 +78,8 @@ public struct MediaFormat: Sendable, Equatable, CustomStringConvertible {
         case libvips
         /// FFmpeg's demuxers and decoders, a poster frame (Rendering's `VideoDecoder`).
         case ffmpeg
+        /// LibRaw: a camera RAW's embedded preview or development (Rendering's `RawDecoder`).
+        case libraw
     }
 }
 
@@ -94,6 +99,9 @@ public enum RendererVersion {
     public static let vector: UInt16 = 2
     /// Video posters. 3: PQ and HLG streams are tone mapped to sRGB (issue 31).
     public static let video: UInt16 = 3
+    /// Camera RAW: 3, so that a DNG's renditions stored when libvips read its IFD0 (a tiny
+    /// preview, or the mosaic as grey) as the photo miss.
+    public static let raw: UInt16 = 3
     /// A file of no known format (it is refused: only its failure is recorded).
     public static let unknown: UInt16 = 2
 }
@@ -133,6 +141,9 @@ extension MediaFormat {
         case .avi: MediaFormat(s, "avi", ["video/x-msvideo"], ["avi"], .video, .video, .ffmpeg, RendererVersion.video)
         case .mpegTS: MediaFormat(s, "mpegts", ["video/mp2t"], ["ts", "mts", "m2ts"], .video, .video, .ffmpeg, RendererVersion.video)
         case .mpegPS: MediaFormat(s, "mpeg", ["video/mpeg"], ["mpg", "mpeg", "vob"], .video, .video, .ffmpeg, RendererVersion.video)
+        case .raw: MediaFormat(s, "raw", ["image/x-adobe-dng", "image/x-canon-cr2", "image/x-canon-cr3", "image/x-nikon-nef",
+                                          "image/x-sony-arw", "image/x-fuji-raf", "image/x-olympus-orf", "image/x-panasonic-rw2"],
+                               ["dng", "cr2", "cr3", "nef", "arw", "raf", "orf", "rw2"], .photo, .raw, .libraw, RendererVersion.raw)
         }
     }
 

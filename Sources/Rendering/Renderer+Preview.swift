@@ -10,6 +10,8 @@ public enum PreviewSource: String, Sendable, CaseIterable {
     case exifThumbnail = "exif-thumbnail"
     /// The HEIF's thumbnail item.
     case heifThumbnail = "heif-thumbnail"
+    /// A camera RAW's embedded preview, turned by the RAW's orientation (`RawDecoder`).
+    case rawPreview = "raw-preview"
 }
 
 extension Renderer {
@@ -54,7 +56,7 @@ extension Renderer {
             // The budget needs the output's pixels to within a pixel (`outputSize`); the exact
             // size, libvips' plan (3.5 ms), only once there is a preview to make.
             let out = Self.outputSize(header, spec: spec)
-            let budget = max(header.width, 0) * max(header.height, 0) / Self.previewCostFraction - out.width * out.height
+            let budget = decoder(for: format).previewBudget(source, header: header, spec: spec, output: out)
             for kind in [.storedRendition] + Self.decoderType(for: format).previewSources(format) {
                 guard let image = previewImage(kind, source: source, header: header, decoder: decoder(for: format),
                                                stored: stored, budget: budget, cancellation: cancellation) else { continue }
@@ -70,6 +72,12 @@ extension Renderer {
             }
             return nil
         }
+    }
+
+    /// The pixels a preview may decode: 1/`previewCostFraction` of the source's, less the
+    /// output's (`MediaDecoder.previewBudget`'s default).
+    static func previewBudget(_ header: SourceHeader, output: (width: Int, height: Int)) -> Int {
+        max(header.width, 0) * max(header.height, 0) / previewCostFraction - output.width * output.height
     }
 
     /// One source's preview image, lazily, when the source has it and it decodes at most

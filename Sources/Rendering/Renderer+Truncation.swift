@@ -46,6 +46,7 @@ extension Renderer {
         switch error {
         case .corrupt(let path, let detail): return .corrupt(path: path, detail: truncated + "; " + detail)
         case .damagedVideo(let path, let detail): return .damagedVideo(path: path, detail: truncated + "; " + detail)
+        case .damagedRaw(let path, let detail): return .damagedRaw(path: path, detail: truncated + "; " + detail)
         default: return error
         }
     }

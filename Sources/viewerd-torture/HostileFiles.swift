@@ -103,6 +103,7 @@ struct HostileFiles {
                           note: "a worker that aborts (viewerd-testing)"))
         cases.append(Case(path: context.work + "/faults/viewerd-test-hang.png", expected: ["timeout"],
                           note: "a worker that hangs (viewerd-testing)"))
+        cases += try rawCases(in: dir + "/raw")
         return cases
     }
 

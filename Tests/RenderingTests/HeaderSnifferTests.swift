@@ -199,4 +199,13 @@ struct HeaderSnifferTests {
         #expect(huge.totalPixels == .max)
         #expect(RenderLimits().refusal(of: huge, path: "/x.mkv") != nil)
     }
+
+    @Test("a DNG's IFD0 (a tiny preview) is not taken for its header; its cost comes from the file's size")
+    func cameraRaw() {
+        let dng = RawFiles.dng(RawFiles.Layout(width: 600, height: 400, bitmapPreview: (150, 100)))
+        #expect(HeaderSniffer.sniff(dng) == nil)
+        let thumbnail = Renderer.estimateRawCost(fileSize: 25 << 20, spec: RenditionSpec(width: 256, height: 256))
+        let pager = Renderer.estimateRawCost(fileSize: 25 << 20, spec: RenditionSpec(width: 4096, height: 4096))
+        #expect(thumbnail.memoryBytes >= 5 * (25 << 20) && pager.memoryBytes >= 14 * (25 << 20) && pager.costly)
+    }
 }

@@ -128,6 +128,15 @@ int vs_plan_size(int image_width, int image_height, int width, int height, int c
 int vs_resize_size(int image_width, int image_height, int width, int height, int crop, int size, int orientation,
                    int *out_width, int *out_height);
 
+/// Pixels another decoder made (LibRaw's development or bitmap preview: packed rows, 1 or 3
+/// bands, 8 or 16 bits native-endian), copied into an image tagged with EXIF `orientation`,
+/// to be finished by vs_thumbnail_image like any photo. Returns 0, or -1 with libvips' error.
+int vs_image_copy_pixels(const void *pixels, size_t length, int width, int height, int bands, int bits,
+                         int orientation, VipsImage **out);
+/// A JPEG in memory (a RAW's embedded preview) decoded into memory at 1/`shrink` (1, 2, 4 or
+/// 8), tagged with `orientation` in place of any its own EXIF says (the RAW's turn is the
+/// photo's). Returns 0, or -1 with libvips' error.
+int vs_jpeg_from_buffer(const void *buf, size_t len, int shrink, int orientation, VipsImage **out);
 /// Where a degraded preview comes from (vs_preview_fd's `kind`).
 enum {
     VS_PREVIEW_EXIF = 1,  // the JPEG's EXIF thumbnail (IFD1), cut to the image's proportions

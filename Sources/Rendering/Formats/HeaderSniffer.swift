@@ -27,6 +27,8 @@ public enum HeaderSniffer {
     public static func sniff(_ b: [UInt8], more: (_ offset: UInt64, _ count: Int) -> [UInt8] = { _, _ in [] }) -> SourceHeader? {
         let signature = ImageSignature.detect(b)
         if let signature, signature.format.kind == .video { return video(b, signature, more: more) }
+        // A RAW's first directory, when it is one, is a preview's (a DNG's IFD0): not the photo.
+        if let signature, signature.format.cost == .raw { return nil }
         if b.starts(with: [0xFF, 0xD8]) { return jpeg(b) }
         if b.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return png(b) }
         if b.starts(with: Array("GIF8".utf8)), b.count >= 10 {

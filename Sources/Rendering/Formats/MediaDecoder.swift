@@ -75,6 +75,19 @@ protocol MediaDecoder: Sendable {
     /// broken one too: the final says what is wrong with the file).
     func preview(_ kind: PreviewSource, source: SourceFile, header: SourceHeader,
                  cancellation: RenderCancellation?) -> VipsImageRef?
+
+    /// The pixels a PREVIEW of the source to the normalized `spec` may decode; the preview's
+    /// own pixels (`output`) included. By default 1/`Renderer.previewCostFraction` of the
+    /// source's, less the output's (`Renderer.previewBudget`).
+    func previewBudget(_ source: SourceFile, header: SourceHeader, spec: RenditionSpec,
+                       output: (width: Int, height: Int)) -> Int
+}
+
+extension MediaDecoder {
+    func previewBudget(_ source: SourceFile, header: SourceHeader, spec: RenditionSpec,
+                       output: (width: Int, height: Int)) -> Int {
+        Renderer.previewBudget(header, output: output)
+    }
 }
 
 extension Renderer {
@@ -83,6 +96,7 @@ extension Renderer {
         switch format.decoder {
         case .libvips: VipsDecoder(renderer: self)
         case .ffmpeg: VideoDecoder(renderer: self)
+        case .libraw: RawDecoder(renderer: self)
         }
     }
 
@@ -91,6 +105,7 @@ extension Renderer {
         switch format.decoder {
         case .libvips: VipsDecoder.self
         case .ffmpeg: VideoDecoder.self
+        case .libraw: RawDecoder.self
         }
     }
 }

@@ -32,7 +32,7 @@ struct VipsDecoder: MediaDecoder {
         case .jpegXL?: return (Renderer.product(w, h, 4, s, 2), whole)
         case .gif?: return (Renderer.product(w, h, 4, 2), whole)
         case .vector?: return (Renderer.product(UInt64(output.width), UInt64(output.height), 4), false)
-        case .video?, nil:
+        case .video?, .raw?, nil:
             // The whole image (a derivation's stored rendition, of no format of the table).
             return (Renderer.product(w, h, max(b, 4), s), whole)
         }
@@ -153,7 +153,7 @@ struct VipsDecoder: MediaDecoder {
         switch kind {
         case .exifThumbnail: which = Int32(VS_PREVIEW_EXIF)
         case .heifThumbnail: which = Int32(VS_PREVIEW_HEIF)
-        case .storedRendition: return nil
+        case .storedRendition, .rawPreview: return nil
         }
         var loaded: OpaquePointer?
         let status = vs_preview_fd(source.descriptor, which, cancellation?.handle, &loaded)

@@ -67,6 +67,9 @@ extension HeaderSniffer {
         if let header = sniffed.header {
             return Renderer.estimateCost(header, spec: spec)
         }
+        if let format = sniffed.format, format.format.cost == .raw {
+            return Renderer.estimateRawCost(fileSize: Int(clamping: source.identity.size), spec: spec)
+        }
         guard let format = sniffed.format else {
             // Not a format we read: the worker refuses it from its first bytes, at no cost.
             return RenderCost(memoryBytes: 1 << 20, costly: false)

@@ -1,7 +1,6 @@
 import CSandbox
 import Foundation
 import Rendering
-import RenderingFixtures
 import SystemCalls
 import ViewerLog
 import ViewerProtocol
