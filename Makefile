@@ -14,9 +14,10 @@ SWIFT_TEST = $(SWIFT) test --no-color-diagnostics
 # build against, pkg-config to find them, and libjpeg-turbo's headers for the partial decode
 # of progressive JPEGs (libvips-dev pulls them in already; named because we link it directly),
 # and FFmpeg's libraries for the poster frames and media info of videos (issue 17), and
-# libsystemd's sd-bus for the desktop's thumbnail service on D-Bus (issue 21).
+# libsystemd's sd-bus for the desktop's thumbnail service on D-Bus (issue 21), and LibRaw for
+# camera RAW (issue 31).
 APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev libjpeg62-turbo-dev pkg-config \
-	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libsystemd-dev
+	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libsystemd-dev libraw-dev
 # And to test (and bench): libvips-tools (vips, vipsthumbnail) as the reference the tests
 # compare against, systemd for systemd-analyze and systemd-socket-activate in the service
 # tests, e2fsprogs for the coarse-timestamp file system (mkfs.ext2), libheif-examples for
@@ -29,9 +30,11 @@ APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev libjpeg62-turbo-dev pkg-c
 # tumbler (the bench's baseline), and procps (pgrep: the conformance tests watch a helper's
 # process; a minimal Debian has no procps); fontconfig (fc-cache) and fonts-dejavu-core for the
 # sandbox's font tests (issue 29: a font directory newer than its cache, a font outside the
-# workers' view).
+# workers' view); binutils (nm: that no product links the fixtures' writers, issue 31); libraw-bin
+# (dcraw_emu: the bench's baseline for camera RAW, issue 31).
 TEST_APT_PACKAGES := libvips-tools systemd e2fsprogs libheif-examples ffmpeg ffmpegthumbnailer \
-	dbus dbus-user-session libglib2.0-bin python3-gi gir1.2-glib-2.0 tumbler procps fontconfig fonts-dejavu-core
+	dbus dbus-user-session libglib2.0-bin python3-gi gir1.2-glib-2.0 tumbler procps fontconfig fonts-dejavu-core binutils \
+	libraw-bin
 ARGS ?=
 
 .PHONY: all deps test-deps build debug run test clean install uninstall
@@ -79,10 +82,13 @@ run: build
 ## test: the whole suite (unit tests and end-to-end tests of the real daemon), then the Python
 ## client's tests (clients/python: codec vectors, and its clients against the debug daemon),
 ## then the desktop thumbnail service's conformance suite (Tests/Desktop)
+# A run that hangs (a test past 20 minutes, or 10 silent) is killed by Tests/watch-tests.py, which first prints
+# which tests were running, the processes under them and their threads' stacks.
+WATCH_TESTS = python3 Tests/watch-tests.py --test-limit 1200 --quiet-limit 600 --
 test: test-deps
 	$(SWIFT_BUILD) --build-tests
-	$(SWIFT_TEST) --skip-build
-	VIEWERD_BUILD_DIR="$$($(SWIFT_BUILD) --show-bin-path)" python3 -m unittest discover -s clients/python/tests -v
+	$(WATCH_TESTS) $(SWIFT_TEST) --skip-build
+	VIEWERD_BUILD_DIR="$$($(SWIFT_BUILD) --show-bin-path)" $(WATCH_TESTS) python3 -m unittest discover -s clients/python/tests -v
 	@$(MAKE) --no-print-directory desktop-conformance
 
 ## desktop-conformance: the desktop's thumbnail service (viewerd-thumbnailer, issue 21) driven by

@@ -32,11 +32,21 @@ let package = Package(
         // FFmpeg's libraries, for the poster frames and media info of videos (issue 17).
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
                        providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]),
+        // HDR to SDR on 16-bit RGB, for stills and posters alike (issue 31): no library.
+        .target(name: "CToneMap"),
+        // LibRaw (its thread-safe build), for camera RAW (issue 31).
+        .systemLibrary(name: "CLibRaw", pkgConfig: "libraw_r", providers: [.apt(["libraw-dev"])]),
         // Fixed-arity wrappers of the variadic libvips calls we use (Swift cannot call `...`),
-        // the partial progressive JPEG decode, and the video decode (video.c).
+        // and the partial progressive JPEG decode.
+        .target(name: "CVipsShim", dependencies: ["CVips", "CJPEG", "CToneMap"]),
+        // FFmpeg's video decode (video.c): media info and poster frames as pixels in memory,
+        // which Rendering hands to libvips; it knows nothing of libvips (docs/DECISIONS.md).
         // (pkg-config names libavformat alone: the other three are linked here.)
-        .target(name: "CVipsShim", dependencies: ["CVips", "CJPEG", "CFFmpeg"],
+        .target(name: "CFFmpegShim", dependencies: ["CFFmpeg", "CToneMap"],
                 linkerSettings: [.linkedLibrary("avcodec"), .linkedLibrary("swscale"), .linkedLibrary("avutil")]),
+
+        // Camera RAW: a RAW's header, embedded preview and development over a descriptor (raw.c).
+        .target(name: "CLibRawShim", dependencies: ["CLibRaw"]),
 
         // The worker's sandbox: libseccomp's variadic rule calls with fixed arguments, and the
         // one-call protections (prctl, setrlimit, unshare); and the desktop thumbnailers' own
@@ -50,14 +60,17 @@ let package = Package(
         .target(name: "ViewerLog", dependencies: ["Locking"]),
         // Wire format: frames, messages, codes. No I/O, no C.
         .target(name: "ViewerProtocol"),
-        // The only module that talks to libvips.
-        .target(name: "Rendering", dependencies: ["ViewerProtocol", "CVipsShim", "Locking"]),
+        // The formats viewerd reads, one table (signature, name, MIME types, kind, cost class,
+        // decoder, renderer version): no C, so the clients read it without linking libvips.
+        .target(name: "MediaFormats"),
+        // The only product module that talks to libvips (RenderingFixtures, test-only, writes with it too).
+        .target(name: "Rendering", dependencies: ["ViewerProtocol", "MediaFormats", "CVipsShim", "CFFmpegShim", "CLibRawShim", "Locking"]),
         // The only module that talks to LMDB.
         .target(name: "RenditionStore", dependencies: ["CLMDB", "CChecksum", "Locking"]),
         // CRC-32C with the CPU's instruction, for verifying stored renditions.
         .target(name: "CChecksum"),
         // Server, scheduler, render execution, configuration.
-        .target(name: "ViewerDaemon", dependencies: ["ViewerProtocol", "Rendering", "RenditionStore", "SystemCalls", "CSandbox", "Locking",
+        .target(name: "ViewerDaemon", dependencies: ["ViewerProtocol", "MediaFormats", "Rendering", "RenditionStore", "SystemCalls", "CSandbox", "Locking",
                                                     "ViewerLog"]),
         // epoll, eventfd, signalfd, SO_PEERCRED: Linux calls Swift's Glibc does not export.
         .target(name: "CPosix"),
@@ -74,7 +87,7 @@ let package = Package(
         // The desktop's thumbnail of a file, bus-free: the cache checked, the daemon's pixels or a
         // desktop thumbnailer's, the standard's PNG written. viewerd-thumbnailer's and
         // `viewerctl export-xdg`'s; no sd-bus, no GIO (the MIME guess is the bus front's).
-        .target(name: "DesktopThumbnails", dependencies: ["CSandbox", "FreedesktopThumbnails", "ViewerClient", "ViewerProtocol",
+        .target(name: "DesktopThumbnails", dependencies: ["CSandbox", "FreedesktopThumbnails", "MediaFormats", "ViewerClient", "ViewerProtocol",
                                                         "SystemCalls", "Locking", "ViewerLog"]),
 
         // The D-Bus Thumbnailer1 and Cache1 objects: sd-bus's vtable macros, which Swift cannot expand.
@@ -88,24 +101,28 @@ let package = Package(
         .executableTarget(name: "viewerd", dependencies: ["ViewerDaemon"]),
         .executableTarget(name: "viewerd-thumbnailer", dependencies: ["DesktopThumbnailer", "DesktopThumbnails", "FreedesktopThumbnails",
                                                                   "ViewerClient", "ViewerLog"]),
-        .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking", "FreedesktopThumbnails",
+        .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "MediaFormats", "SystemCalls", "Locking", "FreedesktopThumbnails",
                                                     "DesktopThumbnails"]),
         // ViewerDaemon: its stores are filled under the daemon's own keys (Store/RenditionKeys.swift).
-        .executableTarget(name: "viewerd-bench", dependencies: ["ViewerDaemon", "ViewerProtocol", "RenditionStore", "Rendering", "SystemCalls", "Locking",
-                                                         "ViewerTestSupport", "FreedesktopThumbnails"]),
+        .executableTarget(name: "viewerd-bench", dependencies: ["ViewerDaemon", "ViewerProtocol", "MediaFormats", "RenditionStore", "Rendering", "SystemCalls", "Locking",
+                                                         "ViewerTestSupport", "FreedesktopThumbnails", "RenderingFixtures"]),
         // make torture: hostile files, clients, load and faults against the real daemon (issue 9).
-        .executableTarget(name: "viewerd-torture", dependencies: ["ViewerProtocol", "Rendering", "SystemCalls", "Locking",
-                                                           "ViewerTestSupport"]),
+        .executableTarget(name: "viewerd-torture", dependencies: ["ViewerProtocol", "MediaFormats", "Rendering", "SystemCalls", "Locking",
+                                                           "ViewerTestSupport", "RenderingFixtures"]),
 
         // What the tests, the bench and the torture share: the daemon launcher, the raw wire
         // client, the seeded generator. Not a product; test-only faults stay out of it.
         .target(name: "ViewerTestSupport", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
+        // The fixtures' writers of the tests, the bench and the torture: pixels written and
+        // decoded through libvips (ImageFixtures), hand-written PDFs (TestDocuments). Linked by
+        // no product: make build builds viewerd, viewerctl and viewerd-thumbnailer without it.
+        .target(name: "RenderingFixtures", dependencies: ["Rendering", "CVipsShim"]),
 
         // FuzzRegressions/: inputs kept by the fuzz target (make torture), read by FuzzRegressionTests.
         .testTarget(name: "ViewerProtocolTests", dependencies: ["ViewerProtocol", "ViewerTestSupport"], exclude: ["FuzzRegressions"]),
-        .testTarget(name: "RenderingTests", dependencies: ["Rendering", "ViewerProtocol", "ViewerTestSupport"]),
+        .testTarget(name: "RenderingTests", dependencies: ["Rendering", "RenderingFixtures", "MediaFormats", "ViewerProtocol", "ViewerTestSupport"]),
         .testTarget(name: "RenditionStoreTests", dependencies: ["RenditionStore", "Locking", "ViewerTestSupport"]),
-        .testTarget(name: "ViewerDaemonTests", dependencies: ["ViewerDaemon", "ViewerProtocol", "SystemCalls", "Locking", "Rendering", "RenditionStore", "ViewerTestSupport",
+        .testTarget(name: "ViewerDaemonTests", dependencies: ["ViewerDaemon", "ViewerProtocol", "MediaFormats", "SystemCalls", "Locking", "Rendering", "RenditionStore", "ViewerTestSupport",
                                                          "ViewerLog"]),
         .executableTarget(name: "store-crash-writer", dependencies: ["RenditionStore", "ViewerTestSupport"], path: "Tests/StoreCrashWriter"),
         // make test, make torture: viewerd with the tests' faults (workers that crash, hang or
@@ -115,12 +132,12 @@ let package = Package(
         // bench/cost-model.sh: the daemon's cost estimate of a file, beside its measured peak.
         .executableTarget(name: "viewerd-cost-estimate", dependencies: ["ViewerDaemon", "Rendering", "ViewerProtocol"],
                           path: "Tests/CostEstimate"),
-        .testTarget(name: "EndToEndTests", dependencies: ["ViewerClient", "ViewerProtocol", "Rendering", "SystemCalls", "ViewerTestSupport",
-                                                        "FreedesktopThumbnails"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ViewerClient", "ViewerProtocol", "MediaFormats", "Rendering", "RenderingFixtures", "SystemCalls",
+                                                        "ViewerTestSupport", "FreedesktopThumbnails"]),
         .testTarget(name: "ViewerClientTests", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
-        .testTarget(name: "DesktopThumbnailerTests", dependencies: ["DesktopThumbnailer", "DesktopThumbnails", "ViewerTestSupport"]),
-        .testTarget(name: "FreedesktopThumbnailsTests", dependencies: ["FreedesktopThumbnails", "Rendering", "ViewerTestSupport"]),
+        .testTarget(name: "DesktopThumbnailerTests", dependencies: ["DesktopThumbnailer", "DesktopThumbnails", "MediaFormats", "ViewerTestSupport"]),
+        .testTarget(name: "FreedesktopThumbnailsTests", dependencies: ["FreedesktopThumbnails", "Rendering", "RenderingFixtures", "ViewerTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import FreedesktopThumbnails
+import MediaFormats
 import Synchronization
 import ViewerClient
 import ViewerLog
@@ -247,18 +248,12 @@ public struct ThumbnailWriter: Sendable {
     }
 
     /// The formats the daemon reads, by INFO's format name, and their MIME types (the
-    /// desktop's shared-mime-info names; `GetSupported` announces these).
-    public static let mimeTypes: [(format: String, mime: String)] = [
-        ("jpeg", "image/jpeg"), ("png", "image/png"), ("gif", "image/gif"), ("webp", "image/webp"),
-        ("tiff", "image/tiff"), ("heif", "image/heif"), ("heif", "image/heic"), ("avif", "image/avif"),
-        ("jxl", "image/jxl"), ("jp2", "image/jp2"), ("j2k", "image/x-jp2-codestream"), ("bmp", "image/bmp"), ("svg", "image/svg+xml"), ("pdf", "application/pdf"),
-        ("mp4", "video/mp4"), ("mov", "video/quicktime"), ("mkv", "video/x-matroska"), ("webm", "video/webm"),
-        ("avi", "video/x-msvideo"), ("ts", "video/mp2t"), ("mpeg", "video/mpeg"),
-    ]
+    /// desktop's shared-mime-info names; `GetSupported` announces these): the format table's.
+    public static let mimeTypes: [(format: String, mime: String)] =
+        MediaFormat.table.flatMap { format in format.mimeTypes.map { (format.name, $0) } }
 
     /// The MIME type of INFO's format name (a video's `container/codec` by its container).
     public static func mimeType(_ format: String) -> String {
-        let container = format.split(separator: "/").first.map(String.init) ?? format
-        return mimeTypes.first { $0.format == container }?.mime ?? "application/octet-stream"
+        MediaFormat.named(format)?.mimeTypes.first ?? "application/octet-stream"
     }
 }

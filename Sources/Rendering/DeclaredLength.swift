@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import MediaFormats
 
 /// How long a container says its file is, for the formats whose decoder refuses a file cut
 /// short instead of decoding part of it (libwebp, libheif, FFmpeg's MP4 demuxer): RIFF
@@ -24,7 +25,7 @@ enum DeclaredLength {
         let declared: UInt64?
         switch signature {
         case .webp, .avi: declared = riff(descriptor)
-        case .heif, .mp4, .quickTime: declared = isoMedia(descriptor, size: actual)
+        case .heif, .avif, .mp4, .quickTime: declared = isoMedia(descriptor, size: actual)
         default: declared = nil
         }
         guard let declared, declared > actual else { return nil }

@@ -16,6 +16,8 @@ public enum RenderError: Error, Equatable, Sendable, CustomStringConvertible {
     case corrupt(path: String, detail: String)
     /// A video FFmpeg cannot read; `detail` is FFmpeg's or viewerd's word for why.
     case damagedVideo(path: String, detail: String)
+    /// A camera RAW LibRaw cannot develop (cut short, damaged); `detail` is LibRaw's word.
+    case damagedRaw(path: String, detail: String)
     case tooLarge(String)
     case invalidSpec(String)
     /// The decoder process died (signal or exit) on this file.
@@ -33,7 +35,7 @@ public enum RenderError: Error, Equatable, Sendable, CustomStringConvertible {
         case .notRegularFile: .notRegularFile
         case .unreadable: .unreadable
         case .unsupportedFormat, .unsupportedContent: .unsupportedFormat
-        case .corrupt, .damagedVideo: .corruptImage
+        case .corrupt, .damagedVideo, .damagedRaw: .corruptImage
         case .tooLarge: .tooLarge
         case .decoderCrashed: .decoderCrashed
         case .timedOut: .timeout
@@ -52,6 +54,7 @@ public enum RenderError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unsupportedContent(let p, let detail): "unsupported format: \(detail) (\(p))"
         case .corrupt(let p, let detail): "corrupt image: \(detail) (\(p))"
         case .damagedVideo(let p, let detail): "corrupt video: \(detail) (\(p))"
+        case .damagedRaw(let p, let detail): "corrupt camera RAW: \(detail) (\(p))"
         case .tooLarge(let m): m
         case .decoderCrashed(let p, let detail): "decoder crashed: \(detail) (\(p))"
         case .timedOut(let p, let seconds): "timeout: rendering took more than \(seconds) s (\(p))"

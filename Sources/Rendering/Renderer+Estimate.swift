@@ -32,7 +32,8 @@ extension Renderer {
     /// What it estimates is the job's part of a worker's peak resident memory, on the safe
     /// side: never below what bench/cost-model.sh measured, and at most twice it, for every
     /// loader class at the sizes it measured (docs/RENDERING.md, Limits and cost). The decode
-    /// pool admits work against `--memory-budget` with it. The model, per loader (w × h the
+    /// pool admits work against `--memory-budget` with it. The model, per cost class of the
+    /// format's row (`MediaFormat.CostClass`, its decoder's `decodeCost`; w × h the
     /// source, b bands, s bytes a sample, k the JPEG shrink-on-load factor, 1 to 8):
     /// - baseline JPEG: rows of the shrunk image, w/k × b × 256
     /// - progressive JPEG: libjpeg keeps every DCT coefficient, w × h × b' × 2, whatever k is,
@@ -88,41 +89,11 @@ extension Renderer {
         // Headers are untrusted: a PNG may declare 2^31-1 × 2^31-1 pixels of 16-bit RGBA, whose
         // products overflow 64 bits. The arithmetic saturates (such a file is refused as
         // too large by the worker; its estimate only has to be huge, not trap).
-        let w = UInt64(max(header.width, 0)), h = UInt64(max(header.height, 0))
-        let b = UInt64(max(header.bands, 1)), s = UInt64(max((header.bitsPerSample + 7) / 8, 1))
         let out = outputSize(header, spec: spec)
         let outputBytes = product(UInt64(out.width), UInt64(out.height), 4)
-        let shrink = jpegShrink(header, out)
-        let loader = header.loader
-        let pixels = product(w, h)
-        let whole = pixels > 4_000_000
-        let (decode, costly): (UInt64, Bool)
-        if loader.hasPrefix("jpegload") {
-            (decode, costly) = header.interlaced ? (coefficients(w, h, bands: b, sampled: header.sampledBands), whole)
-                : (product(w / shrink, b, 256), false)
-        } else if loader.hasPrefix("pngload") || loader.hasPrefix("tiffload") {
-            let streamed = product(w, b, s, streamedRows)
-            (decode, costly) = header.interlaced ? (sum(product(w, h, b, s), streamed), whole) : (streamed, false)
-        } else if loader.hasPrefix("webpload") {
-            let half = max(shrink / 2, 1)
-            (decode, costly) = (product(w / half, h / half, 4), false)
-        } else if loader.hasPrefix("heifload") {
-            (decode, costly) = (product(w, h, b, s, 3), whole)
-        } else if loader.hasPrefix("jxlload") {
-            (decode, costly) = (product(w, h, 4, s, 2), whole)
-        } else if loader.hasPrefix("jp2kload") {
-            (decode, costly) = (jpeg2000Decode(header, output: out), whole)  // JPEG2000.swift
-        } else if loader.hasPrefix("gifload") {
-            (decode, costly) = (product(w, h, 4, 2), whole)
-        } else if header.isVideo {
-            // The decoder's frames (reference frames and the one decoded, 4:2:0 or 4:4:4), the
-            // frame converted to RGB for libvips, and libvips' shrink of it.
-            (decode, costly) = (product(w, h, 15), whole)
-        } else if header.isVector {
-            (decode, costly) = (outputBytes, false)
-        } else {
-            (decode, costly) = (product(w, h, max(b, 4), s), whole)
-        }
+        // The formula is the format's cost class, the decoder's (bytes of no format: decoded whole).
+        let decoder = header.format.map(decoderType) ?? VipsDecoder.self
+        let (decode, costly) = decoder.decodeCost(header, output: out)
         let total = sum(baseMemory, decode, resident ?? product(outputBytes, 4))
         return RenderCost(memoryBytes: total, costly: costly || total > 256 << 20)
     }

@@ -1,4 +1,5 @@
 import CVipsShim
+import MediaFormats
 import ViewerProtocol
 
 /// Where a preview came from: the cheapest source of pixels there is, in this order.
@@ -9,9 +10,17 @@ public enum PreviewSource: String, Sendable, CaseIterable {
     case exifThumbnail = "exif-thumbnail"
     /// The HEIF's thumbnail item.
     case heifThumbnail = "heif-thumbnail"
+    /// A camera RAW's embedded preview, turned by the RAW's orientation (`RawDecoder`).
+    case rawPreview = "raw-preview"
 }
 
 extension Renderer {
+    /// The embedded pictures a PREVIEW of `format` may come from, cheapest first (a stored
+    /// rendition aside): its decoder's (`MediaDecoder.previewSources`).
+    public static func previewSources(of format: MediaFormat) -> [PreviewSource] {
+        decoderType(for: format).previewSources(format)
+    }
+
     /// A preview is made only when the pixels it decodes and encodes are at most this
     /// fraction of the source's: then it costs a few percent of the final and comes almost
     /// at once. The final reads the whole source whatever its shrink-on-load (a 24 MP JPEG
@@ -43,13 +52,14 @@ extension Renderer {
         guard spec.region == nil, spec.tile == nil else { return nil }
         return try Self.attributingErrors { () throws(RenderError) -> (Rendition, PreviewSource)? in
             let header = try admitUngated(source, spec: spec)
+            let format = try Self.format(of: source)
             // The budget needs the output's pixels to within a pixel (`outputSize`); the exact
             // size, libvips' plan (3.5 ms), only once there is a preview to make.
             let out = Self.outputSize(header, spec: spec)
-            let budget = max(header.width, 0) * max(header.height, 0) / Self.previewCostFraction - out.width * out.height
-            for kind in PreviewSource.allCases {
-                guard let image = previewImage(kind, source: source, header: header, stored: stored, budget: budget,
-                                                cancellation: cancellation) else { continue }
+            let budget = decoder(for: format).previewBudget(source, header: header, spec: spec, output: out)
+            for kind in [.storedRendition] + Self.decoderType(for: format).previewSources(format) {
+                guard let image = previewImage(kind, source: source, header: header, decoder: decoder(for: format),
+                                               stored: stored, budget: budget, cancellation: cancellation) else { continue }
                 // The final's sides are rounded along libvips' shrink-on-load path, not from the
                 // ratio (4000x3001 into 203 is 203x153, not 203x152): its plan, no pixel decoded.
                 let planned = try planUngated(source, spec: spec, admitted: header)
@@ -64,30 +74,30 @@ extension Renderer {
         }
     }
 
+    /// The pixels a preview may decode: 1/`previewCostFraction` of the source's, less the
+    /// output's (`MediaDecoder.previewBudget`'s default).
+    static func previewBudget(_ header: SourceHeader, output: (width: Int, height: Int)) -> Int {
+        max(header.width, 0) * max(header.height, 0) / previewCostFraction - output.width * output.height
+    }
+
     /// One source's preview image, lazily, when the source has it and it decodes at most
     /// `budget` pixels; nil otherwise. A source that fails (a broken EXIF thumbnail) is
     /// passed over: the final render says what is wrong with the file, if anything.
-    private func previewImage(_ kind: PreviewSource, source: SourceFile, header: SourceHeader, stored: [UInt8]?,
-                              budget: Int, cancellation: RenderCancellation?) -> VipsImageRef? {
-        let cancel = cancellation?.handle
-        var loaded: OpaquePointer?
-        let status: Int32
-        switch kind {
-        case .storedRendition:
-            guard let stored else { return nil }
-            status = stored.withUnsafeBytes { vs_load_rendition($0.baseAddress, $0.count, &loaded) }
-        case .exifThumbnail:
-            guard header.loader.hasPrefix("jpegload") else { return nil }
-            status = vs_preview_fd(source.descriptor, Int32(VS_PREVIEW_EXIF), cancel, &loaded)
-        case .heifThumbnail:
-            guard header.loader.hasPrefix("heifload") else { return nil }
-            status = vs_preview_fd(source.descriptor, Int32(VS_PREVIEW_HEIF), cancel, &loaded)
+    private func previewImage(_ kind: PreviewSource, source: SourceFile, header: SourceHeader, decoder: any MediaDecoder,
+                              stored: [UInt8]?, budget: Int, cancellation: RenderCancellation?) -> VipsImageRef? {
+        let image: VipsImageRef
+        if kind == .storedRendition {
+            var loaded: OpaquePointer?
+            guard let stored, stored.withUnsafeBytes({ vs_load_rendition($0.baseAddress, $0.count, &loaded) }) == 0,
+                  let loaded else {
+                if stored != nil { _ = takeVipsError() }
+                return nil
+            }
+            image = VipsImageRef(loaded)
+        } else {
+            guard let embedded = decoder.preview(kind, source: source, header: header, cancellation: cancellation) else { return nil }
+            image = embedded
         }
-        guard status == 0, let loaded else {
-            if status != -2 { _ = takeVipsError() }
-            return nil
-        }
-        let image = VipsImageRef(loaded)
         let size = image.size
         return size.width * size.height <= budget ? image : nil
     }

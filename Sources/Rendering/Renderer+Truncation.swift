@@ -1,4 +1,5 @@
 import CVipsShim
+import MediaFormats
 
 /// What a decode does with a source whose data ends early (`Renderer.truncation`).
 enum TruncatedSource: Sendable {
@@ -39,13 +40,13 @@ extension Renderer {
     /// still being copied: their decoders refuse what libvips' JPEG, PNG and GIF loaders
     /// decode in part) says so before the decoder's own words.
     static func namingTruncation(_ error: RenderError, of source: SourceFile) -> RenderError {
-        let signature = ImageSignature.detect(descriptor: source.descriptor)
-        guard let cut = DeclaredLength.shortfall(descriptor: source.descriptor, signature: signature) else { return error }
+        guard let cut = DeclaredLength.shortfall(descriptor: source.descriptor, signature: source.signature) else { return error }
         let truncated = "the file is truncated (\(cut.actual) of the \(cut.declared) bytes its header declares: " +
                         "still being copied?)"
         switch error {
         case .corrupt(let path, let detail): return .corrupt(path: path, detail: truncated + "; " + detail)
         case .damagedVideo(let path, let detail): return .damagedVideo(path: path, detail: truncated + "; " + detail)
+        case .damagedRaw(let path, let detail): return .damagedRaw(path: path, detail: truncated + "; " + detail)
         default: return error
         }
     }

@@ -1,4 +1,5 @@
 import CVipsShim
+import MediaFormats
 import ViewerProtocol
 
 /// Region renders and the tiles of a Deep Zoom pyramid (issue 18; PROTOCOL.md, "Regions and
@@ -56,11 +57,14 @@ extension Renderer {
         header.orientation >= 5 && header.orientation <= 8 ? (header.height, header.width) : (header.width, header.height)
     }
 
-    /// The refusal of a region or a tile of a video (its poster is a rendition of the whole
-    /// frame); nil for other specs.
-    public static func zoomRefusedForVideo(_ spec: RenditionSpec, path: String) -> RenderError? {
-        guard spec.region != nil || spec.tile != nil else { return nil }
-        return .invalidSpec("\(spec.tile != nil ? "tile" : "region"): not for videos (\(path))")
+    /// Whether regions and tiles are cut from sources of `format` (any, when it is not known).
+    public static func zooms(_ format: MediaFormat?) -> Bool { format.map { decoderType(for: $0).zooms } ?? true }
+
+    /// The refusal of a region or a tile of a format whose decoder cuts none (a video's
+    /// poster is a rendition of the whole frame); nil for other specs and formats.
+    public static func zoomRefusal(_ spec: RenditionSpec, format: MediaFormat?, path: String) -> RenderError? {
+        guard spec.region != nil || spec.tile != nil, let format, !decoderType(for: format).zooms else { return nil }
+        return .invalidSpec("\(spec.tile != nil ? "tile" : "region"): not for \(format.kind == .video ? "videos" : format.name) (\(path))")
     }
 
     /// What is wrong with a region or tile for this image, naming the field; nil when nothing.
@@ -91,7 +95,7 @@ extension Renderer {
 
     /// The region or the single tile of an admitted source, lazily (one tile: a level cut
     /// whole is `renderLevel`).
-    func zoomedThumbnail(_ source: SourceFile, header: SourceHeader, spec: RenditionSpec,
+    func zoomedThumbnail(_ source: SourceFile, header: SourceHeader, spec: RenditionSpec, decoder: any MediaDecoder,
                          cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
         let image = Self.upright(header)
         if let problem = Self.zoomProblem(spec, image: image, path: source.path) { throw .invalidSpec(problem) }
@@ -101,7 +105,7 @@ extension Renderer {
             if plan.scaledWidth > image.width || plan.scaledHeight > image.height {
                 // Enlarged: the region is cut at full size and only it is enlarged (the whole
                 // image at 8192 times could pass libvips' largest side).
-                let full = try scaledImage(source, header: header, size: image, spec: spec, cancellation: cancellation)
+                let full = try decoder.scaled(source, header: header, size: image, spec: spec, cancellation: cancellation)
                 let part = try crop(full, x: Int(region.x), y: Int(region.y), width: Int(region.width),
                                     height: Int(region.height), path: source.path)
                 var out: OpaquePointer?
@@ -109,15 +113,15 @@ extension Renderer {
                       let out else { throw .corrupt(path: source.path, detail: takeVipsError()) }
                 cut = VipsImageRef(out)
             } else {
-                let scaled = try scaledImage(source, header: header, size: (plan.scaledWidth, plan.scaledHeight), spec: spec,
-                                             cancellation: cancellation)
+                let scaled = try decoder.scaled(source, header: header, size: (plan.scaledWidth, plan.scaledHeight), spec: spec,
+                                                cancellation: cancellation)
                 cut = try crop(scaled, x: plan.left, y: plan.top, width: plan.width, height: plan.height, path: source.path)
             }
             return try fillCut(cut, plan: plan, spec: spec, path: source.path)
         }
         let (pyramid, address) = try levelOf(spec, image: image)
-        let level = try scaledImage(source, header: header, size: pyramid.size(ofLevel: Int(address.level)), spec: spec,
-                                    cancellation: cancellation)
+        let level = try decoder.scaled(source, header: header, size: pyramid.size(ofLevel: Int(address.level)), spec: spec,
+                                       cancellation: cancellation)
         let tile = pyramid.tile(level: Int(address.level), column: Int(address.column), row: Int(address.row))!
         return try crop(level, x: tile.x, y: tile.y, width: tile.width, height: tile.height, path: source.path)
     }
@@ -139,9 +143,10 @@ extension Renderer {
         var sent = Set<TileAddress>()
         return try Self.attributingErrors { () throws(RenderError) -> (columns: Int, rows: Int) in
             let spec = spec.normalized()
-            let signature = ImageSignature.detect(descriptor: source.descriptor)
-            if let signature, signature.isVideo, let refusal = Self.zoomRefusedForVideo(spec, path: source.path) { throw refusal }
-            let header = try admitUngated(source, spec: spec, signature: signature)
+            let format = try Self.format(of: source)
+            if let refusal = Self.zoomRefusal(spec, format: format, path: source.path) { throw refusal }
+            let decoder = decoder(for: format)
+            let header = try admitUngated(source, spec: spec)
             let image = Self.upright(header)
             var (pyramid, asked) = try levelOf(spec, image: image)
             guard Int(asked.level) <= pyramid.top else {
@@ -150,7 +155,7 @@ extension Renderer {
             let level = Int(asked.level)
             let size = pyramid.size(ofLevel: level), grid = pyramid.grid(ofLevel: level)
             (asked.column, asked.row) = (min(asked.column, UInt32(grid.columns - 1)), min(asked.row, UInt32(grid.rows - 1)))
-            let picture = try scaledImage(source, header: header, size: size, spec: spec, cancellation: cancellation)
+            let picture = try decoder.scaled(source, header: header, size: size, spec: spec, cancellation: cancellation)
             func cut(_ from: VipsImageRef, _ tile: TilePyramid.Tile, top: Int) throws(RenderError) {
                 var address = asked
                 (address.column, address.row) = (UInt32(tile.column), UInt32(tile.row))
@@ -242,25 +247,6 @@ extension Renderer {
     private func levelOf(_ spec: RenditionSpec, image: (width: Int, height: Int)) throws(RenderError) -> (TilePyramid, TileAddress) {
         guard let address = spec.tile else { throw .invalidSpec("tile: none asked") }
         return (address.pyramid(width: image.width, height: image.height), address)
-    }
-
-    /// The upright source resized to exactly `size` (colour managed to sRGB), lazily; the
-    /// thumbnail picks the largest shrink-on-load that still gives it.
-    private func scaledImage(_ source: SourceFile, header: SourceHeader, size: (width: Int, height: Int),
-                             spec: RenditionSpec, cancellation: RenderCancellation?) throws(RenderError) -> VipsImageRef {
-        var out: OpaquePointer?
-        let toSRGB: Int32 = header.convertsColour ? 1 : 0
-        let status = withExtendedLifetime(cancellation) {
-            vs_thumbnail_fd(source.descriptor, Int32(size.width), Int32(size.height), 0, 3 /* VIPS_SIZE_FORCE */,
-                            Int32(spec.page), toSRGB, truncation.failOnTruncated, cancellation?.handle, &out)
-        }
-        guard status == 0, let out else { throw .corrupt(path: source.path, detail: takeVipsError()) }
-        let image = VipsImageRef(out)
-        guard image.size.width == size.width, image.size.height == size.height else {
-            throw .corrupt(path: source.path, detail: "libvips made \(image.size.width)x\(image.size.height), " +
-                           "not the \(size.width)x\(size.height) asked")
-        }
-        return image
     }
 
     private func crop(_ image: VipsImageRef, x: Int, y: Int, width: Int, height: Int, path: String) throws(RenderError) -> VipsImageRef {

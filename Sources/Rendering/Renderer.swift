@@ -1,5 +1,7 @@
+import CFFmpegShim
 import CVipsShim
 import Locking
+import MediaFormats
 import ViewerProtocol
 
 /// Limits that bound the cost of a render before any pixel is decoded.
@@ -17,12 +19,13 @@ public struct RenderLimits: Sendable, Equatable {
     /// `too-large` when `header` declares more pixels than allowed: the one rule, for the
     /// worker (the real header) and the daemon (a sniffed one, before any decoder runs).
     public func refusal(of header: SourceHeader, path: String) -> RenderError? {
-        let limit = header.isVideo ? maxVideoFramePixels : maxSourcePixels
+        let video = header.format?.kind == .video
+        let limit = video ? maxVideoFramePixels : maxSourcePixels
         guard header.totalPixels > limit else { return jpeg2000Refusal(of: header, path: path) }  // tiles: JPEG2000.swift
         return .tooLarge("too large: \(header.width)x\(header.height)" +
                          (header.pages > 1 ? "x\(header.pages) pages" : "") +
                          " is \(header.totalPixels) pixels, over the limit of \(limit)" +
-                         (header.isVideo ? " for a video's frames" : "") + " (\(path))")
+                         (video ? " for a video's frames" : "") + " (\(path))")
     }
 
     /// The largest video frame decoded: 8192 x 8192, above 8K UHD and 12K VR (66 MP), far
@@ -48,7 +51,12 @@ public struct SourceHeader: Sendable, Equatable {
     /// Whether the render converts the pixels to sRGB through the embedded profile.
     public var convertsColour: Bool { hasICCProfile && !isCMYK && !iccIsSRGB }
     public var isCMYK: Bool
-    /// libvips' loader, e.g. "jpegload_source".
+    /// The format the file's first bytes say (`ImageSignature.detect`), whose row says the
+    /// rest: its decoder, its cost class. nil for bytes of no format of the table (a stored
+    /// rendition a derivation decodes, costed as an image decoded whole).
+    public var signature: ImageSignature?
+    /// The decoder's own name for what read it, for logs: libvips' loader ("jpegload_source"),
+    /// a video's codec ("h264"); empty when the header was sniffed.
     public var loader: String
     /// The resolution the loader gives the file, pixels per mm (libvips' default, 1, when its
     /// header has none; 0 when not read): what a thumbnail keeps.
@@ -61,7 +69,8 @@ public struct SourceHeader: Sendable, Equatable {
     public var jpeg2000: JPEG2000Layout?
 
     public init(width: Int, height: Int, bands: Int, pages: Int = 1, bitsPerSample: Int = 8, orientation: Int = 1,
-                interlaced: Bool = false, hasICCProfile: Bool = false, isCMYK: Bool = false, loader: String) {
+                interlaced: Bool = false, hasICCProfile: Bool = false, isCMYK: Bool = false, signature: ImageSignature?,
+                loader: String = "") {
         self.width = width
         self.height = height
         self.bands = bands
@@ -71,11 +80,15 @@ public struct SourceHeader: Sendable, Equatable {
         self.interlaced = interlaced
         self.hasICCProfile = hasICCProfile
         self.isCMYK = isCMYK
+        self.signature = signature
         self.loader = loader
     }
 
+    /// The row of the format (nil: none).
+    public var format: MediaFormat? { signature?.format }
+
     /// Vector sources are rasterized at the target size, not scaled from their nominal size.
-    public var isVector: Bool { loader.hasPrefix("svgload") || loader.hasPrefix("pdfload") }
+    public var isVector: Bool { format?.kind.isVector ?? false }
 
     /// width × height × pages.
     /// Saturates at UInt64.max: headers are hostile (a Matroska track may declare 2^40 a side).
@@ -120,10 +133,14 @@ public struct Rendition: Sendable, Equatable {
 /// let thumb = try Renderer(limits: RenderLimits()).render(source, spec: RenditionSpec(width: 256, height: 256))
 /// ```
 public struct Renderer: Sendable {
-    /// Bumped whenever output for the same spec and source changes, so old entries miss.
-    /// 2: renditions carry none of the source's metadata (WebP ones stored by 1 kept its EXIF
-    /// and XMP, GPS position included: they must not be served again).
-    public static let version: UInt16 = 2
+    /// The renderer version of a source of `signature` (nil: of no known format), stored in
+    /// its renditions' keys: its format class's (`RendererVersion`), so a change to one class
+    /// makes only its renditions miss. Every class started at 2, the one version before the
+    /// split (2: renditions carry none of the source's metadata; WebP ones stored by 1 kept
+    /// its EXIF and XMP, GPS position included: they must not be served again).
+    public static func version(of signature: ImageSignature?) -> UInt16 {
+        signature?.format.rendererVersion ?? RendererVersion.unknown
+    }
 
     public let limits: RenderLimits
     /// What this renderer's decodes do with a truncated source: `render` decodes with
@@ -141,6 +158,7 @@ public struct Renderer: Sendable {
         let failed = started.withLock { started -> Bool in
             if started { return false }
             guard vs_init(programName, 1, 1, 1, 1) == 0 else { return true }
+            vv_init()  // FFmpeg's log into failure messages (CFFmpegShim)
             started = true
             return false
         }
@@ -149,9 +167,7 @@ public struct Renderer: Sendable {
 
     /// Whether an ICC profile is an sRGB one (sRGB's primaries and tone curves, whatever its
     /// name): its pixels are written as they are (`SourceHeader.iccIsSRGB`).
-    public static func isSRGBProfile(_ icc: [UInt8]) -> Bool {
-        icc.withUnsafeBufferPointer { vs_icc_is_srgb($0.baseAddress, $0.count) != 0 }
-    }
+    public static func isSRGBProfile(_ icc: [UInt8]) -> Bool { ICCProfile.isSRGB(icc) }
 
     /// Releases libvips' state for the calling thread; call before a rendering thread ends.
     public static func threadWillExit() { vs_thread_shutdown() }
@@ -162,38 +178,18 @@ public struct Renderer: Sendable {
     }
 
     func headerUngated(_ source: SourceFile) throws(RenderError) -> SourceHeader {
-        try headerUngated(source, signature: ImageSignature.detect(descriptor: source.descriptor))
+        let format = try Self.format(of: source)
+        return try decoder(for: format).header(source, format: format)
     }
 
-    /// `headerUngated` for a caller that has read the file's signature already (nil: none).
-    func headerUngated(_ source: SourceFile, signature: ImageSignature?) throws(RenderError) -> SourceHeader {
-        // Only files that begin like a format we read reach libvips' sniffers.
-        guard let signature else {
+    /// The row of the source's format. Only files that begin like a format we read reach a
+    /// decoder (libvips runs every loader's sniffer, and some read far: `ImageSignature`).
+    static func format(of source: SourceFile) throws(RenderError) -> MediaFormat {
+        guard let signature = source.signature else {
             if source.identity.size == 0 { throw .unsupportedContent(path: source.path, detail: "the file is empty") }
             throw .unsupportedFormat(source.path)
         }
-        if signature.isVideo { return videoHeader(try videoInfo(source, container: signature)) }
-        var h = vs_header()
-        let status = vs_header_fd(source.descriptor, &h)
-        return try Self.header(h, status: status, path: source.path)
-    }
-
-    private static func header(_ h: vs_header, status: Int32, path: String) throws(RenderError) -> SourceHeader {
-        if status == -2 {
-            _ = takeVipsError()
-            throw .unsupportedFormat(path)
-        }
-        guard status == 0 else { throw .corrupt(path: path, detail: takeVipsError()) }
-        let loader = withUnsafeBytes(of: h.loader) { raw in
-            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-        }
-        var header = SourceHeader(width: Int(h.width), height: Int(h.height), bands: Int(h.bands),
-                                  pages: Int(max(h.pages, 1)), bitsPerSample: Int(h.bits),
-                                  orientation: Int(h.orientation), interlaced: h.interlaced != 0,
-                                  hasICCProfile: h.has_icc != 0, isCMYK: h.cmyk != 0, loader: loader)
-        header.iccIsSRGB = h.icc_srgb != 0
-        (header.xres, header.yres) = (h.xres, h.yres)
-        return header
+        return signature.format
     }
 
     /// Renders `source` to `spec`. The header is checked against the limits first.
@@ -238,15 +234,9 @@ public struct Renderer: Sendable {
                      admitted: SourceHeader? = nil) throws(RenderError) -> (width: Int, height: Int) {
         let header: SourceHeader
         if let admitted { header = admitted } else { header = try admitUngated(source, spec: spec) }
-        if header.isVideo { return try videoPlan(header, spec: spec) }
-        if let size = Self.zoomedSize(spec, image: Self.upright(header)) { return size }
-        let box = Self.pyramidBox(Self.thumbnailBox(spec, vector: header.isVector), header: header)  // JPEG2000.swift
-        var width: Int32 = 0, height: Int32 = 0
-        guard vs_plan_fd(source.descriptor, box.width, box.height, box.crop, box.size, Int32(spec.page),
-                         Int32(header.orientation), &width, &height) == 0 else {
-            throw .corrupt(path: source.path, detail: takeVipsError())
-        }
-        return (Int(width), Int(height))
+        let format = try Self.format(of: source)
+        if Self.decoderType(for: format).zooms, let size = Self.zoomedSize(spec, image: Self.upright(header)) { return size }
+        return try decoder(for: format).plan(source, header: header, spec: spec)
     }
 
     /// Checks the source's header against the limits and returns it.
@@ -256,15 +246,11 @@ public struct Renderer: Sendable {
 
     /// `admit` for callers already inside `attributingErrors` (the gate is not re-entrant).
     func admitUngated(_ source: SourceFile, spec: RenditionSpec) throws(RenderError) -> SourceHeader {
-        try admitUngated(source, spec: spec, signature: ImageSignature.detect(descriptor: source.descriptor))
-    }
-
-    /// `admitUngated` for a caller that has read the file's signature already (nil: none).
-    func admitUngated(_ source: SourceFile, spec: RenditionSpec, signature: ImageSignature?) throws(RenderError) -> SourceHeader {
         if let problem = spec.validate(maxSide: limits.maxOutputSide) { throw .invalidSpec(problem) }
-        let header = try headerUngated(source, signature: signature)
+        let header = try headerUngated(source)
         if let refusal = limits.refusal(of: header, path: source.path) { throw refusal }
-        guard spec.page < header.pages || spec.page == 0 || header.isVideo else {
+        // A poster is of the video, whatever page is asked.
+        guard spec.page < header.pages || spec.page == 0 || header.format?.kind == .video else {
             throw .invalidSpec("page \(spec.page) does not exist: \(source.path) has \(header.pages)")
         }
         return header
@@ -279,8 +265,7 @@ public struct Renderer: Sendable {
         // FFmpeg decodes a poster from a video cut short without a word (a frame asked past
         // the cut gives an earlier one): its container's box sizes say the file is not whole.
         if original?.kind == .video {
-            rendition.sourcePartial = DeclaredLength.shortfall(
-                descriptor: source.descriptor, signature: ImageSignature.detect(descriptor: source.descriptor)) != nil
+            rendition.sourcePartial = DeclaredLength.shortfall(descriptor: source.descriptor, signature: source.signature) != nil
         }
         return rendition
     }
@@ -291,124 +276,9 @@ public struct Renderer: Sendable {
     /// `original` gets the source's media info from the header read on the way (`Rendition.source`).
     func thumbnailUngated(_ source: SourceFile, spec: RenditionSpec, cancellation: RenderCancellation?,
                           original: inout MediaInfo?) throws(RenderError) -> VipsImageRef {
-        // A video is admitted by its decode, which reads the headers once (a long video's
-        // index is megabytes) and checks them against the limits.
-        let signature = ImageSignature.detect(descriptor: source.descriptor)
-        if let signature, signature.isVideo {
-            if let refusal = Self.zoomRefusedForVideo(spec, path: source.path) { throw refusal }
-            return try videoThumbnail(source, container: signature, spec: spec, cancellation: cancellation, original: &original)
-        }
-        let header = try admitUngated(source, spec: spec, signature: signature)
-        original = Self.mediaInfo(header, format: Self.formatName(header.loader, descriptor: source.descriptor))
-        if spec.region != nil || spec.tile != nil {
-            return try zoomedThumbnail(source, header: header, spec: spec, cancellation: cancellation)
-        }
-        let box = Self.pyramidBox(Self.thumbnailBox(spec, vector: header.isVector), header: header)  // JPEG2000.swift
-        var out: OpaquePointer?
-        let toSRGB: Int32 = header.convertsColour ? 1 : 0
-        // A partial decode, when one applies, is finished with the same box (libvips' size).
-        if let preshrunk = Self.dcDecode(source, header: header, box: box, cancellation: cancellation)
-            ?? Self.alphaShrunk(source, header: header, box: box, truncation: truncation, cancellation: cancellation) {
-            guard vs_thumbnail_image(preshrunk.pointer, box.width, box.height, box.crop, box.size, toSRGB, &out) == 0, let out else {
-                throw .corrupt(path: source.path, detail: takeVipsError())
-            }
-            return VipsImageRef(out)
-        }
-        let status = vs_thumbnail_fd(source.descriptor, box.width, box.height, box.crop, box.size,
-                                     Int32(spec.page), toSRGB, truncation.failOnTruncated, cancellation?.handle, &out)
-        guard status == 0, let out else { throw .corrupt(path: source.path, detail: takeVipsError()) }
-        return VipsImageRef(out)
-    }
-
-    /// A progressive JPEG that libvips would load at 1/8, decoded from its DC scans alone: the
-    /// same pixels as libvips' load, for a tenth of the Huffman decoding (docs/DECISIONS.md,
-    /// "Progressive JPEGs are decoded only as far as the thumbnail's scale needs"). The
-    /// thumbnail is then made from it with the same box, so it has libvips' size. nil when
-    /// the file is not one or the partial decode gives up: the caller decodes it as usual.
-    private static func dcDecode(_ source: SourceFile, header: SourceHeader,
-                                 box: (width: Int32, height: Int32, crop: Int32, size: Int32),
-                                 cancellation: RenderCancellation?) -> VipsImageRef? {
-        guard header.loader.hasPrefix("jpegload"), header.interlaced, !header.isCMYK, header.pages == 1,
-              libvipsJPEGShrink(header, box: box) == 8 else { return nil }
-        var decoded: OpaquePointer?
-        let status = withExtendedLifetime(cancellation) {
-            vs_jpeg_dc_load_fd(source.descriptor, Int32(header.orientation), header.xres, header.yres,
-                               cancellation?.handle, &decoded)
-        }
-        guard status == 0, let decoded else { return nil }
-        return VipsImageRef(decoded)
-    }
-
-    /// An 8-bit RGBA PNG, box-shrunk first by `alphaShrink` with alpha-weighted integer sums
-    /// (`vs_alpha_shrink_fd`), to be made a thumbnail with the same box: libvips' own thumbnail
-    /// premultiplies the whole decoded image in float first, as costly as the decode (docs/
-    /// DECISIONS.md, "An image with alpha is shrunk before it is premultiplied"). nil when
-    /// the path does not apply, or fails (the file is not what its header said, memory is
-    /// short, a cancel): the caller then decodes it as usual, and libvips says what is wrong.
-    private static func alphaShrunk(_ source: SourceFile, header: SourceHeader,
-                                    box: (width: Int32, height: Int32, crop: Int32, size: Int32),
-                                    truncation: TruncatedSource, cancellation: RenderCancellation?) -> VipsImageRef? {
-        guard let k = alphaShrink(header, box: box) else { return nil }
-        var shrunk: OpaquePointer?
-        let status = withExtendedLifetime(cancellation) {
-            vs_alpha_shrink_fd(source.descriptor, Int32(k), truncation.failOnTruncated, cancellation?.handle, &shrunk)
-        }
-        guard status == 0, let shrunk else {
-            _ = takeVipsError()
-            return nil
-        }
-        return VipsImageRef(shrunk)
-    }
-
-    /// The factor an 8-bit RGBA PNG is box-shrunk by before its thumbnail, or nil: at most
-    /// half the shrink the box needs (what libvips' resize box-shrinks by itself before its
-    /// final reduce) and at least a quarter of it (the shrunk image stays within 16 times
-    /// the output's pixels), dividing both sides exactly, and, for `fit`, only when libvips
-    /// plans the same output size for the shrunk image as for the original (so the rendition
-    /// is exactly the size `plannedSize` promised; a `fill` shrunk 4 times or more is the box).
-    public static func alphaShrink(_ header: SourceHeader, box: (width: Int32, height: Int32, crop: Int32, size: Int32)) -> Int? {
-        guard header.loader.hasPrefix("pngload"), header.bands == 4, header.bitsPerSample == 8, header.pages == 1,
-              box.size == 2 /* VIPS_SIZE_DOWN */ else { return nil }
-        let image = upright(header)
-        let horizontal = Double(image.width) / Double(box.width), vertical = Double(image.height) / Double(box.height)
-        let shrink = box.crop != 0 ? min(horizontal, vertical) : max(horizontal, vertical)
-        guard shrink >= 4 else { return nil }
-        let (w, h) = (header.width, header.height)
-        let largest = Int(shrink / 2), smallest = max(2, Int((shrink / 4).rounded(.up)))
-        guard largest >= smallest,
-              let k = stride(from: largest, through: smallest, by: -1).first(where: { w % $0 == 0 && h % $0 == 0 }) else {
-            return nil
-        }
-        guard box.crop == 0 else { return k }
-        var plannedWidth: Int32 = 0, plannedHeight: Int32 = 0, shrunkWidth: Int32 = 0, shrunkHeight: Int32 = 0
-        let orientation = Int32(header.orientation)
-        guard vs_plan_size(Int32(w), Int32(h), box.width, box.height, box.crop, box.size, orientation,
-                           &plannedWidth, &plannedHeight) == 0,
-              vs_plan_size(Int32(w / k), Int32(h / k), box.width, box.height, box.crop, box.size, orientation,
-                           &shrunkWidth, &shrunkHeight) == 0 else {
-            _ = takeVipsError()
-            return nil
-        }
-        return (plannedWidth, plannedHeight) == (shrunkWidth, shrunkHeight) ? k : nil
-    }
-
-    /// The factor libvips' thumbnail shrinks a JPEG by on load for `box` (8.14's
-    /// vips_thumbnail_find_jpegshrink): the shrink both sides of the upright box need, fit
-    /// taking the larger of the two and fill the smaller, leaving at least 2 for its resize.
-    static func libvipsJPEGShrink(_ header: SourceHeader, box: (width: Int32, height: Int32, crop: Int32, size: Int32)) -> Int {
-        let turned = header.orientation >= 5 && header.orientation <= 8
-        let targetWidth = Double(turned ? box.height : box.width), targetHeight = Double(turned ? box.width : box.height)
-        let horizontal = Double(header.width) / targetWidth, vertical = Double(header.height) / targetHeight
-        var shrink = box.crop != 0 ? min(horizontal, vertical) : max(horizontal, vertical)
-        if box.size == 1 { shrink = min(1, shrink) }  // VIPS_SIZE_UP
-        if box.size == 2 { shrink = max(1, shrink) }  // VIPS_SIZE_DOWN
-        shrink = min(shrink, Double(header.width), Double(header.height))
-        switch shrink {
-        case 16...: return 8
-        case 8...: return 4
-        case 4...: return 2
-        default: return 1
-        }
+        let format = try Self.format(of: source)
+        return try decoder(for: format).thumbnail(source, format: format, spec: spec, cancellation: cancellation,
+                                                  original: &original)
     }
 
     private func renderUngated(bytes: [UInt8], spec: RenditionSpec, size: (width: Int, height: Int)?,
@@ -458,8 +328,8 @@ public struct Renderer: Sendable {
         var length = 0
         var width: Int32 = 0, height: Int32 = 0
         let status = withExtendedLifetime(cancellation) {
-            vs_save_buffer(image.pointer, Int32(spec.format.rawValue), Int32(spec.quality),
-                           spec.background, fast ? 1 : 0, cancellation?.handle, &buffer, &length, &width, &height)
+            vs_save_buffer(image.pointer, Int32(spec.format.rawValue), Int32(spec.quality), spec.background, fast ? 1 : 0,
+                           image.profileIsSRGB ? 1 : 0, cancellation?.handle, &buffer, &length, &width, &height)
         }
         guard status == 0, let buffer else { throw .corrupt(path: path, detail: takeVipsError()) }
         defer { vs_free(buffer) }

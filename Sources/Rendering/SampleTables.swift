@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import MediaFormats
 
 /// What an ISO media file's (MP4, MOV) sample tables claim, read before FFmpeg opens it.
 ///

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import MediaFormats
 
 /// What a file is now: changing its content changes at least one of these.
 /// Times are nanoseconds since the epoch (a one-second mtime misses quick rewrites).
@@ -92,6 +93,9 @@ public final class SourceFile: Sendable {
     public let path: String
     public let descriptor: Int32
     public let identity: AssetIdentity
+    /// The format its first bytes say (nil: none of the table's), read once at the open: the
+    /// store key carries its class's renderer version, and the renderer picks its decoder by it.
+    public let signature: ImageSignature?
     /// Whatever counted this descriptor (the daemon's per-user quota of open sources): let go
     /// with the descriptor, so the count follows what is really open.
     private let lease: (any Sendable)?
@@ -116,6 +120,7 @@ public final class SourceFile: Sendable {
         self.descriptor = fd
         self.lease = lease
         self.identity = try Self.regularFileIdentity(fd, name: path)
+        self.signature = ImageSignature.detect(descriptor: fd)
     }
 
     /// Takes ownership of a descriptor a client passed (proof that it may read the file);
@@ -149,6 +154,7 @@ public final class SourceFile: Sendable {
         self.descriptor = fd
         self.lease = lease
         self.identity = try Self.regularFileIdentity(fd, name: name)
+        self.signature = ImageSignature.detect(descriptor: fd)
     }
 
     /// The name of a file that has no path: what `path` is for a descriptor without one.

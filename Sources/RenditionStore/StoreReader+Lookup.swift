@@ -25,7 +25,9 @@ public enum StoreLookup<Served> {
 
 /// A miss, with what the store knows of the file besides: the failure recorded for it
 /// (still in force: a RENDER of it fails again without a decode), and the renditions stored
-/// for it, with their sizes, for planning a derivation, a preview or an `allow_larger` answer.
+/// for it under the missed key's renderer version, with their sizes, for planning a
+/// derivation, a preview or an `allow_larger` answer (one stored under another version is
+/// the output of a renderer since changed: nothing is made from it).
 public struct StoreMiss: Sendable {
     public let failure: RecordedFailure?
     public let siblings: [StoredSibling]
@@ -90,18 +92,21 @@ extension StoreReader {
             return served.map { .hit($0) } ?? .miss(StoreMiss())
         }, absent: { txn -> StoreLookup<R> in
             let _: Void? = miss(use)
-            return .miss(missDetails(txn, source: source, pathKey: pathBytes.map { PathIndex.key(for: $0) },
+            return .miss(missDetails(txn, of: key, source: source, pathKey: pathBytes.map { PathIndex.key(for: $0) },
                                      pendingSiblings: pendingSiblings, pendingFailure: pendingFailure))
         })
     }
 
     /// The failure and the siblings of a miss, from `txn` (nil: the snapshot could not be
     /// had, so only what the writer holds) and the writer's pending puts and failures.
-    private func missDetails(_ txn: Transaction?, source: [UInt8], pathKey: [UInt8]?,
+    private func missDetails(_ txn: Transaction?, of key: RenditionKey, source: [UInt8], pathKey: [UInt8]?,
                              pendingSiblings: [StoredSibling], pendingFailure: FailureRecord?) -> StoreMiss {
         let recorded = pendingFailure ?? txn.flatMap { failure(in: $0, source: source) }
-        let committed = txn.flatMap { txn in pathKey.map { siblings(in: txn, pathKey: $0, source: source) } } ?? []
-        let pending = pendingSiblings.filter { sibling in !committed.contains { $0.key == sibling.key } }
+        let committed = (txn.flatMap { txn in pathKey.map { siblings(in: txn, pathKey: $0, source: source) } } ?? [])
+            .filter { $0.key.hasRendererVersion(of: key) }
+        let pending = pendingSiblings.filter { sibling in
+            sibling.key.hasRendererVersion(of: key) && !committed.contains { $0.key == sibling.key }
+        }
         let configuration = store.configuration
         let live = recorded.flatMap { record in
             record.isLive(now: configuration.nowMillis, backoff: configuration.failureBackoffMillis) ? record.failure : nil

@@ -29,6 +29,12 @@ public struct RenditionKey: Hashable, Sendable {
         self.sourceCount = source.count
     }
 
+    /// The renderer version the key was made under (its second and third bytes).
+    public var rendererVersion: UInt16 { UInt16(bytes[1]) | UInt16(bytes[2]) << 8 }
+
+    /// Whether both keys were made under the same renderer version.
+    func hasRendererVersion(of other: RenditionKey) -> Bool { bytes[1] == other.bytes[1] && bytes[2] == other.bytes[2] }
+
     /// The source identity bytes this key was made with.
     var source: ArraySlice<UInt8> { bytes[Self.identityOffset..<Self.identityOffset + sourceCount] }
 }

@@ -47,9 +47,54 @@ public struct MediaInfo: Sendable, Equatable, Hashable {
     public var format: String
     /// The image has an alpha channel (false for videos).
     public var hasAlpha: Bool
+    /// How the source is HDR (PQ or HLG); nil for an SDR one. Renditions are tone mapped to
+    /// sRGB (docs/RENDERING.md, "HDR sources").
+    public var hdr: HDR?
+
+    /// What makes a source HDR, as its own tags say (a video stream's, an HEIF's nclx box).
+    public struct HDR: Sendable, Equatable, Hashable {
+        /// The transfer, as ITU-T H.273 numbers it.
+        public enum Transfer: UInt8, Sendable, CaseIterable {
+            /// SMPTE ST 2084, HDR10 (and Dolby Vision 8.1's base layer).
+            case pq = 16
+            /// ARIB STD-B67, Hybrid Log-Gamma (phones' HDR video; Dolby Vision 8.4's base layer).
+            case hlg = 18
+
+            /// The name PROTOCOL.md gives the value.
+            public var name: String { self == .pq ? "pq" : "hlg" }
+        }
+
+        public var transfer: Transfer
+        /// The colour primaries, as H.273 numbers them: 9 BT.2020, 12 Display P3, 1 BT.709, 2 unspecified.
+        public var primaries: UInt8
+        /// The brightest the source says it gets, in nits (content light level, else the
+        /// mastering display's peak); nil when it does not say.
+        public var peakNits: UInt32?
+
+        public init(transfer: Transfer, primaries: UInt8, peakNits: UInt32? = nil) {
+            self.transfer = transfer
+            self.primaries = primaries
+            self.peakNits = peakNits
+        }
+
+        /// The primaries' short name: `bt2020`, `p3`, `bt709`, else `primaries-N`.
+        public var primariesName: String {
+            switch primaries {
+            case 1: "bt709"
+            case 9: "bt2020"
+            case 12: "p3"
+            default: "primaries-\(primaries)"
+            }
+        }
+
+        /// `hdr pq bt2020 1000 nits`, the peak left out when unknown.
+        public var summary: String {
+            ["hdr", transfer.name, primariesName].joined(separator: " ") + (peakNits.map { " \($0) nits" } ?? "")
+        }
+    }
 
     public init(kind: Kind, width: UInt32, height: UInt32, durationMillis: UInt64 = 0, frames: UInt32 = 1,
-                pages: UInt32 = 1, format: String, hasAlpha: Bool = false) {
+                pages: UInt32 = 1, format: String, hasAlpha: Bool = false, hdr: HDR? = nil) {
         self.kind = kind
         self.width = width
         self.height = height
@@ -58,6 +103,7 @@ public struct MediaInfo: Sendable, Equatable, Hashable {
         self.pages = pages
         self.format = format
         self.hasAlpha = hasAlpha
+        self.hdr = hdr
     }
 }
 
@@ -81,6 +127,7 @@ extension MediaInfo {
         if (kind == .video || kind == .animated) && frames > 0 { parts.append("\(frames) frames") }
         if pages > 1 { parts.append("\(pages) pages") }
         if hasAlpha { parts.append("alpha") }
+        if let hdr { parts.append(hdr.summary) }
         return parts.joined(separator: " ")
     }
 }

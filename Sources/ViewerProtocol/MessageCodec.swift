@@ -31,6 +31,7 @@ enum Tag {
     enum InfoReply {
         static let kind: UInt16 = 1, width: UInt16 = 2, height: UInt16 = 3, durationMillis: UInt16 = 4
         static let frames: UInt16 = 5, pages: UInt16 = 6, format: UInt16 = 7, hasAlpha: UInt16 = 8
+        static let hdrTransfer: UInt16 = 9, hdrPrimaries: UInt16 = 10, hdrPeakNits: UInt16 = 11
     }
 }
 
@@ -303,6 +304,11 @@ extension MediaInfo {
         w.put(Tag.InfoReply.pages, pages)
         w.put(Tag.InfoReply.format, format)
         w.put(Tag.InfoReply.hasAlpha, hasAlpha)
+        if let hdr {
+            w.put(Tag.InfoReply.hdrTransfer, hdr.transfer.rawValue)
+            w.put(Tag.InfoReply.hdrPrimaries, hdr.primaries)
+            if let peak = hdr.peakNits { w.put(Tag.InfoReply.hdrPeakNits, peak) }
+        }
         return w.bytes
     }
 
@@ -317,5 +323,10 @@ extension MediaInfo {
                   durationMillis: try r.integer(Tag.InfoReply.durationMillis) ?? 0,
                   frames: try r.integer(Tag.InfoReply.frames) ?? 1, pages: try r.integer(Tag.InfoReply.pages) ?? 1,
                   format: try r.string(Tag.InfoReply.format) ?? "", hasAlpha: try r.bool(Tag.InfoReply.hasAlpha) ?? false)
+        // HDR: the transfer's presence says so; primaries default to unspecified (2).
+        if try r.integer(Tag.InfoReply.hdrTransfer, as: UInt8.self) != nil {
+            hdr = HDR(transfer: try Message.enumValue(HDR.Transfer.self, r, Tag.InfoReply.hdrTransfer, "HDR transfer", default: nil),
+                      primaries: try r.integer(Tag.InfoReply.hdrPrimaries) ?? 2, peakNits: try r.integer(Tag.InfoReply.hdrPeakNits))
+        }
     }
 }

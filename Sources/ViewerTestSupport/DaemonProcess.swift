@@ -267,12 +267,11 @@ public final class DaemonProcess: @unchecked Sendable {
 
     /// `executable --help`, asked once per executable ("" if it fails).
     private static func help(of executable: String) -> String {
-        helpTexts.withLock { known in
-            if let text = known[executable] { return text }
-            let text = (try? runTool(executable, ["--help"]))?.stdout ?? ""
-            known[executable] = text
-            return text
-        }
+        if let text = helpTexts.withLock({ $0[executable] }) { return text }
+        // Run outside the lock: every test's launch waits on it.
+        let text = (try? runTool(executable, ["--help"], timeout: .seconds(60)))?.stdout ?? ""
+        helpTexts.withLock { $0[executable] = text }
+        return text
     }
     private static let helpTexts = Locked([String: String]())
 

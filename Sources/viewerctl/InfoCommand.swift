@@ -9,12 +9,15 @@ struct InfoCommand: Subcommand {
         viewerctl info PATH... [--json]
 
           One line per file: `PATH: KIND FORMAT WIDTHxHEIGHT`, then a video's duration and
-          frames, an animation's frames, a document's pages. KIND is photo, video, vector or
+          frames, an animation's frames, a document's pages, and for an HDR source `hdr`,
+          its transfer (pq, hlg), primaries (bt2020, p3) and peak when known (`hdr hlg bt2020
+          1000 nits`). KIND is photo, video, vector or
           animated; the size is upright (EXIF orientation applied). Read once by the daemon
           and then answered from its cache until the file changes.
 
           --json   one JSON array, an object per file in order: path, kind, width, height,
-                   duration_ms, frames, pages, format, has_alpha; or path and error
+                   duration_ms, frames, pages, format, has_alpha, and for an HDR source
+                   hdr_transfer, hdr_primaries, hdr_peak_nits (when known); or path and error
                    (code, name, message) for a file that failed
 
           On a terminal, a last line says what a rendition carries: pixels only, 8-bit
@@ -46,12 +49,16 @@ struct InfoCommand: Subcommand {
         var pages: UInt32?
         var format: String?
         var has_alpha: Bool?
+        var hdr_transfer: String?
+        var hdr_primaries: String?
+        var hdr_peak_nits: UInt32?
         var error: Failure?
 
         init(path: String, info: MediaInfo) {
             self.path = path
             (kind, width, height, duration_ms) = (info.kind.name, info.width, info.height, info.durationMillis)
             (frames, pages, format, has_alpha) = (info.frames, info.pages, info.format, info.hasAlpha)
+            (hdr_transfer, hdr_primaries, hdr_peak_nits) = (info.hdr?.transfer.name, info.hdr?.primariesName, info.hdr?.peakNits)
         }
 
         init(path: String, error: ErrorReply) {

@@ -1,5 +1,6 @@
 import Foundation
 import Locking
+import MediaFormats
 import Synchronization
 import ViewerClient
 import ViewerProtocol
@@ -20,11 +21,8 @@ struct WarmCommand: Subcommand {
           one line ("viewerd stopped during the warm: ..."), exit 69. Exit 1 when any file
           failed, 0 when all were warmed.
         """
-    static let imageSuffixes: Set<String> = ["jpg", "jpeg", "jpe", "png", "webp", "gif", "tif", "tiff", "heic", "heif",
-                                             "avif", "jxl", "jp2", "j2k", "j2c", "jpc", "svg", "svgz", "pdf",
-                                             // Videos: their poster frames (issue 17).
-                                             "mp4", "m4v", "mov", "3gp", "mkv", "webm", "avi", "ts", "mts", "m2ts",
-                                             "mpg", "mpeg", "vob"]
+    /// The suffixes of the files viewerd reads: the format table's (`MediaFormat.suffixes`).
+    static let imageSuffixes = MediaFormat.allSuffixes
 
     let paths: [String]
     let recursive: Bool
@@ -102,8 +100,7 @@ struct WarmCommand: Subcommand {
 
     /// The image files under `paths`, and how many other entries were skipped: hidden ones
     /// (and everything in hidden folders: thumbnail caches, `.git`) and files whose suffix is
-    /// not an image viewerd reads. Camera RAW files (.cr2, .nef, .arw, .dng...) are among
-    /// those: libvips in Debian has no RAW loader, and a DNG's first image is its preview.
+    /// not of a format viewerd reads (`MediaFormat.table`'s suffixes).
     func collectFiles() -> (files: [String], skipped: Int) { Self.collectFiles(paths, recursive: recursive) }
 
     /// The images and videos of `paths` (files as they are, folders' files by suffix, hidden

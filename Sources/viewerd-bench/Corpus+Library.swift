@@ -1,5 +1,6 @@
 import Foundation
 import Rendering
+import RenderingFixtures
 
 /// The library part's corpus: one folder of distinct files per kind of file a real library
 /// holds (ROOT/corpus/library/<class>/, see bench/fetch-corpus.sh).

@@ -1,4 +1,5 @@
 import Foundation
+import MediaFormats
 import Rendering
 import RenditionStore
 import ViewerDaemon
@@ -35,7 +36,8 @@ extension Bench {
                     let (path, result) = real[nextReal]
                     nextReal += 1
                     guard let identity = AssetIdentity.of(path: path) else { throw BenchError("scale: cannot stat \(path)") }
-                    store.put(RenditionKey(identity: identity.bytes, spec: thumbnailSpec), path: path,
+                    let signature = (try? SourceFile(path: path))?.signature
+                    store.put(RenditionKey(identity: identity.bytes, spec: thumbnailSpec, signature: signature), path: path,
                               metadata: RenditionMetadata(format: result.format.rawValue, width: result.width, height: result.height, created: created),
                               bytes: result.bytes)
                 } else {
@@ -43,7 +45,7 @@ extension Bench {
                     let identity = AssetIdentity(device: 0xBE_0000 + UInt64(n >> 20), inode: UInt64(n) &* 2_654_435_761 & 0xFFFF_FFFF,
                                                  size: UInt64(template.bytes.count) + UInt64(n), mtimeNanos: Int64(n) * 1_000_003,
                                                  ctimeNanos: Int64(n) * 1_000_003)
-                    store.put(RenditionKey(identity: identity.bytes, spec: thumbnailSpec),
+                    store.put(RenditionKey(identity: identity.bytes, spec: thumbnailSpec, signature: .jpeg),
                               path: "/nonexistent/viewerd-bench-filler/\(n).jpg",
                               metadata: RenditionMetadata(format: template.format.rawValue, width: template.width, height: template.height, created: created),
                               bytes: template.bytes)

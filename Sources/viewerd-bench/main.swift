@@ -20,7 +20,7 @@ let usage = """
                            (default: ${XDG_CACHE_HOME:-~/.cache}/viewerd-bench)
       --daemon PATH        the viewerd executable (default: the one next to viewerd-bench)
       --out DIR            where the JSON result goes (default: bench-results)
-      --only LIST          comma-separated scenarios: cold,library,warm,coalescing,scroll,scroll-alone,scale,video,info,zoom,tumbler
+      --only LIST          comma-separated scenarios: cold,library,warm,coalescing,scroll,scroll-alone,scale,video,info,zoom,tumbler,raw
       --workers N          daemon workers and vipsthumbnail parallelism (default: cores)
       --memory-budget SIZE daemon --memory-budget (default: 256M)
       --row-interval S     scroll: seconds per row of 4 (default: 0.8)
@@ -170,6 +170,7 @@ do {
     if wants("info") { try report.part("9. media info") { try bench.mediaInfo() } }
     if wants("zoom") { try report.part("10. zoom") { try bench.zoom() } }
     if wants("tumbler") { try report.part("11. tumbler") { try bench.tumbler() } }
+    if wants("raw") { try report.part("12. camera raw") { try bench.raw() } }
 } catch {
     failure = "\(error)"
     print("\nviewerd-bench: failed: \(error)")

@@ -1,6 +1,7 @@
 import Foundation
 import Locking
 import Rendering
+import RenderingFixtures
 import ViewerProtocol
 import ViewerTestSupport
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
 import Foundation
 import Locking
 import Rendering
+import RenderingFixtures
 import SystemCalls
 import ViewerProtocol
 import ViewerTestSupport

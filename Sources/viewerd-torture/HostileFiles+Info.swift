@@ -1,5 +1,6 @@
 import Foundation
 import Rendering
+import RenderingFixtures
 import ViewerProtocol
 import ViewerTestSupport
 

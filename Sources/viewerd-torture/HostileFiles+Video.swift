@@ -1,4 +1,5 @@
 import Foundation
+import MediaFormats
 import Rendering
 import ViewerProtocol
 import ViewerTestSupport
@@ -103,7 +104,7 @@ extension HostileFiles {
     func indexClaims(_ cases: [Case]) {
         let claims = cases.filter { $0.requiresVideo && $0.path.contains("/index/") }
         guard !claims.isEmpty else { return }
-        let uhd = SourceHeader(width: 3840, height: 2160, bands: 3, loader: Renderer.videoLoader("mp4"))
+        let uhd = SourceHeader(width: 3840, height: 2160, bands: 3, signature: .mp4)
         let limit = 2 * Renderer.estimateCost(uhd, spec: RenditionSpec(width: 256, height: 256)).memoryBytes
         var largest: (growth: UInt64, path: String) = (0, (claims[0].path as NSString).lastPathComponent)
         do {

@@ -1,5 +1,6 @@
 import Foundation
 import Rendering
+import RenderingFixtures
 import ViewerProtocol
 import ViewerTestSupport
 #if canImport(Glibc)
@@ -102,6 +103,7 @@ struct HostileFiles {
                           note: "a worker that aborts (viewerd-testing)"))
         cases.append(Case(path: context.work + "/faults/viewerd-test-hang.png", expected: ["timeout"],
                           note: "a worker that hangs (viewerd-testing)"))
+        cases += try rawCases(in: dir + "/raw")
         return cases
     }
 

@@ -3,8 +3,9 @@
 // which sets it beside the measured peak of a worker. Not a product.
 //
 // usage: viewerd-cost-estimate --box N FILE...
-// prints, a line per file: path loader width height estimate-bytes costly
+// prints, a line per file: path format width height estimate-bytes costly
 import Foundation
+import MediaFormats
 import Rendering
 import ViewerDaemon
 import ViewerProtocol
@@ -32,6 +33,6 @@ for path in arguments.dropFirst(2) {
     // As HeaderSniffer.sniff(source) does: an untiled JPEG 2000's codestream is read whole.
     header.jpeg2000?.codestreamBytes = (try? file.seekToEnd()) ?? 0
     let cost = Renderer.estimateCost(header, spec: RenditionSpec(width: box, height: box))
-    print(path, header.loader, header.width, header.height, cost.memoryBytes, cost.costly)
+    print(path, header.format?.name ?? "-", header.width, header.height, cost.memoryBytes, cost.costly)
 }
 exit(failed ? 1 : 0)

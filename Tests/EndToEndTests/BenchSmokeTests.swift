@@ -10,7 +10,8 @@ struct BenchSmokeTests {
         let out = try DaemonProcess.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: out) }
         let result = try runTool(DaemonProcess.executable("viewerd-bench"),
-                                 ["--smoke", "--out", out, "--daemon", DaemonProcess.executable("viewerd")])
+                                 ["--smoke", "--out", out, "--daemon", DaemonProcess.executable("viewerd")],
+                                 timeout: .seconds(1200))
         #expect(result.status == 0, "\(result.stdout.suffix(4000))\n\(result.stderr.suffix(2000))")
 
         let files = try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.hasSuffix("-smoke.json") }

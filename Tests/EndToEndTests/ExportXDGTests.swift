@@ -1,6 +1,7 @@
 import Foundation
 import FreedesktopThumbnails
 import Rendering
+import RenderingFixtures
 import Testing
 import ViewerProtocol
 import ViewerTestSupport

@@ -82,4 +82,18 @@ struct MakeInstallTests {
         let unit = try String(contentsOfFile: stage + "/root/opt/v/lib/systemd/user/viewerd-thumbnailer.service", encoding: .utf8)
         #expect(unit.contains("ExecStart=/opt/v/bin/viewerd-thumbnailer "))
     }
+
+    /// What make build builds links no test-only code: the fixtures' writers are in
+    /// RenderingFixtures, which only the tests, the bench and the torture link (issue 31).
+    @Test("viewerd, viewerctl and viewerd-thumbnailer link no fixture writer", arguments: ["viewerd", "viewerctl", "viewerd-thumbnailer"])
+    func noFixturesInProducts(_ product: String) throws {
+        let binary = DaemonProcess.executable(product)
+        let symbols = try runTool("/usr/bin/nm", ["--defined-only", binary])
+        #expect(symbols.status == 0, "\(binary): \(symbols.stderr)")
+        #expect(symbols.stdout.contains("9Rendering") || product != "viewerd", "nm reads Swift symbols of \(binary)")
+        for writer in ["ImageFixtures", "TestDocuments", "RenderingFixtures"] {
+            let found = symbols.stdout.split(separator: "\n").filter { $0.contains(writer) }
+            #expect(found.isEmpty, "\(product) links \(writer): \(found.prefix(3))")
+        }
+    }
 }

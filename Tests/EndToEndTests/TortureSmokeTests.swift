@@ -10,7 +10,8 @@ struct TortureSmokeTests {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized.path
         let run = try runTool(DaemonProcess.executable("viewerd-torture"),
                               ["--short", "--viewerd", DaemonProcess.executable("viewerd"),
-                               "--script", repository + "/torture/make-hostile-files.sh"])
+                               "--script", repository + "/torture/make-hostile-files.sh"],
+                              timeout: .seconds(1500))  // minutes when loaded; past the 20 minutes after which make test diagnoses a hang
         let tail = run.stdout.split(separator: "\n", omittingEmptySubsequences: false).suffix(80).joined(separator: "\n")
         #expect(run.status == 0, "viewerd-torture --short exited \(run.status):\n\(tail)\n\(run.stderr)")
         #expect(run.stdout.contains("violations: none"), "\(tail)")

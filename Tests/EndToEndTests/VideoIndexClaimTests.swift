@@ -1,4 +1,5 @@
 import Foundation
+import MediaFormats
 import Rendering
 import Testing
 import ViewerClient
@@ -14,7 +15,7 @@ import ViewerTestSupport
 struct VideoIndexClaimTests {
     /// Twice what the daemon admits a video's render with (a UHD frame's cost, whatever the
     /// file's headers say: `HeaderSniffer.cost`).
-    static let bound = 2 * Renderer.estimateCost(SourceHeader(width: 3840, height: 2160, bands: 3, loader: Renderer.videoLoader("mp4")),
+    static let bound = 2 * Renderer.estimateCost(SourceHeader(width: 3840, height: 2160, bands: 3, signature: .mp4),
                                                  spec: RenditionSpec(width: 256, height: 256)).memoryBytes
 
     /// The highest peak resident size (VmHWM) of the daemon's workers.

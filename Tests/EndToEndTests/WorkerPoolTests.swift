@@ -1,5 +1,6 @@
 import Foundation
 import Rendering
+import RenderingFixtures
 import Testing
 import ViewerProtocol
 #if canImport(Glibc)

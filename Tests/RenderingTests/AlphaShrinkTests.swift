@@ -1,5 +1,7 @@
 import Foundation
-import Rendering
+import MediaFormats
+@testable import Rendering
+import RenderingFixtures
 import Testing
 import ViewerProtocol
 
@@ -53,7 +55,7 @@ struct AlphaShrinkTests {
         let source = try rgba(scratch, width: width, height: height)
         let spec = RenditionSpec(width: UInt32(box), height: UInt32(box), fit: fill ? .fill : .fit, format: .png)
         let header = try renderer.header(of: SourceFile(path: source))
-        let k = Renderer.alphaShrink(header, box: Renderer.thumbnailBox(spec, vector: false))
+        let k = VipsDecoder.alphaShrink(header, box: Renderer.thumbnailBox(spec, vector: false))
         #expect(k != nil && k! >= 2, "the path is taken for \(width)x\(height) into \(box)")
         let ours = try ImageFixtures.decode(renderer.render(SourceFile(path: source), spec: spec).bytes)
         let reference = scratch.path + "/reference.png"
@@ -85,23 +87,23 @@ struct AlphaShrinkTests {
     @Test("not taken where libvips' own path is needed: sides no factor divides, a small shrink, RGB, 16 bits, enlarging")
     func notTaken() throws {
         try Renderer.setUp(programName: "rendering-tests")  // the plans are libvips'
-        func header(_ width: Int, _ height: Int, bands: Int = 4, bits: Int = 8, loader: String = "pngload_source") -> SourceHeader {
+        func header(_ width: Int, _ height: Int, bands: Int = 4, bits: Int = 8, signature: ImageSignature = .png) -> SourceHeader {
             SourceHeader(width: width, height: height, bands: bands, pages: 1, bitsPerSample: bits, orientation: 1,
-                         interlaced: false, hasICCProfile: false, isCMYK: false, loader: loader)
+                         interlaced: false, hasICCProfile: false, isCMYK: false, signature: signature)
         }
         let box = Renderer.thumbnailBox(RenditionSpec(width: 256, height: 256), vector: false)
-        #expect(Renderer.alphaShrink(header(4096, 3072), box: box) == 8)
-        #expect(Renderer.alphaShrink(header(4001, 3001), box: box) == nil)  // no common factor
+        #expect(VipsDecoder.alphaShrink(header(4096, 3072), box: box) == 8)
+        #expect(VipsDecoder.alphaShrink(header(4001, 3001), box: box) == nil)  // no common factor
         // Only 2 divides both, and the box needs 62: the shrunk image would be huge.
-        #expect(Renderer.alphaShrink(header(16002, 16000), box: box) == nil)
+        #expect(VipsDecoder.alphaShrink(header(16002, 16000), box: box) == nil)
         // Fill: the shorter side's shrink (12): at most 6, and 4 divides.
         let fill = Renderer.thumbnailBox(RenditionSpec(width: 256, height: 256, fit: .fill), vector: false)
-        #expect(Renderer.alphaShrink(header(4096, 3072), box: fill) == 4)
-        #expect(Renderer.alphaShrink(header(800, 600), box: box) == nil)    // shrink 3.1: libvips' own box is 1
-        #expect(Renderer.alphaShrink(header(4096, 3072, bands: 3), box: box) == nil)
-        #expect(Renderer.alphaShrink(header(4096, 3072, bits: 16), box: box) == nil)
-        #expect(Renderer.alphaShrink(header(4096, 3072, loader: "webpload_source"), box: box) == nil)
+        #expect(VipsDecoder.alphaShrink(header(4096, 3072), box: fill) == 4)
+        #expect(VipsDecoder.alphaShrink(header(800, 600), box: box) == nil)    // shrink 3.1: libvips' own box is 1
+        #expect(VipsDecoder.alphaShrink(header(4096, 3072, bands: 3), box: box) == nil)
+        #expect(VipsDecoder.alphaShrink(header(4096, 3072, bits: 16), box: box) == nil)
+        #expect(VipsDecoder.alphaShrink(header(4096, 3072, signature: .webp), box: box) == nil)
         let enlarging = Renderer.thumbnailBox(RenditionSpec(width: 256, height: 256, upscale: true), vector: false)
-        #expect(Renderer.alphaShrink(header(4096, 3072), box: enlarging) == nil)
+        #expect(VipsDecoder.alphaShrink(header(4096, 3072), box: enlarging) == nil)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Rendering
+import RenderingFixtures
 import Testing
 import ViewerProtocol
 
@@ -108,6 +109,30 @@ struct ColourTests {
         var pointing = good
         pointing.replaceSubrange(148..<152, with: [0xFF, 0xFF, 0xFF, 0xF0])  // rXYZ past the end
         #expect(!Renderer.isSRGBProfile(pointing))
+    }
+
+    @Test("sRGB's curve as a table or a parametric gamma is sRGB; every cut of a profile, and a wrong tag type, is not")
+    func srgbCurvesAndCuts() {
+        let srgb = [[0.4361, 0.2225, 0.0139], [0.3851, 0.7169, 0.0971], [0.1431, 0.0606, 0.7141]]
+        func be16(_ v: Int) -> [UInt8] { [UInt8(v >> 8), UInt8(v & 0xFF)] }
+        // sRGB's piecewise curve sampled 1024 times (what LittleCMS and cameras write)
+        let samples = (0..<1024).map { i -> Int in
+            let x = Double(i) / 1023
+            return Int(((x <= 0.04045 ? x / 12.92 : pow((x + 0.055) / 1.055, 2.4)) * 65535).rounded())
+        }
+        let table = Array("curv".utf8) + [0, 0, 0, 0] + [0, 0, 0x04, 0x00] + samples.flatMap(be16)
+        let para24 = Array("para".utf8) + [0, 0, 0, 0, 0, 0, 0, 0] + [0, 2, 0x66, 0x66]  // gamma 2.4, s15Fixed16
+        let flatTable = Array("curv".utf8) + [0, 0, 0, 0] + [0, 0, 0, 16] + [UInt8](repeating: 0xFF, count: 32)
+        #expect(Renderer.isSRGBProfile(Self.profile(name: "sRGB table", primaries: srgb, curve: table)))
+        #expect(Renderer.isSRGBProfile(Self.profile(name: "sRGB para", primaries: srgb, curve: para24)))
+        #expect(!Renderer.isSRGBProfile(Self.profile(name: "flat", primaries: srgb, curve: flatTable)))
+        // A colorant whose entry points at a tag of another type (rXYZ at the 'desc' data) is not read as one.
+        var odd = Self.profile(name: "odd", primaries: srgb, curve: table)
+        odd.replaceSubrange(148..<152, with: Array(odd[136..<140]))
+        #expect(!Renderer.isSRGBProfile(odd))
+        // Cut anywhere before its last tag's end, the profile is not sRGB, and reading it stops at the cut.
+        let good = Self.profile(name: "sRGB", primaries: srgb, curve: para24)
+        for length in 0..<(good.count - 3) { #expect(!Renderer.isSRGBProfile(Array(good.prefix(length))), "\(length)") }
     }
 
     @Test("greyscale stays neutral")

@@ -1,3 +1,4 @@
+import MediaFormats
 import Rendering
 import Testing
 import ViewerProtocol
@@ -19,41 +20,41 @@ struct CostModelTests {
         var testDescription: String { name }
     }
 
-    static func header(_ loader: String, _ width: Int, _ height: Int, bands: Int = 3, interlaced: Bool = false,
+    static func header(_ signature: ImageSignature, _ width: Int, _ height: Int, bands: Int = 3, interlaced: Bool = false,
                        sampledBands: Double? = nil) -> SourceHeader {
-        var header = SourceHeader(width: width, height: height, bands: bands, interlaced: interlaced, loader: loader)
+        var header = SourceHeader(width: width, height: height, bands: bands, interlaced: interlaced, signature: signature)
         header.sampledBands = sampledBands
         return header
     }
 
     static let measured: [Measured] = [
-        Measured(name: "baseline JPEG 24 MP", header: header("jpegload", 6000, 4000), peakMiB: 2.9, costly: false),
-        Measured(name: "baseline JPEG 12 MP", header: header("jpegload", 4000, 3000), peakMiB: 3.3, costly: false),
-        Measured(name: "progressive JPEG 4:2:0 24 MP", header: header("jpegload", 6000, 4000, interlaced: true, sampledBands: 1.5),
+        Measured(name: "baseline JPEG 24 MP", header: header(.jpeg, 6000, 4000), peakMiB: 2.9, costly: false),
+        Measured(name: "baseline JPEG 12 MP", header: header(.jpeg, 4000, 3000), peakMiB: 3.3, costly: false),
+        Measured(name: "progressive JPEG 4:2:0 24 MP", header: header(.jpeg, 6000, 4000, interlaced: true, sampledBands: 1.5),
                  peakMiB: 71.5, costly: true),
-        Measured(name: "progressive JPEG 4:2:0 12 MP", header: header("jpegload", 4000, 3000, interlaced: true, sampledBands: 1.5),
+        Measured(name: "progressive JPEG 4:2:0 12 MP", header: header(.jpeg, 4000, 3000, interlaced: true, sampledBands: 1.5),
                  peakMiB: 37.9, costly: true),
         // A reader that does not tell the subsampling counts 4:4:4: still on the safe side.
-        Measured(name: "progressive JPEG 4:2:0 24 MP, subsampling unknown", header: header("jpegload", 6000, 4000, interlaced: true),
+        Measured(name: "progressive JPEG 4:2:0 24 MP, subsampling unknown", header: header(.jpeg, 6000, 4000, interlaced: true),
                  peakMiB: 71.5, costly: true),
-        Measured(name: "progressive JPEG 4:4:4 24 MP", header: header("jpegload", 6000, 4000, interlaced: true, sampledBands: 3),
+        Measured(name: "progressive JPEG 4:4:4 24 MP", header: header(.jpeg, 6000, 4000, interlaced: true, sampledBands: 3),
                  peakMiB: 140.2, costly: true),
-        Measured(name: "progressive JPEG 4:4:4 12 MP", header: header("jpegload", 4000, 3000, interlaced: true, sampledBands: 3),
+        Measured(name: "progressive JPEG 4:4:4 12 MP", header: header(.jpeg, 4000, 3000, interlaced: true, sampledBands: 3),
                  peakMiB: 72.1, costly: true),
-        Measured(name: "PNG 24 MP", header: header("pngload", 6000, 4000), peakMiB: 20.7, costly: false),
-        Measured(name: "PNG 12 MP", header: header("pngload", 4000, 3000), peakMiB: 15.2, costly: false),
-        Measured(name: "interlaced PNG 24 MP", header: header("pngload", 6000, 4000, interlaced: true), peakMiB: 80.3, costly: true),
-        Measured(name: "interlaced PNG 12 MP", header: header("pngload", 4000, 3000, interlaced: true), peakMiB: 43.6, costly: true),
-        Measured(name: "WebP 24 MP", header: header("webpload", 6000, 4000), peakMiB: 7.0, costly: false),
-        Measured(name: "WebP 12 MP", header: header("webpload", 4000, 3000), peakMiB: 4.2, costly: false),
-        Measured(name: "HEIC 12 MP", header: header("heifload", 4000, 3000), peakMiB: 98.6, costly: true),
-        Measured(name: "HEIC 24 MP", header: header("heifload", 6000, 4000), peakMiB: 193.7, costly: true),
-        Measured(name: "AVIF 12 MP", header: header("heifload", 4000, 3000), peakMiB: 98.6, costly: true),
-        Measured(name: "JPEG XL 12 MP", header: header("jxlload", 4000, 3000, bands: 4), peakMiB: 79.8, costly: true),
-        Measured(name: "TIFF 24 MP", header: header("tiffload", 6000, 4000), peakMiB: 22.6, costly: false),
-        Measured(name: "TIFF 12 MP", header: header("tiffload", 4000, 3000), peakMiB: 16.6, costly: false),
-        Measured(name: "GIF 3 MP", header: header("gifload", 2000, 1500, bands: 4), peakMiB: 23.5, costly: false),
-        Measured(name: "GIF 1 MP", header: header("gifload", 1200, 900, bands: 4), peakMiB: 10.7, costly: false),
+        Measured(name: "PNG 24 MP", header: header(.png, 6000, 4000), peakMiB: 20.7, costly: false),
+        Measured(name: "PNG 12 MP", header: header(.png, 4000, 3000), peakMiB: 15.2, costly: false),
+        Measured(name: "interlaced PNG 24 MP", header: header(.png, 6000, 4000, interlaced: true), peakMiB: 80.3, costly: true),
+        Measured(name: "interlaced PNG 12 MP", header: header(.png, 4000, 3000, interlaced: true), peakMiB: 43.6, costly: true),
+        Measured(name: "WebP 24 MP", header: header(.webp, 6000, 4000), peakMiB: 7.0, costly: false),
+        Measured(name: "WebP 12 MP", header: header(.webp, 4000, 3000), peakMiB: 4.2, costly: false),
+        Measured(name: "HEIC 12 MP", header: header(.heif, 4000, 3000), peakMiB: 98.6, costly: true),
+        Measured(name: "HEIC 24 MP", header: header(.heif, 6000, 4000), peakMiB: 193.7, costly: true),
+        Measured(name: "AVIF 12 MP", header: header(.heif, 4000, 3000), peakMiB: 98.6, costly: true),
+        Measured(name: "JPEG XL 12 MP", header: header(.jpegXL, 4000, 3000, bands: 4), peakMiB: 79.8, costly: true),
+        Measured(name: "TIFF 24 MP", header: header(.tiff, 6000, 4000), peakMiB: 22.6, costly: false),
+        Measured(name: "TIFF 12 MP", header: header(.tiff, 4000, 3000), peakMiB: 16.6, costly: false),
+        Measured(name: "GIF 3 MP", header: header(.gif, 2000, 1500, bands: 4), peakMiB: 23.5, costly: false),
+        Measured(name: "GIF 1 MP", header: header(.gif, 1200, 900, bands: 4), peakMiB: 10.7, costly: false),
     ]
 
     @Test("the estimate is at least the measured peak and at most twice it", arguments: measured)
@@ -70,12 +71,13 @@ struct CostModelTests {
         #expect(Renderer.estimateCost(m.header, spec: RenditionSpec(width: 256, height: 256)).costly == m.costly)
     }
 
+    // Vectors are rasterized at the output's size: their declared size costs nothing.
     @Test("absurd declared sizes saturate instead of trapping",
-          arguments: ["jpegload", "pngload", "webpload", "heifload", "jxlload", "gifload", "tiffload", "other"])
-    func saturates(loader: String) {
+          arguments: ImageSignature.allCases.filter { !$0.format.kind.isVector }.map(Optional.some) + [nil])
+    func saturates(signature: ImageSignature?) {
         for interlaced in [false, true] {
             let header = SourceHeader(width: Int(UInt32.max), height: Int(UInt32.max), bands: 4, bitsPerSample: 16,
-                                      interlaced: interlaced, loader: loader)
+                                      interlaced: interlaced, signature: signature)
             let cost = Renderer.estimateCost(header, spec: RenditionSpec(width: 8192, height: 8192))
             #expect(cost.memoryBytes > 1 << 38 && cost.costly)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import MediaFormats
 import Rendering
 import Testing
 
@@ -6,7 +7,7 @@ import Testing
 struct ImageSignatureTests {
     @Test("files libvips writes are told by their first bytes", arguments: [
         ("a.jpg", ImageSignature.jpeg), ("b.png", .png), ("c.gif", .gif), ("d.webp", .webp), ("e.tif", .tiff),
-        ("f.heic", .heif), ("g.avif", .heif),
+        ("f.heic", .heif), ("g.avif", .avif),
     ])
     func written(_ name: String, _ expected: ImageSignature) throws {
         let scratch = try Scratch()

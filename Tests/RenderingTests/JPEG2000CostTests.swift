@@ -1,3 +1,4 @@
+import MediaFormats
 import Rendering
 import Testing
 import ViewerProtocol
@@ -19,7 +20,7 @@ struct JPEG2000CostTests {
     func model() {
         for (width, height, tile, fileMiB, box, peak) in Self.measured {
             let side = tile == 0 ? max(width, height) : tile
-            var header = SourceHeader(width: width, height: height, bands: 3, loader: "jp2kload")
+            var header = SourceHeader(width: width, height: height, bands: 3, signature: .jp2)
             header.jpeg2000 = JPEG2000Layout(tileWidth: side, tileHeight: side, tilesAcross: (width + side - 1) / side,
                                              tilesDown: (height + side - 1) / side, components: 3, resolutionLevels: 6)
             header.jpeg2000?.codestreamBytes = UInt64(fileMiB * 1_048_576)
@@ -30,7 +31,7 @@ struct JPEG2000CostTests {
 
     @Test("a level nearer the output costs less: the thumbnail of a 24 MP JP2 is not charged its whole decode")
     func levels() {
-        var header = SourceHeader(width: 6000, height: 4000, bands: 3, loader: "jp2kload")
+        var header = SourceHeader(width: 6000, height: 4000, bands: 3, signature: .jp2)
         header.jpeg2000 = JPEG2000Layout(tileWidth: 6000, tileHeight: 4000, tilesAcross: 1, tilesDown: 1, components: 3,
                                          resolutionLevels: 6)
         let thumbnail = Renderer.estimateCost(header, spec: RenditionSpec(width: 256, height: 256)).memoryBytes

@@ -1,5 +1,7 @@
 import Foundation
+import MediaFormats
 import Rendering
+import RenderingFixtures
 import Testing
 import ViewerProtocol
 import ViewerTestSupport
@@ -27,7 +29,7 @@ struct JPEG2000RenderTests {
         for (path, name) in [(jp2, "jp2"), (j2k, "j2k")] {
             let fd = open(path, O_RDONLY)
             defer { close(fd) }
-            #expect(ImageSignature.detect(descriptor: fd)?.name == name)
+            #expect(ImageSignature.detect(descriptor: fd)?.format.name == name)
         }
     }
 

@@ -1,5 +1,7 @@
 import Foundation
+import MediaFormats
 import Rendering
+import RenderingFixtures
 import Testing
 import ViewerProtocol
 

@@ -1,4 +1,5 @@
 import Foundation
+import MediaFormats
 import Rendering
 import Testing
 import ViewerProtocol
@@ -31,9 +32,9 @@ struct HeaderSnifferJPEG2000Tests {
     func sizes(width: Int, height: Int, bands: Int) throws {
         let file = try jp2(width: width, height: height, bands: bands)
         let header = try #require(HeaderSniffer.sniff(file))
-        #expect((header.width, header.height, header.bands, header.pages, header.loader) == (width, height, bands, 1, "jp2kload"))
+        #expect((header.width, header.height, header.bands, header.pages, header.signature) == (width, height, bands, 1, .jp2))
         let raw = try #require(HeaderSniffer.sniff(Self.codestream(of: file)))
-        #expect((raw.width, raw.height, raw.bands, raw.loader) == (width, height, bands, "jp2kload"))
+        #expect((raw.width, raw.height, raw.bands, raw.signature) == (width, height, bands, .j2k))
     }
 
     @Test("the layout the cost model needs: tiles, resolution levels, components")
@@ -53,7 +54,7 @@ struct HeaderSnifferJPEG2000Tests {
         let file = try jp2(width: 320, height: 200)
         let start = file.count - Self.codestream(of: file).count
         let header = try #require(HeaderSniffer.sniff(Array(file.prefix(start))))
-        #expect((header.width, header.height, header.bands, header.loader) == (320, 200, 3, "jp2kload"))
+        #expect((header.width, header.height, header.bands, header.signature) == (320, 200, 3, .jp2))
         #expect(header.jpeg2000 == nil)
     }
 
@@ -100,7 +101,7 @@ struct HeaderSnifferJPEG2000Tests {
         let path = scratch.path + "/x.jp2"
         let source = try SourceFile(path: path)
         let sniffed = HeaderSniffer.sniff(source)
-        #expect(sniffed.header?.loader == "jp2kload")
+        #expect(sniffed.header?.signature == .jp2)
         let spec = RenditionSpec(width: 256, height: 256)
         let cost = HeaderSniffer.cost(of: source, sniffed, spec: spec)
         #expect(cost == Renderer.estimateCost(try #require(sniffed.header), spec: spec))

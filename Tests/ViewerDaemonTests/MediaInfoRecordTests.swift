@@ -28,7 +28,7 @@ struct MediaInfoRecordTests {
 
     @Test("an info key is never a rendition spec's: no rendition lookup can match it")
     func keyIsNotARendition() throws {
-        let key = MediaInfoRecord.key(for: try Self.source().identity)
+        let key = MediaInfoRecord.key(for: try Self.source())
         #expect(RenditionSpec(keyBytes: key.specBytes) == nil)
         #expect(MediaInfoRecord.metadata(MediaInfo(kind: .photo, width: 1, height: 1, format: "png"), now: 0).format == 0)
         #expect(OutputFormat(rawValue: 0) == nil)

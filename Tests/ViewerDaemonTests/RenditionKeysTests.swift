@@ -1,8 +1,11 @@
+import Foundation
+import MediaFormats
 import Rendering
-import RenditionStore
+@testable import RenditionStore
 import Testing
 @testable import ViewerDaemon
 import ViewerProtocol
+import ViewerTestSupport
 
 /// The layout of the store's keys (Store/RenditionKeys.swift): stable, since renditions stored
 /// by an older build must still hit.
@@ -85,9 +88,47 @@ struct RenditionKeysTests {
     @Test("a key is the store's frame around the spec bytes: format 2, the renderer version, the identity")
     func keyFrame() {
         let spec = RenditionSpec(width: 64, height: 48)
-        let key = RenditionKey(identity: [9, 8, 7], spec: spec)
-        #expect(key.bytes == [2, UInt8(Renderer.version & 0xff), UInt8(Renderer.version >> 8), 9, 8, 7] + spec.keyBytes)
+        let key = RenditionKey(identity: [9, 8, 7], spec: spec, signature: .jpeg)
+        let version = RendererVersion.photo
+        #expect(key.bytes == [2, UInt8(version & 0xff), UInt8(version >> 8), 9, 8, 7] + spec.keyBytes)
         #expect(Array(key.specBytes) == spec.keyBytes)
         #expect(RenditionSpec(keyBytes: key.specBytes) == spec.normalized())
+    }
+
+    @Test("a key carries its format class's renderer version: a bump of video's misses videos' renditions only")
+    func classVersions() throws {
+        // Given a photo's and a video's renditions stored under the daemon's keys
+        let stored = try StoreWithFile()
+        func file(_ name: String, _ bytes: [UInt8]) throws -> SourceFile {
+            let path = stored.directory.path + "/" + name
+            FileManager.default.createFile(atPath: path, contents: Data(bytes))
+            return try SourceFile(path: path)
+        }
+        let photo = try file("p.jpg", [0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10] + Array("JFIF".utf8))
+        let video = try file("v.mp4", [0, 0, 0, 0x14] + Array("ftypisom\0\0\0\0isom".utf8))
+        #expect(photo.signature == .jpeg && video.signature == .mp4)
+        let spec = RenditionSpec(width: 256, height: 256)
+        for source in [photo, video] {
+            let key = DaemonRequests.keys(of: spec, source: source).key
+            #expect(key == RenditionKey(source: source.identity.bytes, spec: spec.keyBytes,
+                                        rendererVersion: source.signature!.format.rendererVersion))
+            stored.store.put(key, path: source.path, metadata: RenditionMetadata(format: OutputFormat.jpeg.rawValue, width: 256,
+                                                                                  height: 256, created: 1_700_000_000), bytes: [1])
+        }
+        stored.store.flush()
+
+        // When the video class's version is bumped (the keys a build with video at +1 makes)
+        func bumped(_ source: SourceFile) -> RenditionKey {
+            let format = source.signature!.format
+            let version = format.kind == .video ? RendererVersion.video + 1 : format.rendererVersion
+            return RenditionKey(source: source.identity.bytes, spec: spec.keyBytes, rendererVersion: version)
+        }
+
+        // Then the photo's rendition still hits and the video's misses
+        let reader = stored.store.makeReader()
+        #expect(reader.contains(bumped(photo)))
+        #expect(!reader.contains(bumped(video)))
+        // And a file of no known format is keyed under the unknown class's version
+        #expect(DaemonRequests.keys(of: spec, source: stored.source).key.rendererVersion == RendererVersion.unknown)
     }
 }

@@ -18,7 +18,7 @@ struct RequestOutcomesTests {
 
         /// A job of `spec` that began now, with the file's stamp (or none).
         func job(_ spec: RenditionSpec, stamped: Bool = true) -> RenderJob {
-            let job = RenderJob(key: RenditionKey(identity: source.identity.bytes, spec: spec), source: source, spec: spec,
+            let job = RenderJob(key: RenditionKey(source, spec: spec), source: source, spec: spec,
                                 priority: .normal, id: .render(1), fingerprint: stamped ? 42 : nil)
             job.startedNanos.store(AssetIdentity.wallClockNanos(), ordering: .relaxed)
             return job

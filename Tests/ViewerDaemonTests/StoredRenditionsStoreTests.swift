@@ -1,4 +1,5 @@
 import Foundation
+import MediaFormats
 import Rendering
 @testable import RenditionStore
 import Testing
@@ -23,7 +24,7 @@ struct StoredRenditionsStoreTests {
             let source = stored.source, store = stored.store, path = source.path
             let sides: [UInt32] = (0..<10).map { 300 + 50 * UInt32($0) }
             let identity = source.identity.bytes
-            keys = sides.map { side in RenditionKey(identity: identity, spec: RenditionSpec(width: side, height: side)) }
+            keys = sides.map { side in RenditionKey(source, spec: RenditionSpec(width: side, height: side)) }
             for (i, key) in keys.enumerated() {
                 let side = sides[i]
                 store.put(key, path: path, metadata: RenditionMetadata(format: OutputFormat.jpeg.rawValue, width: side, height: side,
@@ -47,13 +48,13 @@ struct StoredRenditionsStoreTests {
         let fixture = try Fixture()
         let before = fixture.counts()
         #expect(before.frequencies.allSatisfy { $0 == 0 })
-        let original = SourceHeader(width: 2000, height: 2000, bands: 3, loader: "jpegload")
+        let original = SourceHeader(width: 2000, height: 2000, bands: 3, signature: .jpeg)
 
         // When a 100 box is looked up (a miss) and planned from that one read: its derivation
         // base, a preview, allow_larger, a region
         let spec = RenditionSpec(width: 100, height: 100)
         let reader = fixture.store.makeReader()
-        let key = RenditionKey(identity: fixture.source.identity.bytes, spec: spec)
+        let key = RenditionKey(fixture.source, spec: spec)
         guard case .miss(let miss) = reader.lookup(key, siblingsAt: fixture.source.path, { _, _ in }) else {
             Issue.record("a hit for a key never stored")
             return
@@ -75,5 +76,35 @@ struct StoredRenditionsStoreTests {
         #expect(after.hits == before.hits, "store hits \(before.hits) → \(after.hits)")
         #expect(after.misses == before.misses + 1, "store misses \(before.misses) → \(after.misses)")
         #expect(after.frequencies == before.frequencies, "frequencies \(before.frequencies) → \(after.frequencies)")
+    }
+
+    @Test("a rendition stored under another renderer version is no sibling: nothing is derived from what a bump retired")
+    func otherVersionIsNoSibling() throws {
+        // Given a file's 800 px rendition stored under another renderer version (its format
+        // class's output changed since) beside the ten of this version
+        let fixture = try Fixture()
+        let spec = RenditionSpec(width: 800, height: 800)
+        let current = RenditionKey(fixture.source, spec: spec)
+        let retired = RenditionKey(source: fixture.source.identity.bytes, spec: spec.keyBytes,
+                                   rendererVersion: current.rendererVersion &+ 1)
+        fixture.store.put(retired, path: fixture.source.path,
+                          metadata: RenditionMetadata(format: OutputFormat.jpeg.rawValue, width: 800, height: 800, created: 1_700_000_000),
+                          bytes: [UInt8](repeating: 0xEE, count: 1000))
+        fixture.store.flush()
+
+        // When a 790 box misses and is planned
+        let reader = fixture.store.makeReader()
+        let asked = RenditionSpec(width: 790, height: 790)
+        guard case .miss(let miss) = reader.lookup(RenditionKey(fixture.source, spec: asked), siblingsAt: fixture.source.path,
+                                                   { _, _ in }) else {
+            Issue.record("a hit for a key never stored")
+            return
+        }
+
+        // Then only this version's renditions are its siblings, and none is a base (all are smaller)
+        #expect(miss.siblings.allSatisfy { $0.key.rendererVersion == current.rendererVersion },
+                "siblings: \(miss.siblings.map(\.key.rendererVersion))")
+        let original = SourceHeader(width: 2000, height: 2000, bands: 3, signature: .jpeg)
+        #expect(StoredRenditions(miss, reader: reader).derivationBase(for: asked, original: original) == nil)
     }
 }

@@ -1,3 +1,4 @@
+import MediaFormats
 import Rendering
 import RenditionStore
 import Testing
@@ -17,7 +18,7 @@ func box(_ width: UInt32, _ height: UInt32, _ format: OutputFormat = .jpeg, fit:
 }
 
 /// The header the daemon sniffs from a 1000x1000 original.
-let squareOriginal = SourceHeader(width: 1000, height: 1000, bands: 4, loader: "pngload")
+let squareOriginal = SourceHeader(width: 1000, height: 1000, bands: 4, signature: .png)
 
 @Suite("StoredRenditions")
 struct StoredRenditionsTests {
@@ -109,7 +110,7 @@ struct StoredRenditionsTests {
 
     @Test("allow_larger: an original smaller than the box is served at its own size")
     func largerSmallOriginal() {
-        let small = SourceHeader(width: 300, height: 200, bands: 3, loader: "jpegload")
+        let small = SourceHeader(width: 300, height: 200, bands: 3, signature: .jpeg)
         let candidate = stored(box(800, 800), 300, 200)
         #expect(StoredRenditions.larger(among: [candidate], than: box(700, 700), original: small) == candidate)
     }
@@ -133,7 +134,7 @@ struct StoredRenditionsTests {
     @Test("the sniffed original is turned the way a stored fit rendition shows it (EXIF rotation)")
     func uprightFromCandidate() {
         // A phone JPEG sniffs 4000x3000 (no EXIF read); rendered upright it is 3000x4000.
-        let sniffed = SourceHeader(width: 4000, height: 3000, bands: 3, loader: "jpegload")
+        let sniffed = SourceHeader(width: 4000, height: 3000, bands: 3, signature: .jpeg)
         let portrait = stored(box(500, 500), 375, 500)
         #expect(StoredRenditions.larger(among: [portrait], than: box(466, 466), original: sniffed) == portrait)
         #expect(StoredRenditions.larger(among: [portrait], than: box(300, 300), original: sniffed) == nil)

@@ -22,4 +22,10 @@ struct WorkerEnvironmentTests {
     func home() {
         #expect(WorkerEnvironment(from: [:]).variables["HOME"] == "/nonexistent")
     }
+
+    @Test("a worker's OpenMP (LibRaw's development) has one thread, whatever the daemon's environment says")
+    func oneOpenMPThread() {
+        #expect(WorkerEnvironment(from: [:]).variables["OMP_NUM_THREADS"] == "1")
+        #expect(WorkerEnvironment(from: ["OMP_NUM_THREADS": "8"]).variables["OMP_NUM_THREADS"] == "1")
+    }
 }

@@ -1,4 +1,5 @@
-// Fixed-arity wrappers around the variadic libvips calls viewerd uses.
+// Fixed-arity wrappers around the variadic libvips calls viewerd uses, one .c file per concern
+// (shim_private.h lists them).
 // Swift cannot call C functions with `...`, so every option is an explicit argument here.
 // VipsImage stays opaque to Swift: only this shim and the Rendering module see it.
 #ifndef VIEWERD_VIPS_SHIM_H
@@ -55,17 +56,15 @@ typedef struct {
     int orientation;    // EXIF orientation 1-8 (1 when absent)
     int interlaced;     // progressive JPEG / interlaced PNG
     int has_icc;        // an embedded ICC profile
-    int icc_srgb;       // ... and it is an sRGB one: no conversion needed to write sRGB
+    uint8_t *icc;       // ... a copy of it (NULL when none), to be freed with vs_free
+    size_t icc_length;
     int cmyk;           // CMYK pixels
     char loader[48];    // libvips loader nickname, e.g. "jpegload_source"
     double xres, yres;  // pixels per mm, as the loader gives them (a JPEG's JFIF or EXIF density)
 } vs_header;
 
-/// Whether an embedded ICC profile is an sRGB one (sRGB's primaries and tone curves, whatever
-/// its name): then its pixels need no conversion to be written as sRGB.
-int vs_icc_is_srgb(const uint8_t *icc, size_t length);
-
-/// Reads the header from an open file descriptor (the descriptor is not closed).
+/// Reads the header from an open file descriptor (the descriptor is not closed). On success
+/// the caller frees `out->icc` with vs_free.
 int vs_header_fd(int fd, vs_header *out);
 
 /// Shrink-on-load thumbnail from an open file descriptor (not closed) or from memory.
@@ -107,6 +106,12 @@ int vs_jpeg_dc_load_fd(int fd, int orientation, double xres, double yres, vs_can
 /// `fail_on_truncated` as for vs_thumbnail_fd.
 int vs_alpha_shrink_fd(int fd, int k, int fail_on_truncated, vs_cancel *cancel, VipsImage **out);
 
+/// An 8-bit sRGB image of `bands` bands over `pixels` (`stride` bytes a row), tagged with EXIF
+/// `orientation`: a video's poster frame. Takes `pixels` (malloc'd), which it frees with free()
+/// when the image closes, also when it fails. Returns 0, or -1 with libvips' error set.
+int vs_image_from_pixels(uint8_t *pixels, int width, int height, int bands, size_t stride, int orientation,
+                         VipsImage **out);
+
 /// The size vs_thumbnail_fd makes for the same arguments, with no pixel decoded, for a source
 /// of EXIF `orientation` (1-8).
 int vs_plan_fd(int fd, int width, int height, int crop, int size, int page, int orientation, int *out_width,
@@ -123,6 +128,15 @@ int vs_plan_size(int image_width, int image_height, int width, int height, int c
 int vs_resize_size(int image_width, int image_height, int width, int height, int crop, int size, int orientation,
                    int *out_width, int *out_height);
 
+/// Pixels another decoder made (LibRaw's development or bitmap preview: packed rows, 1 or 3
+/// bands, 8 or 16 bits native-endian), copied into an image tagged with EXIF `orientation`,
+/// to be finished by vs_thumbnail_image like any photo. Returns 0, or -1 with libvips' error.
+int vs_image_copy_pixels(const void *pixels, size_t length, int width, int height, int bands, int bits,
+                         int orientation, VipsImage **out);
+/// A JPEG in memory (a RAW's embedded preview) decoded into memory at 1/`shrink` (1, 2, 4 or
+/// 8), tagged with `orientation` in place of any its own EXIF says (the RAW's turn is the
+/// photo's). Returns 0, or -1 with libvips' error.
+int vs_jpeg_from_buffer(const void *buf, size_t len, int shrink, int orientation, VipsImage **out);
 /// Where a degraded preview comes from (vs_preview_fd's `kind`).
 enum {
     VS_PREVIEW_EXIF = 1,  // the JPEG's EXIF thumbnail (IFD1), cut to the image's proportions
@@ -177,16 +191,21 @@ int vs_sink_bands(VipsImage *in, int band_height, vs_cancel *cancel, vs_band_fn 
 /// Dimensions of a (lazy) image.
 void vs_image_size(VipsImage *image, int *width, int *height, int *bands);
 
+/// The ICC profile an image is tagged with: 1 with its bytes (the image's: valid while it
+/// lives), 0 when it has none.
+int vs_image_icc(VipsImage *image, const void **data, size_t *length);
+
 /// Encodes: flattens alpha onto `background` (0xRRGGBB) when the format has no alpha,
-/// converts pixels still tagged with a non-sRGB profile to sRGB, and writes no metadata in any
+/// converts pixels still tagged with a profile to sRGB through it unless `profile_is_srgb`
+/// (the caller's reading of vs_image_icc's bytes), and writes no metadata in any
 /// format (every field the source's loader attached is removed first: EXIF, GPS, XMP, IPTC,
 /// ICC). RAW writes 8-bit sRGB RGBA pixels, tightly packed.
 /// On success *buf is g_malloc'd: free it with vs_free.
 /// `cancel` may be NULL (not cancellable).
 /// `fast`: a tile of a level, cut by the hundred: JPEG's Huffman tables are not optimized
 /// (8 % larger, 40 % less time a tile).
-int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background, int fast, vs_cancel *cancel,
-                   void **buf, size_t *len, int *out_width, int *out_height);
+int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background, int fast, int profile_is_srgb,
+                   vs_cancel *cancel, void **buf, size_t *len, int *out_width, int *out_height);
 
 /// Writes 8-bit pixels (bands 1-4, packed rows) to a file whose suffix picks the format.
 /// For tests and fixtures. orientation > 1 is written as EXIF orientation (JPEG).
@@ -199,36 +218,13 @@ int vs_write_pixels(const char *path, const uint8_t *pixels, int width, int heig
 int vs_decode_buffer(const void *buf, size_t len, uint8_t **pixels, int *width, int *height,
                      int *bands);
 
-/// What a video's headers say (issue 17, video.c).
-typedef struct {
-    int coded_width;      // the frames' size as decoded
-    int coded_height;
-    int width;            // as shown, before turning: non-square pixels applied
-    int height;
-    int orientation;      // EXIF-style 1-8 from the container's display matrix
-    int64_t duration_ms;  // -1 when unknown
-    int64_t frames;       // the frame count, from the header or duration x rate; 0 unknown
-    char codec[32];       // FFmpeg's codec name, e.g. "h264"
-    char demuxer[48];     // FFmpeg's demuxer name, e.g. "mov,mp4,m4a,3gp,3g2,mj2"
-} vv_info;
-
-/// Sends FFmpeg's log to a per-thread "last error" kept for failure messages; call once.
-void vv_init(void);
-
-/// Reads a video's headers from the descriptor (pread: its offset is kept; not closed).
-/// Returns 0, or -1 damaged, -2 not a video viewerd decodes (no video stream, unknown
-/// codec, not a container it reads), -3 frames over `max_pixels`, -4 cancelled; `err`
-/// (errlen bytes) then says why.
-int vv_probe_fd(int fd, int64_t max_pixels, vs_cancel *cancel, vv_info *out, char *err, size_t errlen);
-
-/// The poster frame of a video as an 8-bit sRGB image in memory, tagged with the EXIF
-/// orientation that turns it upright. `time_ms` < 0: a representative frame (the first
-/// keyframe after 10 % of the duration, later ones while it is near-uniform); else the frame
-/// shown at that time. Returns as vv_probe_fd; `info` is filled when it returns 0.
-/// The frame is converted straight to the size vs_thumbnail_image resizes it to for the box
-/// (`width`, `height`, `crop`, `size` as vs_thumbnail_fd takes them): libvips then only crops,
-/// turns and encodes it, and one conversion replaces a full-size one and a resize.
-int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, int width, int height, int crop, int size,
-                 vs_cancel *cancel, vv_info *info, VipsImage **out, char *err, size_t errlen);
+/// An HDR still (PQ or HLG: H.273 `transfer` 16 or 18, `primaries`, `peak_nits` 0 when
+/// unknown; an HEIF's nclx box says them, libvips 8.14 does not read it), tone mapped to
+/// 8-bit sRGB (CToneMap) at the size vs_thumbnail_image resizes it to for the box, tagged with
+/// its orientation: the caller finishes it with vs_thumbnail_image. Loaded at 16 bits
+/// (`page`, `fail_on_truncated` as vs_thumbnail_fd takes them) and resized before the tone
+/// mapping. 0, or -1 with the libvips error set (hdr_still.c).
+int vs_hdr_still_fd(int fd, int transfer, int primaries, int peak_nits, int width, int height, int crop, int size,
+                    int page, int fail_on_truncated, vs_cancel *cancel, VipsImage **out);
 
 #endif

@@ -97,7 +97,7 @@ extension Daemon {
             perform(requests.headerRead(ref, sniffed) { refusal(of: $1, path: $0.path) })
             openingFinished(on: ref.connection)
         case .infoOpened(let ref, let result):
-            perform(requests.infoOpened(ref, result.map { ($0, MediaInfoRecord.key(for: $0.identity)) }
+            perform(requests.infoOpened(ref, result.map { ($0, MediaInfoRecord.key(for: $0)) }
                 .mapError { ErrorReply($0.code, $0.description) }))
             openingFinished(on: ref.connection)
         case .prefetchOpened(let id, let sources):

@@ -14,11 +14,16 @@ enum DaemonRequests: RequestKinds {
     typealias Info = MediaInfo
     typealias Stored = StoreMiss
 
-    static func keys(of spec: RenditionSpec, identity: AssetIdentity) -> (key: RenditionKey, job: RenditionKey) {
+    static func keys(of spec: RenditionSpec, source: SourceFile) -> (key: RenditionKey, job: RenditionKey) {
         // Every request passes here: the identity and the spec are encoded once, and again
         // only for a tile, whose job is its whole level's.
-        let identity = identity.bytes, key = RenditionKey(identity: identity, spec: spec)
-        return (key, spec.tile == nil ? key : RenditionKey.job(of: spec, identity: identity))
+        let identity = source.identity.bytes, version = Renderer.version(of: source.signature)
+        let key = RenditionKey(source: identity, spec: spec.keyBytes, rendererVersion: version)
+        return (key, spec.tile == nil ? key : RenditionKey.job(of: spec, identity: identity, version: version))
+    }
+
+    static func jobKeys(of spec: RenditionSpec, identity: AssetIdentity) -> [RenditionKey] {
+        RenditionKey.versions.map { RenditionKey.job(of: spec, identity: identity.bytes, version: $0) }
     }
 
     static func identity(of source: SourceFile) -> AssetIdentity { source.identity }

@@ -76,7 +76,7 @@ final class RenderJob: Sendable {
     func key(ofTile address: TileAddress) -> RenditionKey {
         var tile = spec
         tile.tile = address
-        return RenditionKey(identity: source.identity.bytes, spec: tile)
+        return RenditionKey(source, spec: tile)
     }
 
     /// Sets what the in-flight table decided: the priority of its most urgent waiter, and

@@ -39,7 +39,7 @@ struct RequestOutcomes: Sendable {
         guard !job.isWholeLevel, let stamp = Self.storableStamp(of: job) else { return }
         if !rendition.sourcePartial { put(rendition, key: job.key, of: job, stamp: stamp) }
         if let info = rendition.source {
-            store.put(MediaInfoRecord.key(for: job.source.identity), path: job.source.path,
+            store.put(MediaInfoRecord.key(for: job.source), path: job.source.path,
                       metadata: MediaInfoRecord.metadata(info, now: Self.now()), bytes: MediaInfoRecord.encoded(info), source: stamp)
         }
     }

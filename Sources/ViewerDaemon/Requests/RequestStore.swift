@@ -1,4 +1,5 @@
 import Foundation
+import MediaFormats
 import Rendering
 import RenditionStore
 import ViewerLog
@@ -38,7 +39,7 @@ final class RequestStore {
         switch lookUp {
         case .exact:
             if opened.render.request.sourceInfo {
-                connection.sourceInfoAsked[requestID] = MediaInfoRecord.key(for: opened.source.identity)
+                connection.sourceInfoAsked[requestID] = MediaInfoRecord.key(for: opened.source)
             }
             // The request's one store read: a hit, or a miss with what planning needs.
             let (deferring, source) = answerContext(requestID, on: connection)
@@ -152,11 +153,11 @@ final class RequestStore {
             : spec.tile != nil ? nil : stored.derivationBase(for: spec, original: sniffed.header)
         if base != nil { counters.derivations += 1 }
         let previewBase = base == nil && wantsPreview && !zoomed ? stored.previewBase(for: spec, original: sniffed.header) : nil
-        let cost = base.map { Renderer.estimateCost(SourceHeader(width: $0.width, height: $0.height, bands: 4, loader: "derived"), spec: spec) }
+        let cost = base.map { Renderer.estimateCost(SourceHeader(width: $0.width, height: $0.height, bands: 4, signature: nil), spec: spec) }
             ?? HeaderSniffer.cost(of: source, sniffed, spec: spec)
         return RenderJob(key: key, source: source, spec: spec, priority: .normal, id: id, cost: cost,
                          derivedFrom: base?.bytes, previewBase: previewBase,
-                         mayHavePreview: base == nil && (sniffed.format == .jpeg || sniffed.format == .heif) && !zoomed,
+                         mayHavePreview: base == nil && !(sniffed.format.map { Renderer.previewSources(of: $0.format) } ?? []).isEmpty && !zoomed,
                          fingerprint: sniffed.fingerprint)
     }
 

@@ -52,7 +52,7 @@ extension RequestTable {
         guard case .prefetch(_, let request)? = controlSteps[connection]?.first else { return [] }
         let spec = request.spec.normalized()
         let candidates = sources.filter { source in
-            let keys = Kinds.keys(of: spec, identity: Kinds.identity(of: source))
+            let keys = Kinds.keys(of: spec, source: source)
             return !renders.isPrefetching(keys.job, by: connection) && !isKnown(source, keys.key)
         }
         guard !candidates.isEmpty else { return finishStep(of: connection, count: 0) + startSteps(of: connection) }
@@ -73,7 +73,7 @@ extension RequestTable {
         for (source, sniffed) in shuttingDown ? [] : headers {
             guard renders.prefetchCount(of: connection) < limits.maxOutstanding else { break }
             if isRefused(source, sniffed) { continue }
-            let keys = Kinds.keys(of: spec, identity: Kinds.identity(of: source))
+            let keys = Kinds.keys(of: spec, source: source)
             guard !isStored(keys.key) else { continue }
             let (added, submitted) = renders.prefetch(keys.job, by: connection, priority: request.priority) {
                 makeJob($0, keys.job, source, spec, sniffed)
@@ -93,9 +93,13 @@ extension RequestTable {
         var actions: [Action] = []
         var stopped = 0
         for identity in identities {
-            let (done, stops) = renders.stopPrefetch(Kinds.keys(of: spec, identity: identity).job, by: connection)
-            actions += lift(stops)
-            if done { stopped += 1 }
+            var any = false
+            for key in Kinds.jobKeys(of: spec, identity: identity) {
+                let (done, stops) = renders.stopPrefetch(key, by: connection)
+                actions += lift(stops)
+                any = any || done
+            }
+            if any { stopped += 1 }
         }
         return actions + finishStep(of: connection, count: stopped) + startSteps(of: connection)
     }

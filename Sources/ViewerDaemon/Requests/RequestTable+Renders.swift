@@ -38,7 +38,7 @@ extension RequestTable {
             return refuse(ref, render.request, error)
         case .success(let source):
             render.request.path = Kinds.path(of: source)
-            let keys = Kinds.keys(of: render.spec, identity: Kinds.identity(of: source))
+            let keys = Kinds.keys(of: render.spec, source: source)
             let opened = Opened(render: render, source: source, key: keys.key, jobKey: keys.job)
             setPhase(ref, .lookingUp(opened, .exact))
             return [.lookUp(ref, opened, .exact)]

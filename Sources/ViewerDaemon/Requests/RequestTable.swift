@@ -43,9 +43,12 @@ protocol RequestKinds {
     /// renditions): carried with the request to its job, so the store is read once.
     associatedtype Stored = Void
 
-    /// The key of `spec`'s rendition of the file of `identity`, and the key of the job that
-    /// makes it (a tile's is its whole level's: one decode cuts every tile).
-    static func keys(of spec: RenditionSpec, identity: Identity) -> (key: Key, job: Key)
+    /// The key of `spec`'s rendition of `source`, and the key of the job that makes it (a
+    /// tile's is its whole level's: one decode cuts every tile).
+    static func keys(of spec: RenditionSpec, source: Source) -> (key: Key, job: Key)
+    /// The keys the job of `spec` for the file of `identity` may have, its bytes unread (a
+    /// STOP_PREFETCH names files by their identity: the key's renderer version is its format's).
+    static func jobKeys(of spec: RenditionSpec, identity: Identity) -> [Key]
     static func identity(of source: Source) -> Identity
     /// The source's name, once open (`SourceFile.path`).
     static func path(of source: Source) -> String

@@ -72,7 +72,7 @@ struct StoredRenditions {
     /// The stored rendition of the whole image to cut `spec`'s region from instead of decoding
     /// the original, with its bytes and size; nil when none has the pixels the region needs.
     func regionBase(for spec: RenditionSpec, original: SourceHeader?) -> (bytes: [UInt8], width: Int, height: Int)? {
-        guard let original, !original.isVideo, let base = Self.regionBase(among: candidates, for: spec, original: original),
+        guard let original, Renderer.zooms(original.format), let base = Self.regionBase(among: candidates, for: spec, original: original),
               let bytes = bytes(base.key) else { return nil }
         return (bytes, base.width, base.height)
     }

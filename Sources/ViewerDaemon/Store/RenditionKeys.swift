@@ -1,3 +1,4 @@
+import MediaFormats
 import Rendering
 import RenditionStore
 import ViewerProtocol
@@ -8,23 +9,35 @@ import ViewerProtocol
 // opaque; their layout is a normalized `RenditionSpec`'s, so it lives here, beside the daemon's
 // other use of the store, and neither in the wire module (no client ever sees a key) nor in
 // the store (which would need the spec type, or a copy of its fields). Renditions stored by an
-// older build stay valid: the bytes are unchanged, so no migration.
+// older build stay valid while their format class's renderer version is unchanged: the bytes
+// are the same, so no migration. A class whose version is bumped misses what was stored
+// under the old one; those entries are never hit again and leave by eviction (S3-FIFO's
+// small queue lets unread entries go first) or when their file changes or goes.
 
 extension RenditionKey {
-    /// The key of `spec`'s rendition of the file of `identity`, by this renderer's version
-    /// (output that changes for the same input bumps it, and misses what older builds stored).
-    public init(identity: [UInt8], spec: RenditionSpec) {
-        self.init(source: identity, spec: spec.keyBytes, rendererVersion: Renderer.version)
+    /// The key of `spec`'s rendition of the file of `identity`, whose first bytes are of
+    /// `signature`, by its format class's renderer version (`Renderer.version(of:)`: output
+    /// that changes for the same input bumps it, and misses what older builds stored).
+    public init(identity: [UInt8], spec: RenditionSpec, signature: ImageSignature?) {
+        self.init(source: identity, spec: spec.keyBytes, rendererVersion: Renderer.version(of: signature))
+    }
+
+    /// The key of `spec`'s rendition of `source`.
+    public init(_ source: SourceFile, spec: RenditionSpec) {
+        self.init(identity: source.identity.bytes, spec: spec, signature: source.signature)
     }
 
     /// The key of the job that makes `spec`'s rendition: a tile's is its whole level's (one
     /// decode cuts every tile of it), anything else's its own.
-    static func job(of spec: RenditionSpec, identity: [UInt8]) -> RenditionKey {
-        guard let tile = spec.tile else { return RenditionKey(identity: identity, spec: spec) }
+    static func job(of spec: RenditionSpec, identity: [UInt8], version: UInt16) -> RenditionKey {
         var level = spec
-        level.tile = tile.wholeLevel
-        return RenditionKey(identity: identity, spec: level)
+        if let tile = spec.tile { level.tile = tile.wholeLevel }
+        return RenditionKey(source: identity, spec: level.keyBytes, rendererVersion: version)
     }
+
+    /// The renderer versions a key may carry: those of every class of the table, and of no format.
+    static let versions: [UInt16] =
+        Array(Set(MediaFormat.table.map(\.rendererVersion) + [RendererVersion.unknown])).sorted()
 }
 
 extension MediaInfoRecord {
@@ -32,8 +45,10 @@ extension MediaInfoRecord {
     /// its layout version (1 to 3), so no rendition lookup ever matches an info key.
     static let specBytes: [UInt8] = [0x49, version]
 
-    static func key(for identity: AssetIdentity) -> RenditionKey {
-        RenditionKey(source: identity.bytes, spec: specBytes, rendererVersion: Renderer.version)
+    /// The key of `source`'s media info, by its format class's renderer version (INFO changes
+    /// with its decoder).
+    static func key(for source: SourceFile) -> RenditionKey {
+        RenditionKey(source: source.identity.bytes, spec: specBytes, rendererVersion: Renderer.version(of: source.signature))
     }
 }
 

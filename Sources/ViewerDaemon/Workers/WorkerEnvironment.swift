@@ -19,8 +19,11 @@ final class WorkerEnvironment: @unchecked Sendable {
     /// spawns a helper process on a crash, which the sandbox forbids: a codec's SIGSEGV would
     /// be reported as a sandbox kill); GIO's local file system only, so that a desktop's gvfs
     /// module, which GIO would load and which talks D-Bus over a socket, never runs in a worker
-    /// (issue 29: nothing of the machine's environment may make a library kill its worker).
-    static let fixed = ["SWIFT_BACKTRACE": "enable=no", "GIO_USE_VFS": "local"]
+    /// (issue 29: nothing of the machine's environment may make a library kill its worker);
+    /// one OpenMP thread (Debian builds LibRaw with OpenMP, issue 31): a job is one thread, as
+    /// libvips' are, and the pool's workers are what use the cores (`--workers`), so a
+    /// development does not take a second core from another worker's job.
+    static let fixed = ["SWIFT_BACKTRACE": "enable=no", "GIO_USE_VFS": "local", "OMP_NUM_THREADS": "1"]
     /// Set when the daemon's environment lacks them: without HOME, GLib asks the user
     /// database (getpwuid), and glibc's lookup may open a socket to nscd, which kills.
     static let defaults = ["HOME": "/nonexistent"]

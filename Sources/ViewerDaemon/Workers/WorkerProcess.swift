@@ -224,7 +224,7 @@ public enum WorkerProcess {
             // size; from the source itself when the rendition is too small after all.
             let source = try SourceFile(descriptor: descriptor, path: request.path)
             let header = try renderer.header(of: source)
-            if header.isVideo, let refusal = Renderer.zoomRefusedForVideo(request.spec, path: request.path) { throw refusal }
+            if let refusal = Renderer.zoomRefusal(request.spec, format: header.format, path: request.path) { throw refusal }
             let image = Renderer.upright(header)
             if let region = try renderer.renderRegion(fromBase: readBase(base), spec: request.spec, image: image,
                                                       cancellation: cancellation) { return region }

@@ -207,14 +207,42 @@ enum WorkerSandbox {
         font-weight="bold">Aa</text></svg>
         """
 
-    private static let pdfWithText: [UInt8] = {
-        let content = "BT /F1 12 Tf 2 10 Td (Aa) Tj ET"
-        return TestDocuments.pdf(objects: [
-            "<< /Type /Catalog /Pages 2 0 R >>",
-            "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 32 16] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
-            "<< /Length \(content.utf8.count) >>\nstream\n\(content)\nendstream",
-            "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        ])
-    }()
+    /// A one-page PDF drawing "Aa" in Helvetica (poppler loads its fonts for it), written out
+    /// whole with its cross-reference table (byte offsets): the product carries no PDF writer
+    /// (the tests' is RenderingFixtures' `TestDocuments`).
+    private static let pdfWithText: [UInt8] = Array([
+        "%PDF-1.4",
+        "1 0 obj",
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "endobj",
+        "2 0 obj",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "endobj",
+        "3 0 obj",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 32 16] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+        "endobj",
+        "4 0 obj",
+        "<< /Length 31 >>",
+        "stream",
+        "BT /F1 12 Tf 2 10 Td (Aa) Tj ET",
+        "endstream",
+        "endobj",
+        "5 0 obj",
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        "endobj",
+        "xref",
+        "0 6",
+        "0000000000 65535 f ",
+        "0000000009 00000 n ",
+        "0000000058 00000 n ",
+        "0000000115 00000 n ",
+        "0000000239 00000 n ",
+        "0000000320 00000 n ",
+        "trailer",
+        "<< /Size 6 /Root 1 0 R >>",
+        "startxref",
+        "390",
+        "%%EOF",
+        "",
+    ].joined(separator: "\n").utf8)
 }

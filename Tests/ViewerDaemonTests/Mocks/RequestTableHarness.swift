@@ -12,10 +12,12 @@ enum TestRequests: RequestKinds {
     typealias Output = String
     typealias Info = String
 
-    static func keys(of spec: RenditionSpec, identity: String) -> (key: String, job: String) {
+    static func keys(of spec: RenditionSpec, source identity: String) -> (key: String, job: String) {
         guard let tile = spec.tile else { return ("\(identity)@\(spec.width)", "\(identity)@\(spec.width)") }
         return ("\(identity)@L\(tile.level)/\(tile.column)", "\(identity)@L\(tile.level)")
     }
+
+    static func jobKeys(of spec: RenditionSpec, identity: String) -> [String] { [keys(of: spec, source: identity).job] }
 
     static func identity(of source: String) -> String { source }
     static func path(of source: String) -> String { source }

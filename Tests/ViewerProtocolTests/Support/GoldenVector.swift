@@ -93,6 +93,9 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
         GoldenVector("info-reply", requestID: 19, .infoReply(MediaInfo(
             kind: .video, width: 1920, height: 1080, durationMillis: 12345, frames: 370, pages: 1,
             format: "mp4/h264", hasAlpha: false))),
+        GoldenVector("info-reply-hdr", requestID: 19, .infoReply(MediaInfo(
+            kind: .video, width: 3840, height: 2160, durationMillis: 5000, frames: 150, pages: 1,
+            format: "mov/hevc", hasAlpha: false, hdr: MediaInfo.HDR(transfer: .hlg, primaries: 9, peakNits: 1000)))),
         GoldenVector("render-region", requestID: 20, .render(RenderRequest(
             path: "/pictures/a.jpg",
             spec: RenditionSpec(width: 500, height: 500, region: PixelRegion(x: 2000, y: 1000, width: 1000, height: 1000)),

@@ -13,6 +13,7 @@ from viewerd import protocol as p
 VECTOR_ORDER = ["hello", "welcome", "render", "render-minimal", "result", "error", "stats", "stats-reply", "ping",
                 "pong", "render-descriptor", "preview", "cancel", "cancelled", "set-priority", "prefetch", "ack",
                 "trim", "stop-prefetch", "stop-prefetch-all", "invalidate", "render-video", "info", "info-reply",
+                "info-reply-hdr",
                 "render-region", "render-tile", "render-source-info", "result-source", "result-partial"]
 
 EXPECTED = {
@@ -42,6 +43,8 @@ EXPECTED = {
     "render-video": (18, p.Render("/videos/clip.mp4", p.Spec(256, 256, time_ms=1500), p.Priority.VISIBLE)),
     "info": (19, p.Info("/pictures/a.jpg")),
     "info-reply": (19, p.InfoReply(p.MediaKind.VIDEO, 1920, 1080, 12345, 370, 1, "mp4/h264", False)),
+    "info-reply-hdr": (19, p.InfoReply(p.MediaKind.VIDEO, 3840, 2160, 5000, 150, 1, "mov/hevc", False,
+                                       p.HDR(p.HDRTransfer.HLG, 9, 1000))),
     "render-region": (20, p.Render("/pictures/a.jpg", p.Spec(500, 500, region=(2000, 1000, 1000, 1000)),
                                    p.Priority.VISIBLE)),
     "render-tile": (21, p.Render("/pictures/a.jpg", p.Spec(tile=p.TileAddress(12, 11, 7)), p.Priority.VISIBLE)),

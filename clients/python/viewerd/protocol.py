@@ -138,6 +138,12 @@ class MediaKind(_Named, enum.IntEnum):
     ANIMATED = 3
 
 
+class HDRTransfer(_Named, enum.IntEnum):
+    """An HDR source's transfer, numbered as ITU-T H.273 numbers it (PROTOCOL.md, INFO_REPLY)."""
+    PQ = 16
+    HLG = 18
+
+
 # ---------------------------------------------------------------- frames
 
 
@@ -568,6 +574,16 @@ class InfoReply:
     pages: int = 1
     format: str = ""
     has_alpha: bool = False
+    hdr: Optional["HDR"] = None
+
+
+@dataclass
+class HDR:
+    """How a source is HDR: its transfer, H.273 primaries (9 BT.2020, 12 P3, 1 BT.709) and the
+    peak it says in nits (None when it does not)."""
+    transfer: HDRTransfer
+    primaries: int = 2
+    peak_nits: Optional[int] = None
 
 
 @dataclass
@@ -655,6 +671,10 @@ def encode_body(message: Message) -> Tuple[MessageType, bytes]:
     if isinstance(message, InfoReply):
         (w.u8(1, message.kind).u32(2, message.width).u32(3, message.height).u64(4, message.duration_ms)
          .u32(5, message.frames).u32(6, message.pages).string(7, message.format).u8(8, int(message.has_alpha)))
+        if message.hdr is not None:
+            w.u8(9, message.hdr.transfer).u8(10, message.hdr.primaries)
+            if message.hdr.peak_nits is not None:
+                w.u32(11, message.hdr.peak_nits)
         return MessageType.INFO_REPLY, w.bytes()
     if isinstance(message, StatsReply):
         w.raw(1, encode_counters(message.counters))
@@ -714,5 +734,8 @@ def decode(frame: Frame) -> Message:
 
 def _read_info(r: _Reader) -> InfoReply:
     """An INFO_REPLY body's fields: also RESULT's ``source``, which holds one."""
+    hdr = None
+    if 9 in r.fields:
+        hdr = HDR(r.enum(9, HDRTransfer), r.u8(10, 2), r.u32(11) if 11 in r.fields else None)
     return InfoReply(r.enum(1, MediaKind), r.u32(2), r.u32(3), r.u64(4, 0), r.u32(5, 1), r.u32(6, 1),
-                     r.string(7, ""), r.bool(8))
+                     r.string(7, ""), r.bool(8), hdr)

@@ -1,86 +1,46 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-import Rendering
-import RenditionStore
+import MediaFormats
 import ViewerProtocol
 
 /// Reads the dimensions of common formats from the first bytes of a file, in plain Swift,
 /// so the daemon can estimate a render's cost without handing the file to a codec (the
 /// daemon never runs libvips on user files; its workers do, and they check the real
-/// header against the limits).
+/// header against the limits). The format is told first (`ImageSignature`), and each
+/// parser gives the header its row's signature, so the cost model picks its cost class.
 ///
 /// Headers are hostile: every read is bounds-checked and returns nil past the bytes at hand,
 /// every loop is bounded by the bytes it consumes or by a count, and no arithmetic on a
 /// declared size can trap. A header that does not parse gives nil (the size-based guess).
 ///
 /// ```swift
-/// HeaderSniffer.sniff(prefix)   // SourceHeader(width: 4000, height: 3000, …, loader: "heifload")
+/// HeaderSniffer.sniff(prefix)   // SourceHeader(width: 4000, height: 3000, …, signature: .heif)
 /// ```
 public enum HeaderSniffer {
-    /// How much of a file `sniff(_ source:)` reads from its start.
+    /// How much of a file the daemon's sniff of a source reads from its start.
     public static let prefixSize = 64 * 1024
     /// How much is read where a TIFF's first directory lies past the prefix (libtiff writes it
     /// after the image data): 340 entries, more than any real first directory has.
     static let directorySize = 4096
 
-    /// What the first bytes of a source say.
-    struct Sniffed: Sendable {
-        /// The header, for JPEG, PNG, GIF, WebP, HEIF/AVIF, TIFF, JPEG XL and JPEG 2000; nil for other
-        /// formats or a header that does not parse (a default cost).
-        var header: SourceHeader?
-        /// The format the bytes begin, of those viewerd reads (`ImageSignature`); nil: none.
-        var format: ImageSignature?
-        /// `SourceFingerprint` of the file, stored with what is rendered from it (nil: it
-        /// could not be read, and nothing of it is stored).
-        var fingerprint: UInt64?
-        /// What the worker would answer from what these bytes already show is damaged (an
-        /// MP4 whose sample tables claim more samples than the file has bytes), answered at
-        /// once instead of queued as a job; nil when nothing is seen wrong.
-        var refusal: RenderError?
-    }
-
-    /// Reads the start of the source once, for both questions, and its fingerprint (the
-    /// start again, from the page cache, and the end).
-    static func sniff(_ source: SourceFile) -> Sniffed {
-        let descriptor = source.descriptor
-        let fingerprint = SourceFingerprint.of(descriptor: descriptor, size: source.identity.size)
-        var bytes = [UInt8](repeating: 0, count: prefixSize)
-        let n = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
-        guard n > 0 else { return Sniffed(header: nil, format: nil, fingerprint: fingerprint) }
-        let prefix = bytes[0..<n]
-        var header = sniff(Array(prefix)) { offset, count in
-            guard offset < UInt64(Int.max) else { return [] }
-            var more = [UInt8](repeating: 0, count: count)
-            let m = more.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
-            return m > 0 ? Array(more[0..<m]) : []
-        }
-        header?.jpeg2000?.codestreamBytes = UInt64(source.identity.size)  // an untiled one is read whole
-        let format = ImageSignature.detect(prefix)
-        var refusal: RenderError?
-        if format == .mp4 || format == .quickTime,
-           let problem = SampleTables.problem(descriptor: descriptor, fileSize: source.identity.size) {
-            refusal = .damagedVideo(path: source.path, detail: problem)
-        }
-        return Sniffed(header: header, format: format, fingerprint: fingerprint, refusal: refusal)
-    }
-
     /// The header `b`, a file's first bytes, declares, or nil.
     /// - Parameter more: reads `count` bytes at an offset past `b` (fewer at the end of the
     ///   file); only a TIFF whose first directory lies past the prefix asks, once.
     public static func sniff(_ b: [UInt8], more: (_ offset: UInt64, _ count: Int) -> [UInt8] = { _, _ in [] }) -> SourceHeader? {
-        if let format = ImageSignature.detect(b), format.isVideo { return video(b, format, more: more) }
+        let signature = ImageSignature.detect(b)
+        if let signature, signature.format.kind == .video { return video(b, signature, more: more) }
+        // A RAW's first directory, when it is one, is a preview's (a DNG's IFD0): not the photo.
+        if let signature, signature.format.cost == .raw { return nil }
         if b.starts(with: [0xFF, 0xD8]) { return jpeg(b) }
         if b.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return png(b) }
         if b.starts(with: Array("GIF8".utf8)), b.count >= 10 {
-            return SourceHeader(width: le16(b, 6), height: le16(b, 8), bands: 4, loader: "gifload")
+            return SourceHeader(width: le16(b, 6), height: le16(b, 8), bands: 4, signature: .gif)
         }
         if b.count >= 30, b.starts(with: Array("RIFF".utf8)), Array(b[8..<12]) == Array("WEBP".utf8) { return webp(b) }
         if b.starts(with: [0x49, 0x49, 0x2A, 0x00]) || b.starts(with: [0x4D, 0x4D, 0x00, 0x2A]) { return tiff(b, more: more) }
-        if b.count >= 8, Array(b[4..<8]) == Array("ftyp".utf8) { return heif(b) }
+        if let signature, signature == .heif || signature == .avif { return heif(b, signature) }
         if b.starts(with: [0xFF, 0x0A]) { return jxlCodestream(b[...].dropFirst(2)) }
         if b.starts(with: [0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) { return jxlContainer(b) }
-        return JPEG2000Header.parse(b)  // JP2 or J2K (issue 31), else nil
+        if signature?.format.cost == .jpeg2000 { return JPEG2000Header.parse(b) }  // JP2 or J2K (issue 31)
+        return nil
     }
 
     private static func jpeg(_ b: [UInt8]) -> SourceHeader? {
@@ -95,7 +55,7 @@ public enum HeaderSniffer {
             if (0xC0...0xCF).contains(marker) && ![0xC4, 0xC8, 0xCC].contains(marker) {
                 let progressive = marker == 0xC2 || marker == 0xC6 || marker == 0xCA || marker == 0xCE
                 var header = SourceHeader(width: be16(b, i + 7), height: be16(b, i + 5), bands: Int(b[i + 9]),
-                                          interlaced: progressive, isCMYK: b[i + 9] == 4, loader: "jpegload")
+                                          interlaced: progressive, isCMYK: b[i + 9] == 4, signature: .jpeg)
                 header.sampledBands = sampledBands(b, components: Int(b[i + 9]), at: i + 10)
                 return header
             }
@@ -127,19 +87,19 @@ public enum HeaderSniffer {
         default: bands = 4
         }
         return SourceHeader(width: be32(b, 16), height: be32(b, 20), bands: bands, bitsPerSample: max(8, Int(b[24])),
-                            interlaced: b[28] == 1, loader: "pngload")
+                            interlaced: b[28] == 1, signature: .png)
     }
 
     private static func webp(_ b: [UInt8]) -> SourceHeader? {
         let chunk = String(decoding: b[12..<16], as: UTF8.self)
         switch chunk {
         case "VP8 ":
-            return SourceHeader(width: le16(b, 26) & 0x3FFF, height: le16(b, 28) & 0x3FFF, bands: 3, loader: "webpload")
+            return SourceHeader(width: le16(b, 26) & 0x3FFF, height: le16(b, 28) & 0x3FFF, bands: 3, signature: .webp)
         case "VP8L":
             let bits = UInt32(b[21]) | UInt32(b[22]) << 8 | UInt32(b[23]) << 16 | UInt32(b[24]) << 24
-            return SourceHeader(width: Int(bits & 0x3FFF) + 1, height: Int((bits >> 14) & 0x3FFF) + 1, bands: 4, loader: "webpload")
+            return SourceHeader(width: Int(bits & 0x3FFF) + 1, height: Int((bits >> 14) & 0x3FFF) + 1, bands: 4, signature: .webp)
         case "VP8X":
-            return SourceHeader(width: le24(b, 24) + 1, height: le24(b, 27) + 1, bands: 4, loader: "webpload")
+            return SourceHeader(width: le24(b, 24) + 1, height: le24(b, 27) + 1, bands: 4, signature: .webp)
         default:
             return nil
         }
@@ -178,7 +138,7 @@ public enum HeaderSniffer {
         default: size = nil
         }
         guard let size, size.width > 0, size.height > 0 else { return nil }
-        return SourceHeader(width: size.width, height: size.height, bands: 3, loader: Renderer.videoLoader(format.name))
+        return SourceHeader(width: size.width, height: size.height, bands: 3, signature: format)
     }
 
     /// The largest `tkhd` width × height (16.16 fixed point) of the `moov` box's tracks.
@@ -267,7 +227,7 @@ public enum HeaderSniffer {
     /// The primary item's spatial extent (`ispe`, under `meta` → `iprp` → `ipco`, found by
     /// `pitm` and `ipma`), else the largest extent of any item (a grid's is its whole image).
     /// Bit depth from `pixi`, an alpha plane from an `auxC` naming one, a quarter turn from `irot`.
-    private static func heif(_ b: [UInt8]) -> SourceHeader? {
+    private static func heif(_ b: [UInt8], _ signature: ImageSignature) -> SourceHeader? {
         guard let meta = boxes(b, in: 0..<b.count, limit: 64).first(where: { $0.type == "meta" }),
               meta.payload.count >= 4 else { return nil }
         let children = boxes(b, in: meta.payload.dropFirst(4), limit: 64)  // a full box: version, flags
@@ -307,7 +267,7 @@ public enum HeaderSniffer {
             orientation = [1, 8, 3, 6][Int(angle & 3)]
         }
         return SourceHeader(width: Int(size.width), height: Int(size.height), bands: alpha ? 4 : 3,
-                            bitsPerSample: min(max(bits, 8), 16), orientation: orientation, loader: "heifload")
+                            bitsPerSample: min(max(bits, 8), 16), orientation: orientation, signature: signature)
     }
 
     /// The 1-based `ipco` indices `ipma` associates with `item`; none if it does not say.
@@ -372,7 +332,7 @@ public enum HeaderSniffer {
         }
         guard width > 0, height > 0 else { return nil }
         return SourceHeader(width: width, height: height, bands: min(max(bands, 1), 16), bitsPerSample: min(max(bits, 8), 64),
-                            orientation: (1...8).contains(orientation) ? orientation : 1, loader: "tiffload")
+                            orientation: (1...8).contains(orientation) ? orientation : 1, signature: .tiff)
     }
 
     // MARK: JPEG XL
@@ -412,7 +372,7 @@ public enum HeaderSniffer {
         let ratios: [(UInt64, UInt64)] = [(1, 1), (12, 10), (4, 3), (3, 2), (16, 9), (5, 4), (2, 1)]
         let width = ratio == 0 ? side(small: small == 1) : height * ratios[Int(ratio) - 1].0 / ratios[Int(ratio) - 1].1
         guard let width else { return nil }
-        return SourceHeader(width: Int(width), height: Int(height), bands: 4, loader: "jxlload")
+        return SourceHeader(width: Int(width), height: Int(height), bands: 4, signature: .jpegXL)
     }
 
     /// The unsigned integer of `n` bytes (at most 8) at `i` of `b`, big-endian unless told;
@@ -428,32 +388,4 @@ public enum HeaderSniffer {
     private static func be32(_ b: [UInt8], _ i: Int) -> Int { be16(b, i) << 16 | be16(b, i + 2) }
     private static func le16(_ b: [UInt8], _ i: Int) -> Int { Int(b[i]) | Int(b[i + 1]) << 8 }
     private static func le24(_ b: [UInt8], _ i: Int) -> Int { le16(b, i) | Int(b[i + 2]) << 16 }
-
-    /// The estimated cost of rendering this source to `spec`: from its header when it was
-    /// read (the model fitted to measured peaks, docs/RENDERING.md), else (SVG, PDF, a header
-    /// that does not parse) from its size on disk (compressed images rarely expand more than
-    /// 20-fold), so that such files are neither free nor unbounded. A file that is
-    /// no image format at all (a sparse 4 GiB file of zeros) costs next to nothing.
-    static func cost(of source: SourceFile, _ sniffed: Sniffed, spec: RenditionSpec) -> RenderCost {
-        if let format = sniffed.format, format.isVideo {
-            // A video's decode is bounded by its frames, not its length, and by at least a UHD
-            // frame's: the container's size is a claim the codec's own headers need not keep
-            // (a track header may say 16x16 over 8K frames), and a transport stream says none.
-            let uhd = SourceHeader(width: 3840, height: 2160, bands: 3, loader: Renderer.videoLoader(format.name))
-            let header = sniffed.header.map { $0.totalPixels > uhd.totalPixels ? $0 : uhd } ?? uhd
-            return Renderer.estimateCost(header, spec: spec)
-        }
-        if let header = sniffed.header {
-            return Renderer.estimateCost(header, spec: spec)
-        }
-        guard let format = sniffed.format else {
-            // Not a format we read: the worker refuses it from its first bytes, at no cost.
-            return RenderCost(memoryBytes: 1 << 20, costly: false)
-        }
-        let guess = max(UInt64(source.identity.size) * 20, 32 << 20)
-        // A vector's cost is not in its size: a few hundred bytes of SVG <use> fan-out run to
-        // the job timeout. Such work runs one at a time, so the other workers stay free.
-        let vector = format == .svg || format == .pdf
-        return RenderCost(memoryBytes: guess, costly: guess > 256 << 20, exclusive: vector)
-    }
 }

@@ -2,8 +2,9 @@
 import Glibc
 #endif
 
-/// The formats viewerd reads (docs/RENDERING.md, Inputs), told from a file's first bytes:
-/// images, which libvips decodes, and video containers, which FFmpeg's libraries do (issue 17).
+/// The formats viewerd reads (docs/RENDERING.md, Formats and decoders), told from a file's
+/// first bytes: each case is the identity of one row of `MediaFormat.table`, which says
+/// everything else about it (its name, MIME types, kind, cost class, decoder).
 ///
 /// Asked before a file reaches libvips. libvips runs every loader's sniffer over a file,
 /// blocked loaders included, and some sniffers read far: matrixload's reads up to the first
@@ -16,6 +17,8 @@ import Glibc
 /// ```
 public enum ImageSignature: String, Sendable, CaseIterable {
     case jpeg, png, gif, webp, tiff, heif, jpegXL, svg, pdf
+    /// AVIF: HEIF whose major brand is an AV1 one (read by libvips' heifload like HEIC).
+    case avif
     /// JPEG 2000: a JP2 file (its signature box), and a raw J2K codestream (SOC, SIZ).
     case jp2, j2k
     /// ISO media (MP4, M4V, 3GP) and QuickTime (MOV), told from HEIF by their brands.
@@ -23,26 +26,14 @@ public enum ImageSignature: String, Sendable, CaseIterable {
     case matroska, webm, avi
     /// MPEG transport stream (broadcast, AVCHD's .mts/.m2ts) and program stream (.mpg, .vob).
     case mpegTS, mpegPS
+    /// Camera RAW, which LibRaw develops (issue 31): Adobe's DNG (a TIFF with a DNGVersion
+    /// tag), Canon's CR2 (a TIFF with "CR" at 8) and CR3 (ISO media, brand "crx "), Nikon's
+    /// NEF and Sony's ARW (TIFFs with the maker's Make tag: LibRaw decides whether one is a
+    /// RAW or a camera's TIFF photo), Fujifilm's RAF, Olympus' ORF and Panasonic's RW2.
+    case raw
 
-    /// A video container: its poster frame is decoded by FFmpeg (`Renderer+Video`).
-    public var isVideo: Bool {
-        switch self {
-        case .mp4, .quickTime, .matroska, .webm, .avi, .mpegTS, .mpegPS: true
-        default: false
-        }
-    }
-
-    /// The short name media info gives the format (e.g. "jpeg", "mov", "webm").
-    public var name: String {
-        switch self {
-        case .jpegXL: "jxl"
-        case .quickTime: "mov"
-        case .matroska: "mkv"
-        case .mpegTS: "mpegts"
-        case .mpegPS: "mpeg"
-        default: rawValue
-        }
-    }
+    /// This format's row of the table.
+    public var format: MediaFormat { MediaFormat.row(self) }
 
     /// ISO media brands of still images (HEIF, AVIF and their sequences): a file whose
     /// brands include one of these, and whose major brand is not a video one, is HEIF.
@@ -52,6 +43,10 @@ public enum ImageSignature: String, Sendable, CaseIterable {
     static let videoBrands: Set<String> = ["isom", "iso2", "iso3", "iso4", "iso5", "iso6", "mp41", "mp42", "mp71",
                                            "M4V ", "M4VH", "M4VP", "avc1", "dash", "MSNV", "XAVC", "f4v ", "NDAS",
                                            "3gp4", "3gp5", "3gp6", "3g2a", "3ge6", "3gg6", "mmp4", "qt  "]
+
+    /// The JP2 signature box (12 bytes) and a J2K codestream's SOC and SIZ markers.
+    public static let jp2SignatureBox: [UInt8] = [0x00, 0x00, 0x00, 0x0C, 0x6A, 0x50, 0x20, 0x20, 0x0D, 0x0A, 0x87, 0x0A]
+    public static let j2kStart: [UInt8] = [0xFF, 0x4F, 0xFF, 0x51]
 
     /// How many leading bytes `detect` looks at (SVG's `<svg` may follow a prologue).
     public static let prefixLength = 4096
@@ -67,8 +62,12 @@ public enum ImageSignature: String, Sendable, CaseIterable {
         if at(0, [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .png }
         if at(0, "GIF87a") || at(0, "GIF89a") { return .gif }
         if at(0, "RIFF") && at(8, "WEBP") { return .webp }
-        if at(0, [0x49, 0x49, 0x2A, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2A])
-            || at(0, [0x49, 0x49, 0x2B, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2B]) { return .tiff }
+        if at(0, "FUJIFILMCCD-RAW") || at(0, "IIRO") || at(0, "IIRS") || at(0, "MMOR") || at(0, [0x49, 0x49, 0x55, 0x00]) {
+            return .raw
+        }
+        // A RAW is told from a TIFF before TIFF's rule: a DNG's IFD0 is often a tiny preview.
+        if at(0, [0x49, 0x49, 0x2A, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2A]) { return isCameraTIFF(b) ? .raw : .tiff }
+        if at(0, [0x49, 0x49, 0x2B, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2B]) { return .tiff }
         if at(4, "ftyp") { return isoMedia(b) }
         // QuickTime files written before ftyp existed begin with a movie or data atom.
         if at(4, "moov") || at(4, "mdat") || at(4, "wide") || at(4, "pnot") { return .quickTime }
@@ -79,8 +78,8 @@ public enum ImageSignature: String, Sendable, CaseIterable {
         if b.count >= 189, b[0] == 0x47, b[188] == 0x47, b.count < 377 || b[376] == 0x47 { return .mpegTS }
         if b.count >= 197, b[4] == 0x47, b[196] == 0x47, b.count < 389 || b[388] == 0x47 { return .mpegTS }
         if at(0, [0xFF, 0x0A]) || at(0, [0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) { return .jpegXL }
-        if at(0, JPEG2000Header.jp2Signature) { return .jp2 }
-        if at(0, JPEG2000Header.codestreamSignature) { return .j2k }
+        if at(0, jp2SignatureBox) { return .jp2 }
+        if at(0, j2kStart) { return .j2k }
         if at(0, "%PDF") { return .pdf }
         if at(0, [0x1F, 0x8B]) { return .svg }  // gzip: svgz (librsvg inflates and checks)
         // SVG is free-form text: librsvg's rule is plain ASCII at first and "<svg" (any case) near
@@ -96,7 +95,7 @@ public enum ImageSignature: String, Sendable, CaseIterable {
         return nil
     }
 
-    /// HEIF or a video, from the `ftyp` box's brands: a still-image brand makes it HEIF unless
+    /// HEIF (AVIF by its major brand) or a video, from the `ftyp` box's brands: a still-image brand makes it HEIF unless
     /// the major brand is a video one; an unknown brand is left to FFmpeg as MP4.
     private static func isoMedia(_ b: [UInt8]) -> ImageSignature {
         func brand(_ offset: Int) -> String? {
@@ -104,8 +103,10 @@ public enum ImageSignature: String, Sendable, CaseIterable {
             return String(decoding: b[offset..<offset + 4], as: UTF8.self)
         }
         let major = brand(8) ?? ""
+        if major == "crx " { return .raw }  // Canon's CR3
         if major == "qt  " { return .quickTime }
         if videoBrands.contains(major) { return .mp4 }
+        if major == "avif" || major == "avis" { return .avif }
         if heifBrands.contains(major) { return .heif }
         let boxSize = b.count >= 4 ? Int(b[0]) << 24 | Int(b[1]) << 16 | Int(b[2]) << 8 | Int(b[3]) : 0
         var offset = 16
@@ -114,6 +115,34 @@ public enum ImageSignature: String, Sendable, CaseIterable {
             offset += 4
         }
         return .mp4
+    }
+
+    /// Whether a classic TIFF is a camera's RAW, from its first directory (when it lies in the
+    /// bytes at hand, as cameras write it): a DNGVersion tag (0xC612), whatever its IFD0 holds
+    /// (often a tiny preview, never the photo); "CR" at 8 (CR2); a Make of NIKON or SONY (NEF,
+    /// ARW: the RAW decoder hands such a file to libvips when LibRaw finds no RAW in it).
+    static func isCameraTIFF(_ b: [UInt8]) -> Bool {
+        if b.count >= 10, b[8] == 0x43, b[9] == 0x52 { return true }
+        let little = b[0] == 0x49
+        func uint(_ offset: Int, _ n: Int) -> Int? {
+            guard offset >= 0, offset + n <= b.count else { return nil }
+            var value = 0
+            for k in 0..<n { value |= Int(b[offset + (little ? k : n - 1 - k)]) << (8 * k) }
+            return value
+        }
+        guard let ifd0 = uint(4, 4), let count = uint(ifd0, 2) else { return false }
+        for entry in 0..<min(count, 512) {
+            let at = ifd0 + 2 + 12 * entry
+            guard let tag = uint(at, 2) else { break }
+            if tag == 0xC612 { return true }
+            if tag == 0x010F, let length = uint(at + 4, 4), length > 0 {
+                let start = length <= 4 ? at + 8 : uint(at + 8, 4) ?? -1
+                guard start >= 0, start + min(length, 8) <= b.count else { continue }
+                let make = String(decoding: b[start..<start + min(length, 8)].prefix(while: { $0 != 0 }), as: UTF8.self)
+                if make.uppercased().hasPrefix("NIKON") || make.uppercased().hasPrefix("SONY") { return true }
+            }
+        }
+        return false
     }
 
     /// WebM is Matroska whose EBML header's DocType is "webm".

@@ -1,5 +1,5 @@
-/// Small PDFs written by hand: for the tests of the vector loaders, and for the worker's
-/// warm-up, which loads poppler's fonts before its sandbox closes (`WorkerSandbox`).
+/// Small PDFs written by hand, for the tests of the vector loaders. (The worker's warm-up PDF,
+/// which loads poppler's fonts before its sandbox closes, is written out in `WorkerSandbox`.)
 public enum TestDocuments {
     /// A one-page PDF: a red square filling the left half of a width × height page (points).
     public static func pdf(width: Int, height: Int) -> [UInt8] {

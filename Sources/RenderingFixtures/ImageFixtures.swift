@@ -1,9 +1,11 @@
 import CVipsShim
+import Rendering
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Writing and decoding plain pixels with libvips, for tests, fixtures and benchmarks.
+/// Writing and decoding plain pixels with libvips, for tests, fixtures and benchmarks (a
+/// test-only module: no product links it).
 public enum ImageFixtures {
     /// Writes 8-bit pixels (1-4 bands, packed rows) to `path`; the suffix picks the format.
     /// `orientation` > 1 is stored as EXIF orientation where the format carries EXIF.

@@ -4,28 +4,30 @@
 // pread (the worker never opens a path), only the demuxers and decoders listed below run,
 // and every loop is bounded: by the render's cancel flag (the interrupt callback and the
 // reads), by a packet budget per attempt, and by the decoder's pixel limit. The frame is
-// converted to 8-bit RGB and handed to libvips as memory, tagged with the orientation the
-// container's display matrix asks for; libvips then resizes, colours and encodes it as it
-// does a photo (docs/RENDERING.md, "Videos").
+// converted to 8-bit RGB in memory, at the size the caller's target gives, with the orientation
+// the container's display matrix asks for; Rendering hands it to libvips, which crops, turns
+// and encodes it as it does a photo (docs/RENDERING.md, "Videos"). Nothing here knows libvips.
 #include <errno.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <vips/vips.h>
 
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/display.h>
 #include <libavutil/imgutils.h>
+#include <libavutil/mastering_display_metadata.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 
-#include "vips_shim.h"
+#include "ffmpeg_shim.h"
+#include "tonemap.h"
 
 // The demuxers a video may go through: ISO media (MP4, MOV, 3GP), Matroska and WebM, AVI,
 // MPEG transport and program streams. Everything else FFmpeg has (hundreds of formats, some
@@ -100,12 +102,14 @@ typedef struct {
     int fd;
     int64_t position;
     int64_t size;
-    vs_cancel *cancel;
+    const vv_cancel *cancel;
 } vv_reader;
+
+static int cancelled(const vv_cancel *cancel) { return cancel && cancel->requested(cancel->context); }
 
 static int reader_read(void *opaque, uint8_t *buffer, int length) {
     vv_reader *reader = opaque;
-    if (reader->cancel && vs_cancel_requested(reader->cancel)) return AVERROR_EXIT;
+    if (cancelled(reader->cancel)) return AVERROR_EXIT;
     ssize_t n;
     do n = pread(reader->fd, buffer, (size_t)length, reader->position); while (n < 0 && errno == EINTR);
     if (n < 0) return AVERROR(errno);
@@ -132,7 +136,7 @@ static int64_t reader_seek(void *opaque, int64_t offset, int whence) {
 
 static int interrupted(void *opaque) {
     vv_reader *reader = opaque;
-    return reader->cancel && vs_cancel_requested(reader->cancel);
+    return cancelled(reader->cancel);
 }
 
 // --- Opening: container, stream, decoder ---------------------------------------------------
@@ -191,9 +195,20 @@ static int video_stream(const AVFormatContext *format) {
     return best;
 }
 
+// The brightest an HDR stream says it gets, in nits: its content light level (MaxCLL), else
+// its mastering display's peak; 0 when it says neither.
+static int light_peak(const uint8_t *light_level, const uint8_t *mastering) {
+    const AVContentLightMetadata *cll = (const AVContentLightMetadata *)light_level;
+    if (cll && cll->MaxCLL > 0) return (int)cll->MaxCLL;
+    const AVMasteringDisplayMetadata *display = (const AVMasteringDisplayMetadata *)mastering;
+    if (display && display->has_luminance && display->max_luminance.den > 0)
+        return (int)lround(av_q2d(display->max_luminance));
+    return 0;
+}
+
 // Opens the descriptor's container and picks its video stream. 0, or -1 corrupt, -2 not a
 // video viewerd decodes, -3 larger than max_pixels, -4 cancelled; `err` says why.
-static int video_open(vv_video *video, int fd, int64_t max_pixels, vs_cancel *cancel, char *err, size_t errlen) {
+static int video_open(vv_video *video, int fd, int64_t max_pixels, const vv_cancel *cancel, char *err, size_t errlen) {
     memset(video, 0, sizeof *video);
     last_log[0] = 0;
     struct stat st;
@@ -308,10 +323,14 @@ static int video_open(vv_video *video, int fd, int64_t max_pixels, vs_cancel *ca
     }
     snprintf(info->codec, sizeof info->codec, "%s", codec_name);
     snprintf(info->demuxer, sizeof info->demuxer, "%s", video->format->iformat->name);
+    info->transfer = par->color_trc;
+    info->primaries = par->color_primaries;
+    info->peak_nits = light_peak(av_stream_get_side_data(video->stream, AV_PKT_DATA_CONTENT_LIGHT_LEVEL, NULL),
+                                 av_stream_get_side_data(video->stream, AV_PKT_DATA_MASTERING_DISPLAY_METADATA, NULL));
     return 0;
 }
 
-int vv_probe_fd(int fd, int64_t max_pixels, vs_cancel *cancel, vv_info *out, char *err, size_t errlen) {
+int vv_probe_fd(int fd, int64_t max_pixels, const vv_cancel *cancel, vv_info *out, char *err, size_t errlen) {
     vv_video video;
     int status = video_open(&video, fd, max_pixels, cancel, err, errlen);
     if (status == 0) *out = video.info;
@@ -426,32 +445,33 @@ static int64_t frame_time(const vv_video *video, const AVFrame *frame) {
     return av_sat_sub64(av_rescale_q(pts, video->stream->time_base, AV_TIME_BASE_Q), start);
 }
 
-// The frame as 8-bit sRGB in memory, for libvips, tagged with the orientation to apply: at
-// the size libvips would resize it to for the box (the frame's shown size, square pixels, when
-// the box cannot say), so that libvips only crops and turns it.
-static int frame_image(const vv_video *video, const AVFrame *frame, const int box[4], VipsImage **out, char *err,
+// The frame as 8-bit sRGB in memory, with the orientation to apply: at the size the target
+// gives (what libvips would resize it to for the box; the frame's shown size, square pixels,
+// when it cannot say), so that libvips only crops and turns it.
+static int frame_image(const vv_video *video, const AVFrame *frame, const vv_target *target, vv_frame *out, char *err,
                        size_t errlen) {
     int64_t shown = (int64_t)video->info.width * frame->width / video->info.coded_width;
     int width = shown < 1 ? 1 : shown > INT_MAX ? INT_MAX : (int)shown;
     int height = frame->height;
     int resized_width, resized_height;
-    if (vs_resize_size(width, height, box[0], box[1], box[2], box[3], video->info.orientation, &resized_width,
-                       &resized_height) == 0 && resized_width >= 1 && resized_height >= 1) {
+    if (target && target->size(target->context, width, height, video->info.orientation, &resized_width,
+                               &resized_height) == 0 && resized_width >= 1 && resized_height >= 1) {
         width = resized_width;
         height = resized_height;
-    } else {
-        vips_error_clear();
     }
     // Bicubic, whose support swscale widens with the shrink (no aliasing), as ffmpeg's scale
     // filter and thumbnailers use it.
+    int transfer = frame->color_trc == AVCOL_TRC_UNSPECIFIED ? video->info.transfer : (int)frame->color_trc;
+    int hdr = tm_is_hdr_transfer(transfer);
     struct SwsContext *sws = sws_getContext(frame->width, frame->height, frame->format, width, height,
-                                            AV_PIX_FMT_RGB24, SWS_BICUBIC | SWS_ACCURATE_RND, NULL, NULL, NULL);
+                                            hdr ? AV_PIX_FMT_RGB48 : AV_PIX_FMT_RGB24, SWS_BICUBIC | SWS_ACCURATE_RND,
+                                            NULL, NULL, NULL);
     if (!sws) return fail(err, errlen, -1, "the frame's pixel format %s cannot be converted",
                           av_get_pix_fmt_name(frame->format) ? av_get_pix_fmt_name(frame->format) : "?");
     // The YCbCr matrix and range the stream says, else BT.709 for HD and BT.601 below it.
     int space = frame->colorspace;
     if (space == AVCOL_SPC_UNSPECIFIED || space == AVCOL_SPC_RESERVED || space > AVCOL_SPC_BT2020_CL)
-        space = frame->height >= 720 ? AVCOL_SPC_BT709 : AVCOL_SPC_SMPTE170M;
+        space = hdr ? AVCOL_SPC_BT2020_NCL : frame->height >= 720 ? AVCOL_SPC_BT709 : AVCOL_SPC_SMPTE170M;
     int full_range = frame->color_range == AVCOL_RANGE_JPEG;
     int *table, *inverse, src_range, dst_range, brightness, contrast, saturation;
     if (sws_getColorspaceDetails(sws, &inverse, &src_range, &table, &dst_range, &brightness, &contrast, &saturation) >= 0) {
@@ -461,32 +481,34 @@ static int frame_image(const vv_video *video, const AVFrame *frame, const int bo
                                  brightness, contrast, saturation);
     }
     size_t stride = (size_t)width * 3;
-    uint8_t *pixels = g_try_malloc(stride * (size_t)height);
-    if (!pixels) {
+    uint8_t *pixels = malloc(stride * (size_t)height);
+    // HDR (PQ, HLG: an HLG stream is not SDR): 16-bit RGB first, then tone mapped to sRGB.
+    uint16_t *wide = hdr ? malloc(stride * 2 * (size_t)height) : NULL;
+    if (!pixels || (hdr && !wide)) {
+        free(pixels);
         sws_freeContext(sws);
         return fail(err, errlen, -1, "out of memory for a %dx%d frame", width, height);
     }
-    uint8_t *planes[4] = {pixels, NULL, NULL, NULL};
-    int strides[4] = {(int)stride, 0, 0, 0};
+    uint8_t *planes[4] = {wide ? (uint8_t *)wide : pixels, NULL, NULL, NULL};
+    int strides[4] = {(int)(wide ? stride * 2 : stride), 0, 0, 0};
     sws_scale(sws, (const uint8_t *const *)frame->data, frame->linesize, 0, frame->height, planes, strides);
     sws_freeContext(sws);
-    VipsImage *image = vips_image_new_from_memory(pixels, stride * (size_t)height, width, height, 3, VIPS_FORMAT_UCHAR);
-    if (!image) {
-        g_free(pixels);
-        return fail(err, errlen, -1, "libvips refused the frame");
+    if (wide) {
+        const AVFrameSideData *cll = av_frame_get_side_data(frame, AV_FRAME_DATA_CONTENT_LIGHT_LEVEL);
+        const AVFrameSideData *display = av_frame_get_side_data(frame, AV_FRAME_DATA_MASTERING_DISPLAY_METADATA);
+        int peak = light_peak(cll ? cll->data : NULL, display ? display->data : NULL);
+        tm_to_srgb8(transfer, frame->color_primaries == AVCOL_PRI_UNSPECIFIED ? video->info.primaries : frame->color_primaries,
+                    peak > 0 ? peak : video->info.peak_nits, wide, (size_t)width * 3, pixels, stride, width, height, 3);
+        free(wide);
     }
-    // The pixels live as long as the image.
-    g_object_set_data_full(G_OBJECT(image), "viewerd-frame", pixels, g_free);
-    image->Type = VIPS_INTERPRETATION_sRGB;
-    vips_image_set_int(image, VIPS_META_ORIENTATION, video->info.orientation);
-    *out = image;
+    *out = (vv_frame){.pixels = pixels, .width = width, .height = height, .stride = stride,
+                      .orientation = video->info.orientation};
     return 0;
 }
 
-int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, int width, int height, int crop, int size,
-                 vs_cancel *cancel, vv_info *info, VipsImage **out, char *err, size_t errlen) {
-    const int box[4] = {width, height, crop, size};
-    *out = NULL;
+int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, const vv_target *target, const vv_cancel *cancel,
+                 vv_info *info, vv_frame *out, char *err, size_t errlen) {
+    *out = (vv_frame){0};
     vv_video video;
     int status = video_open(&video, fd, max_pixels, cancel, err, errlen);
     if (status != 0) {
@@ -619,7 +641,7 @@ int vv_poster_fd(int fd, int64_t time_ms, int64_t max_pixels, int width, int hei
         status = fail(err, errlen, -1, "no frame: %s", why);
         goto done;
     }
-    status = frame_image(&video, best, box, out, err, errlen);
+    status = frame_image(&video, best, target, out, err, errlen);
 
 done:
     av_frame_free(&best);

@@ -1,3 +1,4 @@
+import MediaFormats
 import ViewerProtocol
 
 /// What a JPEG 2000 codestream's main header says of its layout (ISO/IEC 15444-1, A.5.1 SIZ
@@ -36,16 +37,15 @@ public struct JPEG2000Layout: Sendable, Equatable {
 /// checked, every loop bounded, nil for what does not parse.
 ///
 /// ```swift
-/// JPEG2000Header.parse(prefix)   // SourceHeader(width: 4000, height: 3000, bands: 3, loader: "jp2kload")
+/// JPEG2000Header.parse(prefix)   // SourceHeader(width: 4000, height: 3000, bands: 3, signature: .jp2)
 /// ```
 public enum JPEG2000Header {
-    /// The JP2 signature box (12 bytes) and a codestream's SOC and SIZ markers.
-    public static let jp2Signature: [UInt8] = [0x00, 0x00, 0x00, 0x0C, 0x6A, 0x50, 0x20, 0x20, 0x0D, 0x0A, 0x87, 0x0A]
-    public static let codestreamSignature: [UInt8] = [0xFF, 0x4F, 0xFF, 0x51]
+    /// The JP2 signature box and a codestream's SOC and SIZ markers (`ImageSignature`'s).
+    static let jp2Signature = ImageSignature.jp2SignatureBox, codestreamSignature = ImageSignature.j2kStart
 
     /// The header `b` (a file's first bytes) declares, or nil.
     public static func parse(_ b: [UInt8]) -> SourceHeader? {
-        if b.starts(with: codestreamSignature) { return codestream(b[...]) }
+        if b.starts(with: codestreamSignature) { return codestream(b[...], .j2k) }
         guard b.starts(with: jp2Signature) else { return nil }
         // Top-level boxes: the header box (jp2h, with ihdr) comes before the codestream box
         // (jp2c); between them may be others (XML, UUID: metadata of any length).
@@ -55,7 +55,7 @@ public enum JPEG2000Header {
                 for (inner, content) in boxes(payload, limit: 64) where inner == "ihdr" { fromHeaderBox = ihdr(content) }
             } else if type == "jp2c" {
                 // The codestream decides (OpenJPEG refuses an ihdr that disagrees with its SIZ).
-                return codestream(payload) ?? fromHeaderBox
+                return codestream(payload, .jp2) ?? fromHeaderBox
             }
         }
         return fromHeaderBox
@@ -73,12 +73,12 @@ public enum JPEG2000Header {
               width > 0, height > 0, components > 0 else { return nil }
         let bits = depth == 255 ? 8 : Int(depth & 0x7F) + 1
         return SourceHeader(width: Int(width), height: Int(height), bands: bands(Int(components)),
-                            bitsPerSample: sampleBits(bits), loader: "jp2kload")
+                            bitsPerSample: sampleBits(bits), signature: .jp2)
     }
 
     /// SIZ (sizes, tiles, components), then the main header's markers up to the first tile
     /// (SOT) for COD's decomposition levels.
-    private static func codestream(_ c: ArraySlice<UInt8>) -> SourceHeader? {
+    private static func codestream(_ c: ArraySlice<UInt8>, _ signature: ImageSignature) -> SourceHeader? {
         let s = c.startIndex
         guard c.starts(with: codestreamSignature), let length = uint(c, s + 4, 2),
               let x = uint(c, s + 8, 4), let y = uint(c, s + 12, 4), let x0 = uint(c, s + 16, 4), let y0 = uint(c, s + 20, 4),
@@ -93,7 +93,7 @@ public enum JPEG2000Header {
             bits = max(bits, Int(depth & 0x7F) + 1)
         }
         var header = SourceHeader(width: Int(x - x0), height: Int(y - y0), bands: bands(Int(components)),
-                                  bitsPerSample: sampleBits(bits), loader: "jp2kload")
+                                  bitsPerSample: sampleBits(bits), signature: signature)
         header.jpeg2000 = JPEG2000Layout(tileWidth: Int(tileWidth), tileHeight: Int(tileHeight),
                                          tilesAcross: Int((x - tileX0 + tileWidth - 1) / tileWidth),
                                          tilesDown: Int((y - tileY0 + tileHeight - 1) / tileHeight),
@@ -144,7 +144,7 @@ extension RenderLimits {
     }
 }
 
-extension Renderer {
+extension VipsDecoder {
     /// Untiled: what OpenJPEG holds besides the level, its decoder's fixed state.
     static let jpeg2000UntiledBase: UInt64 = 8 << 20
     /// Tiled: OpenJPEG's state a tile, kept for every tile once decoded (measured 95-100 KiB
@@ -164,7 +164,7 @@ extension Renderer {
     /// tiled by 256, 512, 1024 and untiled, into 256 and 1200 (docs/RENDERING.md).
     static func jpeg2000Decode(_ header: SourceHeader, output out: (width: Int, height: Int)) -> UInt64 {
         let w = UInt64(max(header.width, 0)), h = UInt64(max(header.height, 0)), b = UInt64(max(header.bands, 1))
-        guard let layout = header.jpeg2000 else { return sum(product(w, h, b, 4), jpeg2000UntiledBase) }
+        guard let layout = header.jpeg2000 else { return Renderer.sum(Renderer.product(w, h, b, 4), jpeg2000UntiledBase) }
         // The smallest level both of whose sides are still above the output's.
         func side(_ length: UInt64, _ level: Int) -> UInt64 { (length + (1 << level) - 1) >> level }
         var level = 0
@@ -172,14 +172,16 @@ extension Renderer {
               side(h, level + 1) > UInt64(max(out.height, 0)) { level += 1 }
         let tiles = UInt64(max(layout.tiles, 1))
         let tileWidth = min(UInt64(layout.tileWidth), w), tileHeight = min(UInt64(layout.tileHeight), h)
-        let held = sum(product(layout.codestreamBytes, 2) / tiles, product(side(tileWidth, level), side(tileHeight, level), b, 4))
-        guard tiles > 1 else { return sum(held, jpeg2000UntiledBase) }
-        let cachedRows = min(side(h, level), product(side(tileHeight, level), 3))
-        return sum(product(tiles, jpeg2000TileState), product(w, h, 2) / 5, held, product(side(w, level), cachedRows, b))
+        let held = Renderer.sum(Renderer.product(layout.codestreamBytes, 2) / tiles,
+                                Renderer.product(side(tileWidth, level), side(tileHeight, level), b, 4))
+        guard tiles > 1 else { return Renderer.sum(held, jpeg2000UntiledBase) }
+        let cachedRows = min(side(h, level), Renderer.product(side(tileHeight, level), 3))
+        return Renderer.sum(Renderer.product(tiles, jpeg2000TileState), Renderer.product(w, h, 2) / 5, held,
+                            Renderer.product(side(w, level), cachedRows, b))
     }
 }
 
-extension Renderer {
+extension VipsDecoder {
     /// The thumbnail box for a JPEG 2000, whose resolution levels libvips' thumbnail uses as
     /// a page pyramid. 8.14 picks the level with its shrink clamped by VIPS_SIZE_DOWN, so every
     /// level "fits" and it takes the smallest (a 2000x1500 JP2 into 256 came out 125x94, never
@@ -189,8 +191,8 @@ extension Renderer {
     /// Other boxes, and other sources, are `box`.
     static func pyramidBox(_ box: (width: Int32, height: Int32, crop: Int32, size: Int32),
                            header: SourceHeader) -> (width: Int32, height: Int32, crop: Int32, size: Int32) {
-        guard header.loader.hasPrefix("jp2kload"), box.size == 2 /* VIPS_SIZE_DOWN */, box.width > 0, box.height > 0 else { return box }
-        let image = upright(header)
+        guard header.format?.cost == .jpeg2000, box.size == 2 /* VIPS_SIZE_DOWN */, box.width > 0, box.height > 0 else { return box }
+        let image = Renderer.upright(header)
         let horizontal = Double(image.width) / Double(box.width), vertical = Double(image.height) / Double(box.height)
         let shrink = box.crop != 0 ? min(horizontal, vertical) : max(horizontal, vertical)
         if shrink > 1 || box.crop != 0 { return (box.width, box.height, box.crop, 0 /* VIPS_SIZE_BOTH */) }

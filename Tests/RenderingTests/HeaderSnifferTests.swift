@@ -1,9 +1,9 @@
 import Foundation
+import MediaFormats
 import Rendering
 import Testing
 import ViewerProtocol
 import ViewerTestSupport
-@testable import ViewerDaemon
 
 /// The containers the daemon reads in plain Swift, from files the vips CLI makes (what
 /// libvips reports is the truth the sniff must agree with), and hostile bytes it must survive.
@@ -37,7 +37,8 @@ struct HeaderSnifferTests {
     ])
     func heif(name: String, width: Int, height: Int, bands: Int) throws {
         let header = try #require(HeaderSniffer.sniff(try vips(name, width: width, height: height, bands: bands)))
-        #expect((header.width, header.height, header.bands, header.loader) == (width, height, bands, "heifload"))
+        let signature: ImageSignature = name.contains(".avif") ? .avif : .heif
+        #expect((header.width, header.height, header.bands, header.signature) == (width, height, bands, signature))
     }
 
     @Test("HEIF: the primary item's extent wins over a larger one, with its rotation and bit depth",
@@ -55,14 +56,14 @@ struct HeaderSnifferTests {
         let meta = box("meta", [0, 0, 0, 0] + box("pitm", [0, 0, 0, 0, 0, primary]) + box("iprp", ipco + ipma))
         let header = HeaderSniffer.sniff(box("ftyp", Array("heic".utf8) + [0, 0, 0, 0] + Array("mif1heic".utf8)) + meta)
         #expect(header == SourceHeader(width: width, height: height, bands: 3, bitsPerSample: primary == 1 ? 10 : 8,
-                                       orientation: orientation, loader: "heifload"))
+                                       orientation: orientation, signature: .heif))
     }
 
     @Test("TIFF: the first directory, where libtiff writes it (after the image data)")
     func tiff() throws {
         let bytes = try vips("x.tif", width: 700, height: 500)
         let header = try #require(HeaderSniffer.sniff(bytes))
-        #expect((header.width, header.height, header.bands, header.bitsPerSample, header.loader) == (700, 500, 3, 8, "tiffload"))
+        #expect((header.width, header.height, header.bands, header.bitsPerSample, header.signature) == (700, 500, 3, 8, .tiff))
         // Past the prefix: only the file's start is at hand, the directory is read where it lies.
         var asked: [UInt64] = []
         let far = HeaderSniffer.sniff(Array(bytes.prefix(16))) { offset, count in
@@ -82,7 +83,7 @@ struct HeaderSnifferTests {
         bytes += [0x01, 0x02, 0, 3, 0, 0, 0, 1, 0, 16, 0, 0]           // BitsPerSample 16
         bytes += [0, 0, 0, 0]
         let header = HeaderSniffer.sniff(bytes)
-        #expect(header == SourceHeader(width: 300, height: 200, bands: 4, bitsPerSample: 16, loader: "tiffload"))
+        #expect(header == SourceHeader(width: 300, height: 200, bands: 4, bitsPerSample: 16, signature: .tiff))
     }
 
     /// 640×480 has a fixed ratio (4:3), 200×128 small sides (multiples of 8), 1001×777 neither.
@@ -92,7 +93,7 @@ struct HeaderSnifferTests {
         let codestream = try vips("x.jxl", width: width, height: height)
         try #require(codestream.starts(with: [0xFF, 0x0A]))
         let header = try #require(HeaderSniffer.sniff(codestream))
-        #expect((header.width, header.height, header.loader) == (width, height, "jxlload"))
+        #expect((header.width, header.height, header.signature) == (width, height, .jpegXL))
         let signature: [UInt8] = [0, 0, 0, 0x0C] + Array("JXL ".utf8) + [0x0D, 0x0A, 0x87, 0x0A]
         let ftyp: [UInt8] = [0, 0, 0, 0x14] + Array("ftypjxl ".utf8) + [0, 0, 0, 0] + Array("jxl ".utf8)
         let jxlc = [0, 0, 0, 0] + Array("jxlc".utf8) + codestream  // size 0: to the end of the file
@@ -167,14 +168,14 @@ struct HeaderSnifferTests {
                 continue
             }
             #expect(header?.width == clip.width && header?.height == clip.height, "\(clip): \(String(describing: header))")
-            #expect(header?.isVideo == true, "\(clip)")
+            #expect(header?.format?.kind == .video, "\(clip)")
             // Every truncation: nil or a header, never a trap.
             for length in stride(from: 0, through: min(bytes.count, 4096), by: 7) {
                 _ = HeaderSniffer.sniff(Array(bytes.prefix(length)))
             }
         }
         // The cost follows the frame, not the length: a 4K frame costs the same in any file.
-        let uhd = SourceHeader(width: 3840, height: 2160, bands: 3, loader: "video:mp4")
+        let uhd = SourceHeader(width: 3840, height: 2160, bands: 3, signature: .mp4)
         let cost = Renderer.estimateCost(uhd, spec: RenditionSpec(width: 256, height: 256))
         #expect(cost.memoryBytes > 116 << 20 && cost.memoryBytes < 140 << 20, "\(cost)")  // measured 116 MiB (cost-model.sh)
         #expect(cost.costly)
@@ -194,8 +195,17 @@ struct HeaderSnifferTests {
             }
         }
         // Sides whose product overflows 64 bits: saturated, refused.
-        let huge = SourceHeader(width: 1 << 33, height: 1 << 33, bands: 3, loader: "video:mkv")
+        let huge = SourceHeader(width: 1 << 33, height: 1 << 33, bands: 3, signature: .matroska)
         #expect(huge.totalPixels == .max)
         #expect(RenderLimits().refusal(of: huge, path: "/x.mkv") != nil)
+    }
+
+    @Test("a DNG's IFD0 (a tiny preview) is not taken for its header; its cost comes from the file's size")
+    func cameraRaw() {
+        let dng = RawFiles.dng(RawFiles.Layout(width: 600, height: 400, bitmapPreview: (150, 100)))
+        #expect(HeaderSniffer.sniff(dng) == nil)
+        let thumbnail = Renderer.estimateRawCost(fileSize: 25 << 20, spec: RenditionSpec(width: 256, height: 256))
+        let pager = Renderer.estimateRawCost(fileSize: 25 << 20, spec: RenditionSpec(width: 4096, height: 4096))
+        #expect(thumbnail.memoryBytes >= 5 * (25 << 20) && pager.memoryBytes >= 14 * (25 << 20) && pager.costly)
     }
 }
