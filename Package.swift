@@ -116,11 +116,13 @@ let package = Package(
         // The fixtures' writers of the tests, the bench and the torture: pixels written and
         // decoded through libvips (ImageFixtures), hand-written PDFs (TestDocuments). Linked by
         // no product: make build builds viewerd, viewerctl and viewerd-thumbnailer without it.
-        .target(name: "RenderingFixtures", dependencies: ["Rendering", "CVipsShim"]),
+        .target(name: "RenderingFixtures", dependencies: ["Rendering", "CVipsShim", "CVipsFixtures"]),
+        // The fixtures' libvips writer and decoder, in C: test-only, apart from CVipsShim.
+        .target(name: "CVipsFixtures", dependencies: ["CVips"]),
 
         // FuzzRegressions/: inputs kept by the fuzz target (make torture), read by FuzzRegressionTests.
         .testTarget(name: "ViewerProtocolTests", dependencies: ["ViewerProtocol", "ViewerTestSupport"], exclude: ["FuzzRegressions"]),
-        .testTarget(name: "RenderingTests", dependencies: ["Rendering", "RenderingFixtures", "MediaFormats", "ViewerProtocol", "ViewerTestSupport"]),
+        .testTarget(name: "RenderingTests", dependencies: ["Rendering", "RenderingFixtures", "CToneMap", "MediaFormats", "ViewerProtocol", "ViewerTestSupport"]),
         .testTarget(name: "RenditionStoreTests", dependencies: ["RenditionStore", "Locking", "ViewerTestSupport"]),
         .testTarget(name: "ViewerDaemonTests", dependencies: ["ViewerDaemon", "ViewerProtocol", "MediaFormats", "SystemCalls", "Locking", "Rendering", "RenditionStore", "ViewerTestSupport",
                                                          "ViewerLog"]),

@@ -101,8 +101,22 @@ int tm_to_srgb8(int transfer, int primaries, double peak_nits, const uint16_t *i
     const float *matrix = primaries == TM_PRIMARIES_BT709 ? identity : primaries == TM_PRIMARIES_P3 ? p3_to_709 : bt2020_to_709;
     const int hlg = transfer == TM_TRANSFER_HLG;
     double peak = hlg || peak_nits <= 0 ? TM_NOMINAL_PEAK_NITS : fmin(fmax(peak_nits, TM_REFERENCE_WHITE_NITS), 10000);
-    const float relative_peak = (float)(peak / TM_REFERENCE_WHITE_NITS);
     const float *table = hlg ? hlg_table : pq_table;
+    // The brightest the pixels really are, in case the stream's metadata says less (it is
+    // often wrong, and a hostile file's may say anything): the curve then reaches white at the
+    // picture's own peak, so nothing above the stated one is clipped flat. One pass at the
+    // output's size, which is what is tone mapped.
+    float brightest = 0;
+    for (int y = 0; y < height; y++) {
+        const uint16_t *s = in + (size_t)y * in_stride;
+        for (int x = 0; x < width; x++, s += channels) {
+            float r = table[s[0]], g = table[s[1]], b = table[s[2]];
+            for (int row = 0; row < 3; row++)
+                brightest = fmaxf(brightest, matrix[3 * row] * r + matrix[3 * row + 1] * g + matrix[3 * row + 2] * b);
+        }
+    }
+    peak = fmin(fmax(peak, (double)brightest * TM_REFERENCE_WHITE_NITS), 10000);
+    const float relative_peak = (float)(peak / TM_REFERENCE_WHITE_NITS);
 
     // The curve on the largest channel, as a table over [0, peak] (applied as a ratio, so the
     // channels keep their proportions: no hue shift from the roll-off).

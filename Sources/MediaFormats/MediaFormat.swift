@@ -89,15 +89,19 @@ public struct MediaFormat: Sendable, Equatable, CustomStringConvertible {
 /// The renderer versions of the classes of formats, stored in every rendition's key: bump one
 /// when output for the same source and spec changes for that class only (a new tone curve
 /// for HDR video bumps `video`), so only its renditions miss and are rendered again when asked;
-/// the others keep hitting (docs/RENDERING.md, "Formats and decoders"). They start at 2, the
-/// single version every rendition was stored under before the split, so no rendition missed
-/// on the upgrade that introduced them.
+/// the others keep hitting (docs/RENDERING.md, "Formats and decoders"). They started at 2, the
+/// single version every rendition was stored under before the split; the build that brought
+/// HDR and camera RAW (issue 31) bumped `hdrPhoto`, `video` and `raw` to 3, so HEIF and AVIF
+/// stills, video posters and RAWs render again once, and every other rendition keeps hitting.
 public enum RendererVersion {
     /// JPEG, PNG, GIF, WebP, TIFF, JPEG 2000.
     public static let photo: UInt16 = 2
-    /// HEIF, AVIF, JPEG XL: the stills that may be HDR. 3: PQ and HLG stills are tone mapped
-    /// to sRGB; those of 2 were read as SDR, washed out and dark (issue 31).
+    /// HEIF and AVIF: the stills that may be HDR. 3: PQ and HLG stills are tone mapped to
+    /// sRGB; those of 2 were read as SDR, washed out and dark (issue 31).
     public static let hdrPhoto: UInt16 = 3
+    /// JPEG XL: its own class, since its HDR is not yet read (libvips 8.14 does not say its
+    /// transfer): its renditions are still those of 2, and a change to it misses only its own.
+    public static let jpegXL: UInt16 = 2
     /// SVG, PDF.
     public static let vector: UInt16 = 2
     /// Video posters. 3: PQ and HLG streams are tone mapped to sRGB (issue 31).
@@ -132,7 +136,7 @@ extension MediaFormat {
         case .heif: MediaFormat(s, "heif", ["image/heif", "image/heic"], ["heic", "heif"], .photo, .heif, .libvips,
                                 RendererVersion.hdrPhoto)
         case .avif: MediaFormat(s, "avif", ["image/avif"], ["avif"], .photo, .heif, .libvips, RendererVersion.hdrPhoto)
-        case .jpegXL: MediaFormat(s, "jxl", ["image/jxl"], ["jxl"], .photo, .jpegXL, .libvips, RendererVersion.hdrPhoto)
+        case .jpegXL: MediaFormat(s, "jxl", ["image/jxl"], ["jxl"], .photo, .jpegXL, .libvips, RendererVersion.jpegXL)
         case .jp2: MediaFormat(s, "jp2", ["image/jp2"], ["jp2"], .photo, .jpeg2000, .libvips, RendererVersion.photo)
         case .j2k: MediaFormat(s, "j2k", ["image/x-jp2-codestream"], ["j2k", "j2c", "jpc"], .photo, .jpeg2000, .libvips,
                                RendererVersion.photo)

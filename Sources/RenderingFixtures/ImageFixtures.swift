@@ -1,3 +1,4 @@
+import CVipsFixtures
 import CVipsShim
 import Rendering
 #if canImport(Glibc)
@@ -14,11 +15,19 @@ public enum ImageFixtures {
     public static func write(path: String, pixels: [UInt8], width: Int, height: Int, bands: Int,
                              orientation: Int = 1, pages: Int = 1, options: String = "") throws(RenderError) {
         precondition(pixels.count == width * height * bands)
+        try startLibvips()
         let status = pixels.withUnsafeBufferPointer { buf in
             vs_write_pixels(path, buf.baseAddress, Int32(width), Int32(height), Int32(bands),
                             Int32(orientation), Int32(pages), options)
         }
         guard status == 0 else { throw .corrupt(path: path, detail: takeVipsError()) }
+    }
+
+    /// libvips started (once; `Renderer.setUp` is idempotent) before a fixture calls it: a test
+    /// that writes a fixture before any test started the renderer otherwise calls libvips
+    /// uninitialized, whose operations are then unknown types (the test process crashed so).
+    static func startLibvips() throws(RenderError) {
+        try Renderer.setUp(programName: "viewerd-fixtures")
     }
 
     /// A smooth colour gradient, 3 bands: easy to compress, easy to compare.
@@ -37,6 +46,7 @@ public enum ImageFixtures {
 
     /// Decodes an encoded image to 8-bit pixels.
     public static func decode(_ bytes: [UInt8]) throws(RenderError) -> (pixels: [UInt8], width: Int, height: Int, bands: Int) {
+        try startLibvips()
         var out: UnsafeMutablePointer<UInt8>?
         var w: Int32 = 0, h: Int32 = 0, b: Int32 = 0
         let status = bytes.withUnsafeBytes { raw in vs_decode_buffer(raw.baseAddress, raw.count, &out, &w, &h, &b) }

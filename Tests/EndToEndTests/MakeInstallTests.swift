@@ -84,14 +84,15 @@ struct MakeInstallTests {
     }
 
     /// What make build builds links no test-only code: the fixtures' writers are in
-    /// RenderingFixtures, which only the tests, the bench and the torture link (issue 31).
+    /// RenderingFixtures and its C part CVipsFixtures (a file written by path from pixels),
+    /// which only the tests, the bench and the torture link (issue 31).
     @Test("viewerd, viewerctl and viewerd-thumbnailer link no fixture writer", arguments: ["viewerd", "viewerctl", "viewerd-thumbnailer"])
     func noFixturesInProducts(_ product: String) throws {
         let binary = DaemonProcess.executable(product)
         let symbols = try runTool("/usr/bin/nm", ["--defined-only", binary])
         #expect(symbols.status == 0, "\(binary): \(symbols.stderr)")
         #expect(symbols.stdout.contains("9Rendering") || product != "viewerd", "nm reads Swift symbols of \(binary)")
-        for writer in ["ImageFixtures", "TestDocuments", "RenderingFixtures"] {
+        for writer in ["ImageFixtures", "TestDocuments", "RenderingFixtures", " vs_write_pixels", " vs_decode_buffer"] {
             let found = symbols.stdout.split(separator: "\n").filter { $0.contains(writer) }
             #expect(found.isEmpty, "\(product) links \(writer): \(found.prefix(3))")
         }

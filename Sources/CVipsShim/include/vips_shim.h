@@ -207,16 +207,6 @@ int vs_image_icc(VipsImage *image, const void **data, size_t *length);
 int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background, int fast, int profile_is_srgb,
                    vs_cancel *cancel, void **buf, size_t *len, int *out_width, int *out_height);
 
-/// Writes 8-bit pixels (bands 1-4, packed rows) to a file whose suffix picks the format.
-/// For tests and fixtures. orientation > 1 is written as EXIF orientation (JPEG).
-/// pages > 1 splits the height into that many pages or frames (GIF, WebP, TIFF).
-/// `options` are saver options in libvips' string form, e.g. "interlace" or "palette,Q=90".
-int vs_write_pixels(const char *path, const uint8_t *pixels, int width, int height, int bands,
-                    int orientation, int pages, const char *options);
-
-/// Decodes a whole image from memory into 8-bit pixels (for tests): *pixels is g_malloc'd.
-int vs_decode_buffer(const void *buf, size_t len, uint8_t **pixels, int *width, int *height,
-                     int *bands);
 
 /// An HDR still (PQ or HLG: H.273 `transfer` 16 or 18, `primaries`, `peak_nits` 0 when
 /// unknown; an HEIF's nclx box says them, libvips 8.14 does not read it), tone mapped to
