@@ -24,7 +24,7 @@ import ViewerProtocol
 ///     static func decodeCost(_ header: SourceHeader, output: (width: Int, height: Int)) -> (bytes: UInt64, costly: Bool) {
 ///         (Renderer.product(UInt64(header.width), UInt64(header.height), 6), true)
 ///     }
-///     static func previewSources(_ format: MediaFormat) -> [PreviewSource] { [.rawEmbedded] }
+///     static func previewSources(_ format: MediaFormat) -> [PreviewSource] { [.rawPreview] }
 ///     func header(_ source: SourceFile, format: MediaFormat) throws(RenderError) -> SourceHeader { … }
 ///     …
 /// }
