@@ -57,11 +57,11 @@ struct ViewerctlTests {
         _ = try Fixtures.write(folder + "/a.jpg", width: 64, height: 48)
         _ = try Fixtures.write(folder + "/.thumbnails/t.jpg", width: 64, height: 48)
         _ = FileManager.default.createFile(atPath: folder + "/notes.txt", contents: Data("x".utf8))
-        _ = FileManager.default.createFile(atPath: folder + "/raw.cr2", contents: Data("x".utf8))
+        _ = FileManager.default.createFile(atPath: folder + "/layers.psd", contents: Data("x".utf8))
         let warm = try runTool(viewerctl, socket + ["warm", folder, "--recursive", "--size", "32x32"])
         #expect(warm.status == 0, "\(warm.stderr)")
         #expect(warm.stdout.contains("1 file: 1 rendered, 0 already stored, 0 failed"), "\(warm.stdout)")
-        #expect(warm.stdout.contains("skipped 4"), "\(warm.stdout)")  // .thumbnails, its t.jpg, notes.txt, raw.cr2
+        #expect(warm.stdout.contains("skipped 4"), "\(warm.stdout)")  // .thumbnails, its t.jpg, notes.txt, layers.psd (a .cr2 is a camera RAW now)
         let missing = try runTool(viewerctl, socket + ["render", folder + "/a.jpg", "--size", "32x32", "-o", folder + "/nowhere/x.jpg"])
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("no directory \(folder)/nowhere"), "\(missing.stderr)")
