@@ -206,6 +206,6 @@ struct HeaderSnifferTests {
         #expect(HeaderSniffer.sniff(dng) == nil)
         let thumbnail = Renderer.estimateRawCost(fileSize: 25 << 20, spec: RenditionSpec(width: 256, height: 256))
         let pager = Renderer.estimateRawCost(fileSize: 25 << 20, spec: RenditionSpec(width: 4096, height: 4096))
-        #expect(thumbnail.memoryBytes >= 5 * (25 << 20) && pager.memoryBytes >= 14 * (25 << 20) && pager.costly)
+        #expect(thumbnail.memoryBytes >= 9 * (25 << 20) && pager.memoryBytes >= 20 * (25 << 20) && pager.costly)
     }
 }
