@@ -223,4 +223,17 @@ struct CameraRawTests {
         #expect(corner[2] < 150, "the preview over the limit was decoded: \(corner)")
         #expect(daemon.stop() == 0)
     }
+
+    @Test("a RAW too large for the worker's address space to map is too-large, not a damaged file",
+          .disabled(if: SandboxTests.sanitized))  // no RLIMIT_AS under the sanitizers
+    func unmappable() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--worker-memory-limit", "1G", "--memory-budget", "64G"])
+        // A good DNG's bytes at the start of a sparse 2 GiB file: it cannot be mapped under 1 GiB.
+        let path = try Self.write(RawFiles.dng(RawFiles.Layout(width: 600, height: 400)), to: daemon.directory + "/vast.dng")
+        #expect(truncate(path, 2 << 30) == 0)
+        let client = try daemon.connect()
+        let error = VideoTests.failure(of: RenderRequest(path: path, spec: RenditionSpec(width: 256, height: 256)), on: client)
+        #expect(error?.code == .tooLarge && error?.message.contains("worker's memory limit") == true, "\(String(describing: error))")
+        #expect(daemon.stop() == 0)
+    }
 }
