@@ -84,20 +84,29 @@ extension ImageSignature {
         return (camera, first.farthest >= length ? length : nil)
     }
 
-    /// IFD0's bytes, read from the file, when `head` is a classic TIFF whose IFD0 does not lie
-    /// whole in it; nil otherwise (or when the read fails: the prefix's rule then applies).
-    static func laterDirectory(_ head: [UInt8], descriptor: Int32) -> (offset: Int, bytes: [UInt8])? {
-        guard head.count >= 8, isClassicTIFF(head),
-              !(head.count >= 10 && head[8] == 0x43 && head[9] == 0x52) else { return nil }
+    /// IFD0's bytes when `head` (a file's first bytes, any number) is a classic TIFF whose IFD0
+    /// does not lie whole in the first `prefixLength`: from `head` when they are in it, else
+    /// read from `descriptor`; nil otherwise (or when the read fails: the prefix's rule applies).
+    static func laterDirectory(_ head: [UInt8], descriptor: Int32?) -> (offset: Int, bytes: [UInt8])? {
+        guard head.count >= 8, isClassicTIFF(head), !(head.count >= 10 && head[8] == 0x43 && head[9] == 0x52) else { return nil }
         let little = head[0] == 0x49
         let ifd0 = (0..<4).reduce(0) { $0 | Int(head[4 + (little ? $1 : 3 - $1)]) << (8 * $1) }
-        if ifd0 + 2 <= head.count {
+        let within = min(head.count, prefixLength)
+        if ifd0 + 2 <= within {
             let count = little ? Int(head[ifd0]) | Int(head[ifd0 + 1]) << 8 : Int(head[ifd0]) << 8 | Int(head[ifd0 + 1])
-            if ifd0 + 2 + 12 * min(count, 512) + 4 <= head.count { return nil }
+            if ifd0 + 2 + 12 * min(count, 512) + 4 <= within { return nil }
         }
+        if ifd0 + laterDirectoryLength <= head.count { return (ifd0, Array(head[ifd0..<ifd0 + laterDirectoryLength])) }
+        guard let descriptor else { return nil }
         var bytes = [UInt8](repeating: 0, count: laterDirectoryLength)
         let n = read(descriptor, into: &bytes, at: ifd0)
         return n > 0 ? (ifd0, Array(bytes[0..<n])) : nil
+    }
+
+    /// Whether a classic TIFF whose IFD0 lies at `directory.offset` (its bytes read there) is
+    /// a camera's RAW: the header sniffer's question, which reads a later IFD0 itself.
+    public static func isCameraRAW(_ head: [UInt8], directory: (offset: Int, bytes: [UInt8])) -> Bool {
+        cameraTIFF(Array(head.prefix(prefixLength)), directory: directory) != nil
     }
 
     /// Whether the bytes begin a classic (not Big) TIFF, either byte order.

@@ -130,12 +130,15 @@ public enum ImageSignature: String, Sendable, CaseIterable {
     public static func detect(descriptor: Int32) -> ImageSignature? {
         var bytes = [UInt8](repeating: 0, count: prefixLength)
         let n = read(descriptor, into: &bytes, at: 0)
-        guard n > 0 else { return nil }
-        let head = Array(bytes[0..<n])
-        // A TIFF's first directory may lie anywhere (after the data, as some converters write
-        // it): read it where it is, so the RAW rule sees a DNG's tags.
+        return n > 0 ? detect(Array(bytes[0..<n]), descriptor: descriptor) : nil
+    }
+
+    /// The format `head`, the file's first bytes (however many were read), begins; a TIFF's
+    /// first directory may lie anywhere (after the data, as some converters write it), so it
+    /// is read where it is, from `head` or `descriptor`, for the RAW rule to see a DNG's tags.
+    public static func detect(_ head: [UInt8], descriptor: Int32) -> ImageSignature? {
         if let directory = laterDirectory(head, descriptor: descriptor) {
-            return cameraTIFF(head, directory: directory) != nil ? .raw : .tiff
+            return cameraTIFF(Array(head.prefix(prefixLength)), directory: directory) != nil ? .raw : .tiff
         }
         return detect(head)
     }
