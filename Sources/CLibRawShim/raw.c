@@ -3,7 +3,9 @@
 // pages it reads are touched (an embedded preview reads its own bytes and the headers, not
 // the sensor data). The pixels go back to the Rendering module, which gives them to libvips.
 #include "raw_shim.h"
+#include "raw_extents.h"
 
+#include <errno.h>
 #include <libraw/libraw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +18,16 @@ typedef struct {
     libraw_data_t *raw;
     void *map;
     size_t length;
+    int data_errors;  // LibRaw's data-error callbacks: data it could not decode,
+    int ended;        // and of them reads past the end of the file
 } opened;
+
+static void count_data_error(void *data, const char *file, const int offset) {
+    (void)file;
+    opened *o = data;
+    o->data_errors++;
+    if (offset < 0) o->ended = 1;
+}
 
 static void say(char *message, size_t length, const char *what, const char *detail) {
     if (message && length) snprintf(message, length, "%s%s%s", what, detail ? ": " : "", detail ? detail : "");
@@ -40,6 +51,36 @@ static void close_raw(opened *o) {
     if (o->map) munmap(o->map, o->length);
 }
 
+// Whether the file holds what its directories promise, before a byte of pixels is read. The
+// buffer LibRaw reads from fills what lies past its end with nothing (an uncompressed sensor
+// goes on as zeros), so a file cut in its sensor data is refused here, whatever is asked of
+// it, as other formats' truncated files are. And a sensor larger than the file could hold
+// lies: compressed sensor data does not go below about a bit a sample, 16 pixels a byte
+// leaves room for a black frame's best.
+static int check_extents(opened *o, char *message, size_t message_length) {
+    libraw_data_t *raw = o->raw;
+    vr_extents extents = vr_extents_of(raw);
+    int64_t length = (int64_t)o->length;
+    int64_t needed = extents.data_offset + (extents.data_size > 0 ? extents.data_size : 0);
+    char detail[160];
+    if (extents.data_offset > length || needed > length) {
+        snprintf(detail, sizeof(detail), "%lld of the %lld bytes its sensor data needs: still being copied?",
+                 (long long)length, (long long)needed);
+        say(message, message_length, "the file is truncated", detail);
+        close_raw(o);
+        return VR_TRUNCATED;
+    }
+    int64_t pixels = (int64_t)raw->sizes.raw_width * raw->sizes.raw_height;
+    if (pixels > 16 * length) {
+        snprintf(detail, sizeof(detail), "a %dx%d sensor in a file of %lld bytes", raw->sizes.raw_width,
+                 raw->sizes.raw_height, (long long)length);
+        say(message, message_length, "its header lies", detail);
+        close_raw(o);
+        return VR_DAMAGED;
+    }
+    return 0;
+}
+
 static int open_raw(int fd, opened *o, char *message, size_t message_length) {
     memset(o, 0, sizeof(*o));
     struct stat st;
@@ -50,19 +91,23 @@ static int open_raw(int fd, opened *o, char *message, size_t message_length) {
     o->length = (size_t)st.st_size;
     o->map = mmap(NULL, o->length, PROT_READ, MAP_PRIVATE, fd, 0);
     if (o->map == MAP_FAILED) {
+        // ENOMEM: the mapping does not fit the worker's address-space limit (the file's
+        // length is in the cost, so this is a file too large for the limits, not a bad one).
+        int mapping = errno;
         o->map = NULL;
-        say(message, message_length, "the file could not be mapped", NULL);
-        return VR_DAMAGED;
+        say(message, message_length, mapping == ENOMEM ? "too large" : "the file could not be mapped",
+            mapping == ENOMEM ? "the file does not fit the worker's memory limit" : strerror(mapping));
+        return mapping == ENOMEM ? VR_TOO_LARGE : VR_DAMAGED;
     }
-    // No callbacks writing LibRaw's messages to stderr (the worker's answer carries them):
-    // LIBRAW_OPIONS_NO_MEMERR_CALLBACK | LIBRAW_OPIONS_NO_DATAERR_CALLBACK, spelt as numbers
-    // because 0.20's header misspells them and later ones do not.
-    o->raw = libraw_init(1 | 1 << 1);
+    // No memory-error callback writing to stderr (LIBRAW_OPIONS_NO_MEMERR_CALLBACK, spelt as
+    // a number because 0.20's header misspells it); the data-error one is ours, and counts.
+    o->raw = libraw_init(1);
     if (!o->raw) {
         close_raw(o);
         say(message, message_length, "LibRaw could not start", NULL);
         return VR_TOO_LARGE;
     }
+    libraw_set_dataerror_handler(o->raw, count_data_error, o);
     int code = libraw_open_buffer(o->raw, o->map, o->length);
     if (code != LIBRAW_SUCCESS) {
         say(message, message_length, "LibRaw", libraw_strerror(code));
@@ -70,7 +115,7 @@ static int open_raw(int fd, opened *o, char *message, size_t message_length) {
         close_raw(o);
         return status;
     }
-    return 0;
+    return check_extents(o, message, message_length);
 }
 
 // LibRaw's flip (dcraw's: 4 swaps the axes, 2 mirrors rows, 1 columns) as the EXIF orientation
@@ -141,12 +186,28 @@ static int take_image(libraw_processed_image_t *image, vr_image *out, char *mess
     return 0;
 }
 
-int vr_preview_fd(int fd, vr_image *out, char *message, size_t message_length) {
+int vr_preview_fd(int fd, int64_t max_pixels, vr_image *out, char *message, size_t message_length) {
     memset(out, 0, sizeof(*out));
     opened o;
     int status = open_raw(fd, &o, message, message_length);
     if (status) return status;
-    int code = o.raw->thumbnail.tlength ? libraw_unpack_thumb(o.raw) : LIBRAW_NO_THUMBNAIL;
+    // The preview's own limit, before a byte of it is read: its declared pixels (the caller
+    // checks a JPEG's own, which it reads from the bytes) and its bytes inside the file.
+    libraw_thumbnail_t *thumbnail = &o.raw->thumbnail;
+    if ((int64_t)thumbnail->twidth * thumbnail->theight > max_pixels) {
+        char detail[96];
+        snprintf(detail, sizeof(detail), "a %dx%d preview, over the limit of %lld pixels", thumbnail->twidth,
+                 thumbnail->theight, (long long)max_pixels);
+        say(message, message_length, "too large", detail);
+        close_raw(&o);
+        return VR_TOO_LARGE;
+    }
+    if (thumbnail->tlength && vr_extents_of(o.raw).preview_offset + (int64_t)thumbnail->tlength > (int64_t)o.length) {
+        say(message, message_length, "the file is truncated", "its embedded preview ends past the end of the file");
+        close_raw(&o);
+        return VR_TRUNCATED;
+    }
+    int code = thumbnail->tlength ? libraw_unpack_thumb(o.raw) : LIBRAW_NO_THUMBNAIL;
     libraw_processed_image_t *image = NULL;
     if (code == LIBRAW_SUCCESS) image = libraw_dcraw_make_mem_thumb(o.raw, &code);
     if (!image) {
@@ -195,6 +256,14 @@ int vr_develop_fd(int fd, int half, int64_t max_pixels, vr_cancel_fn cancel, voi
     cancel_check check = {cancel, cancel_context};
     libraw_set_progress_handler(raw, progress, &check);
     int code = libraw_unpack(raw);
+    if (o.data_errors) {
+        // LibRaw goes on over data it cannot decode (and, at the end of the file, stops): the
+        // photo would be stored with what it made up.
+        say(message, message_length, o.ended ? "the file is truncated" : "the sensor data does not decode",
+            o.ended ? "its sensor data ends past the end of the file: still being copied?" : libraw_strerror(code));
+        close_raw(&o);
+        return o.ended ? VR_TRUNCATED : VR_DAMAGED;
+    }
     if (code == LIBRAW_SUCCESS) code = libraw_dcraw_process(raw);
     libraw_processed_image_t *image = NULL;
     if (code == LIBRAW_SUCCESS) image = libraw_dcraw_make_mem_image(raw, &code);

@@ -252,8 +252,16 @@ public struct ThumbnailWriter: Sendable {
     public static let mimeTypes: [(format: String, mime: String)] =
         MediaFormat.table.flatMap { format in format.mimeTypes.map { (format.name, $0) } }
 
-    /// The MIME type of INFO's format name (a video's `container/codec` by its container).
+    /// The MIME type of INFO's format name (a video's `container/codec` by its container; a
+    /// RAW's `raw/container` by the container's suffix, whose type is the row's at the same
+    /// place: "raw/cr2" is image/x-canon-cr2).
     public static func mimeType(_ format: String) -> String {
-        MediaFormat.named(format)?.mimeTypes.first ?? "application/octet-stream"
+        guard let row = MediaFormat.named(format) else { return "application/octet-stream" }
+        let parts = format.split(separator: "/", maxSplits: 1)
+        if row.kind == .photo, parts.count == 2, row.suffixes.count == row.mimeTypes.count,
+           let index = row.suffixes.firstIndex(of: String(parts[1]).lowercased()) {
+            return row.mimeTypes[index]
+        }
+        return row.mimeTypes.first ?? "application/octet-stream"
     }
 }

@@ -66,7 +66,7 @@ public enum ImageSignature: String, Sendable, CaseIterable {
             return .raw
         }
         // A RAW is told from a TIFF before TIFF's rule: a DNG's IFD0 is often a tiny preview.
-        if at(0, [0x49, 0x49, 0x2A, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2A]) { return isCameraTIFF(b) ? .raw : .tiff }
+        if at(0, [0x49, 0x49, 0x2A, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2A]) { return cameraTIFF(b) != nil ? .raw : .tiff }
         if at(0, [0x49, 0x49, 0x2B, 0x00]) || at(0, [0x4D, 0x4D, 0x00, 0x2B]) { return .tiff }
         if at(4, "ftyp") { return isoMedia(b) }
         // QuickTime files written before ftyp existed begin with a movie or data atom.
@@ -117,34 +117,6 @@ public enum ImageSignature: String, Sendable, CaseIterable {
         return .mp4
     }
 
-    /// Whether a classic TIFF is a camera's RAW, from its first directory (when it lies in the
-    /// bytes at hand, as cameras write it): a DNGVersion tag (0xC612), whatever its IFD0 holds
-    /// (often a tiny preview, never the photo); "CR" at 8 (CR2); a Make of NIKON or SONY (NEF,
-    /// ARW: the RAW decoder hands such a file to libvips when LibRaw finds no RAW in it).
-    static func isCameraTIFF(_ b: [UInt8]) -> Bool {
-        if b.count >= 10, b[8] == 0x43, b[9] == 0x52 { return true }
-        let little = b[0] == 0x49
-        func uint(_ offset: Int, _ n: Int) -> Int? {
-            guard offset >= 0, offset + n <= b.count else { return nil }
-            var value = 0
-            for k in 0..<n { value |= Int(b[offset + (little ? k : n - 1 - k)]) << (8 * k) }
-            return value
-        }
-        guard let ifd0 = uint(4, 4), let count = uint(ifd0, 2) else { return false }
-        for entry in 0..<min(count, 512) {
-            let at = ifd0 + 2 + 12 * entry
-            guard let tag = uint(at, 2) else { break }
-            if tag == 0xC612 { return true }
-            if tag == 0x010F, let length = uint(at + 4, 4), length > 0 {
-                let start = length <= 4 ? at + 8 : uint(at + 8, 4) ?? -1
-                guard start >= 0, start + min(length, 8) <= b.count else { continue }
-                let make = String(decoding: b[start..<start + min(length, 8)].prefix(while: { $0 != 0 }), as: UTF8.self)
-                if make.uppercased().hasPrefix("NIKON") || make.uppercased().hasPrefix("SONY") { return true }
-            }
-        }
-        return false
-    }
-
     /// WebM is Matroska whose EBML header's DocType is "webm".
     private static func matroska(_ b: [UInt8]) -> ImageSignature {
         let head = Array(b.prefix(64)), doctype = Array("webm".utf8)
@@ -157,10 +129,17 @@ public enum ImageSignature: String, Sendable, CaseIterable {
     /// nil when the bytes have no known signature, or cannot be read.
     public static func detect(descriptor: Int32) -> ImageSignature? {
         var bytes = [UInt8](repeating: 0, count: prefixLength)
-        var n = -1
-        repeat {
-            n = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
-        } while n < 0 && errno == EINTR
-        return n > 0 ? detect(bytes[0..<n]) : nil
+        let n = read(descriptor, into: &bytes, at: 0)
+        return n > 0 ? detect(Array(bytes[0..<n]), descriptor: descriptor) : nil
+    }
+
+    /// The format `head`, the file's first bytes (however many were read), begins; a TIFF's
+    /// first directory may lie anywhere (after the data, as some converters write it), so it
+    /// is read where it is, from `head` or `descriptor`, for the RAW rule to see a DNG's tags.
+    public static func detect(_ head: [UInt8], descriptor: Int32) -> ImageSignature? {
+        if let directory = laterDirectory(head, descriptor: descriptor) {
+            return cameraTIFF(Array(head.prefix(prefixLength)), directory: directory) != nil ? .raw : .tiff
+        }
+        return detect(head)
     }
 }

@@ -48,10 +48,15 @@ public enum RawFiles {
         /// The size the raw image's directory claims, when it lies (a hostile file): the
         /// mosaic written is still `width` x `height`.
         public var declaredSize: (width: Int, height: Int)?
+        /// IFD0 written after the data, at the end of the file (TIFF allows it; some converters
+        /// do it): a reader of the first bytes sees no directory.
+        public var ifd0Last: Bool
 
         public init(width: Int, height: Int, orientation: Int = 1, jpegPreview: [UInt8]? = nil,
-                    bitmapPreview: (width: Int, height: Int)? = nil, declaredSize: (width: Int, height: Int)? = nil) {
+                    bitmapPreview: (width: Int, height: Int)? = nil, declaredSize: (width: Int, height: Int)? = nil,
+                    ifd0Last: Bool = false) {
             self.declaredSize = declaredSize
+            self.ifd0Last = ifd0Last
             self.width = width
             self.height = height
             self.orientation = orientation
@@ -65,6 +70,7 @@ public enum RawFiles {
     public static func dng(_ layout: Layout) -> [UInt8] {
         let mosaic = self.mosaic(layout)
         let bitmap = layout.bitmapPreview.map { picturePixels(width: $0.width, height: $0.height) }
+        if layout.ifd0Last { return assemble(layout, mosaic: mosaic, bitmap: bitmap, origin: 8).bytes }
         // IFD0 comes first, at 8, as cameras and converters write it (a reader that looks for
         // DNGVersion in the first bytes finds it there): a first pass measures it.
         let measured = assemble(layout, mosaic: mosaic, bitmap: bitmap, origin: 8)
@@ -107,6 +113,7 @@ public enum RawFiles {
             ifd0 += raw
         }
         if !subIFDs.isEmpty { ifd0.append(.ifd(330, subIFDs)) }
+        if layout.ifd0Last { return (file.finishWithIFD0Last(ifd0), 0) }
         return file.finish(ifd0: ifd0)
     }
 
@@ -193,6 +200,15 @@ struct TIFFWriter {
         if directory.count % 2 == 1 { directory.append(0) }
         let padding = max(0, origin - 8 - directory.count)
         return ([0x49, 0x49, 0x2A, 0x00] + le32(8) + directory + [UInt8](repeating: 0, count: padding) + body, directory.count)
+    }
+
+    /// The file with IFD0 after the body (whose offsets start at 8: `origin` is 8).
+    func finishWithIFD0Last(_ ifd0: [Entry]) -> [UInt8] {
+        var bytes: [UInt8] = [0x49, 0x49, 0x2A, 0x00, 0, 0, 0, 0] + body
+        if bytes.count % 2 == 1 { bytes.append(0) }
+        let start = bytes.count
+        bytes.replaceSubrange(4..<8, with: le32(UInt32(start)))
+        return bytes + Self.directoryBytes(ifd0, at: start)
     }
 
     /// A directory's bytes at `start` (entries sorted by tag, values past 4 bytes after them).

@@ -15,8 +15,8 @@ extension HostileFiles {
         let good = RawFiles.dng(RawFiles.Layout(width: 300, height: 200, bitmapPreview: (60, 40)))
         try add("good.dng", good, ["result"], "a DNG whose IFD0 is a tiny bitmap preview")
         try add("bare.dng", RawFiles.dng(RawFiles.Layout(width: 300, height: 200)), ["result"], "a DNG without a preview")
-        try add("cut-half.dng", Array(good.prefix(good.count / 2)), ["corrupt-image", "result"],
-                "a DNG cut in its sensor data (LibRaw may fill what is missing)")
+        try add("cut-half.dng", Array(good.prefix(good.count / 2)), ["corrupt-image"],
+                "a DNG cut in its sensor data: truncated, whatever the box (its preview is cut too)")
         try add("cut-header.dng", Array(good.prefix(300)), ["corrupt-image", "unsupported-format"], "a DNG cut in its directories")
         try add("lying-size.dng", RawFiles.dng(RawFiles.Layout(width: 300, height: 200, declaredSize: (30000, 20000))),
                 ["corrupt-image", "too-large"], "a DNG whose raw directory claims 30000x20000 over 300x200 of data")

@@ -31,4 +31,15 @@ struct ThumbnailWriterMimeTypeTests {
         #expect(!announced.contains("image/bmp"))
         #expect(announced == Set(MediaFormat.table.flatMap(\.mimeTypes)))
     }
+
+    @Test("a RAW's MIME type is its container's: INFO's raw/cr2 is image/x-canon-cr2, not every RAW a DNG")
+    func rawContainers() {
+        #expect(ThumbnailWriter.mimeType("raw/dng") == "image/x-adobe-dng")
+        #expect(ThumbnailWriter.mimeType("raw/cr2") == "image/x-canon-cr2")
+        #expect(ThumbnailWriter.mimeType("raw/cr3") == "image/x-canon-cr3")
+        #expect(ThumbnailWriter.mimeType("raw/nef") == "image/x-nikon-nef")
+        #expect(ThumbnailWriter.mimeType("raw/rw2") == "image/x-panasonic-rw2")
+        // Another maker's TIFF-based RAW has no type of its own: the row's first.
+        #expect(ThumbnailWriter.mimeType("raw/tiff") == "image/x-adobe-dng")
+    }
 }

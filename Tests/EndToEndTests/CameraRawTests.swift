@@ -141,7 +141,7 @@ struct CameraRawTests {
         let spec = RenditionSpec(width: 256, height: 256)
         let cutError = VideoTests.failure(of: RenderRequest(path: cut, spec: spec), on: client)
         #expect(cutError?.code == .corruptImage, "\(String(describing: cutError))")
-        #expect(cutError?.message.contains("camera RAW") == true, "\(String(describing: cutError))")
+        #expect(cutError?.message.contains("camera RAW: the file is truncated") == true, "\(String(describing: cutError))")
         let lyingError = VideoTests.failure(of: RenderRequest(path: lying, spec: spec), on: client)
         #expect(lyingError?.code == .corruptImage || lyingError?.code == .tooLarge, "\(String(describing: lyingError))")
         let junkError = VideoTests.failure(of: RenderRequest(path: junk, spec: spec), on: client)
@@ -151,5 +151,89 @@ struct CameraRawTests {
         #expect(try client.render(RenderRequest(path: good, spec: spec)).width == 256)
         #expect(daemon.stop() == 0)
     }
-}
 
+    /// INFO's answer for `path`, or the error it gets.
+    static func info(_ path: String, on client: ViewerConnection) -> Result<MediaInfo, ViewerClientError> {
+        Result { () throws(ViewerClientError) in try client.info(path: path) }
+    }
+
+    @Test("a DNG cut in its sensor data is 'truncated' for INFO and every box, its intact preview's too, and is not stored")
+    func cutWithPreview() throws {
+        let daemon = try DaemonProcess()
+        let whole = RawFiles.dng(RawFiles.Layout(width: 600, height: 400, bitmapPreview: (150, 100)))
+        let cut = try Self.write(Array(whole.prefix(whole.count / 2)), to: daemon.directory + "/cut-half.dng")
+        let client = try daemon.connect()
+        guard case .failure(.server(let infoError)) = Self.info(cut, on: client) else {
+            Issue.record("INFO of a cut DNG answered: \(Self.info(cut, on: client))")
+            return
+        }
+        #expect(infoError.code == .corruptImage && infoError.message.contains("truncated"), "\(infoError)")
+        // 48: the bitmap preview's box; 256: a half-size development's.
+        for box in [UInt32(48), 256] {
+            let error = VideoTests.failure(of: RenderRequest(path: cut, spec: RenditionSpec(width: box, height: box)), on: client)
+            #expect(error?.code == .corruptImage && error?.message.contains("the file is truncated") == true,
+                    "box \(box): \(String(describing: error))")
+        }
+        #expect(try client.stats()["store_entries"] == 0)
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test("a DNG whose directory claims a sensor far larger than its file is refused as lying, INFO included")
+    func lyingHeader() throws {
+        let daemon = try DaemonProcess()
+        // 6000x4000 (24 MP, under the pixel limit) over 600x400 of data: 16 pixels a byte is the most a RAW packs.
+        let lying = try Self.write(RawFiles.dng(RawFiles.Layout(width: 600, height: 400, declaredSize: (6000, 4000))),
+                                   to: daemon.directory + "/lying.dng")
+        let client = try daemon.connect()
+        guard case .failure(.server(let infoError)) = Self.info(lying, on: client) else {
+            Issue.record("INFO of a lying DNG answered: \(Self.info(lying, on: client))")
+            return
+        }
+        #expect(infoError.code == .corruptImage && infoError.message.contains("header lies"), "\(infoError)")
+        let error = VideoTests.failure(of: RenderRequest(path: lying, spec: RenditionSpec(width: 256, height: 256)), on: client)
+        #expect(error?.code == .corruptImage && error?.message.contains("header lies") == true, "\(String(describing: error))")
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test("a DNG whose IFD0 lies after its data is developed, its tiny IFD0 never served as the photo")
+    func lateIFD0() throws {
+        let daemon = try DaemonProcess()
+        let dng = try Self.write(RawFiles.dng(RawFiles.Layout(width: 600, height: 400, bitmapPreview: (150, 100), ifd0Last: true)),
+                                 to: daemon.directory + "/late-ifd0.dng")
+        let client = try daemon.connect()
+        let info = try client.info(path: dng)
+        #expect((info.width, info.height, info.format) == (600, 400, "raw/dng"))
+        let result = try client.render(RenderRequest(path: dng, spec: RenditionSpec(width: 256, height: 256)))
+        #expect((result.width, result.height) == (256, 171))
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test("an embedded preview over the pixel limit is not decoded: the sensor, within it, is developed instead")
+    func previewOverTheLimit() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--max-pixels", "500000"])
+        // A 1200x800 preview (960,000 pixels) of a 600x400 sensor (240,000).
+        let jpeg = try Self.jpegPreview(width: 1200, height: 800, exifOrientation: 1, in: daemon.directory)
+        let dng = try Self.write(RawFiles.dng(RawFiles.Layout(width: 600, height: 400, jpegPreview: jpeg)),
+                                 to: daemon.directory + "/big-preview.dng")
+        let client = try daemon.connect()
+        let result = try client.render(RenderRequest(path: dng, spec: RenditionSpec(width: 256, height: 256)))
+        #expect((result.width, result.height) == (256, 171))
+        // The preview's white corner is not there: the pixels are the development's.
+        let corner = try Self.mean(result.bytes, x: 0.6..<0.95, y: 0.6..<0.95)
+        #expect(corner[2] < 150, "the preview over the limit was decoded: \(corner)")
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test("a RAW too large for the worker's address space to map is too-large, not a damaged file",
+          .disabled(if: SandboxTests.sanitized))  // no RLIMIT_AS under the sanitizers
+    func unmappable() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--worker-memory-limit", "1G", "--memory-budget", "64G"])
+        // A good DNG's bytes at the start of a sparse 2 GiB file: it cannot be mapped under 1 GiB.
+        let path = try Self.write(RawFiles.dng(RawFiles.Layout(width: 600, height: 400)), to: daemon.directory + "/vast.dng")
+        #expect(truncate(path, 2 << 30) == 0)
+        let client = try daemon.connect()
+        let error = VideoTests.failure(of: RenderRequest(path: path, spec: RenditionSpec(width: 256, height: 256)), on: client)
+        #expect(error?.code == .tooLarge && error?.message.contains("worker's memory limit") == true, "\(String(describing: error))")
+        #expect(daemon.stop() == 0)
+    }
+}

@@ -1,3 +1,4 @@
+import Foundation
 import MediaFormats
 import Rendering
 import Testing
@@ -57,5 +58,27 @@ struct RawSignatureTests {
                                         "image/x-sony-arw", "image/x-fuji-raf", "image/x-olympus-orf", "image/x-panasonic-rw2"])
         #expect(row.decoder == .libraw && row.kind == .photo && row.rendererVersion > RendererVersion.photo)
         #expect(MediaFormat.named("raw/cr2")?.signature == .raw)
+    }
+
+    @Test("a DNG whose IFD0 lies after its data, past the first 4 KiB, is RAW when read from its descriptor")
+    func lateIFD0() throws {
+        let dng = RawFiles.dng(RawFiles.Layout(width: 600, height: 400, bitmapPreview: (150, 100), ifd0Last: true))
+        #expect(dng.count > 2 * ImageSignature.prefixLength)
+        let path = FileManager.default.temporaryDirectory.path + "/late-ifd0-\(getpid()).dng"
+        try Data(dng).write(to: URL(fileURLWithPath: path))
+        defer { unlink(path) }
+        let fd = open(path, O_RDONLY)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        #expect(ImageSignature.detect(descriptor: fd) == .raw)
+        // A TIFF whose IFD0 is past the prefix and is no camera's stays a TIFF.
+        var plain = dng
+        for i in stride(from: dng.count - 400, to: dng.count - 1, by: 1) where plain[i] == 0x12 && plain[i + 1] == 0xC6 {
+            plain[i] = 0x13  // DNGVersion (0xC612) becomes an unknown tag
+        }
+        try Data(plain).write(to: URL(fileURLWithPath: path))
+        let plainFD = open(path, O_RDONLY)
+        defer { close(plainFD) }
+        #expect(ImageSignature.detect(descriptor: plainFD) == .tiff)
     }
 }

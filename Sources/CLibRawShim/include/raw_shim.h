@@ -31,12 +31,16 @@ enum {
 
 /// Return codes: 0 success; VR_UNSUPPORTED no RAW LibRaw reads (or no preview of that kind);
 /// VR_DAMAGED cut or corrupt; VR_TOO_LARGE over `max_pixels` or LibRaw's memory limit;
-/// VR_CANCELLED the caller's check said stop. `message` says why.
+/// VR_CANCELLED the caller's check said stop; VR_TRUNCATED the file ends before the data its
+/// directories declare (checked on every call: a cut RAW is refused even where its preview is
+/// whole). A sensor larger than 16 pixels a byte of the file is VR_DAMAGED (a lying header).
+/// `message` says why.
 enum {
     VR_UNSUPPORTED = -2,
     VR_DAMAGED = -1,
     VR_TOO_LARGE = -3,
     VR_CANCELLED = -4,
+    VR_TRUNCATED = -5,
 };
 
 /// Polled during a development; returns nonzero to stop it.
@@ -57,8 +61,9 @@ typedef struct {
 int vr_info_fd(int fd, vr_info *out, char *message, size_t message_length);
 
 /// The embedded preview (the largest the file has, LibRaw's choice), unturned.
-/// VR_UNSUPPORTED when there is none or it is of VR_PREVIEW_OTHER's kind.
-int vr_preview_fd(int fd, vr_image *out, char *message, size_t message_length);
+/// VR_UNSUPPORTED when there is none or it is of VR_PREVIEW_OTHER's kind; VR_TOO_LARGE when
+/// it declares more than `max_pixels`; VR_TRUNCATED when its bytes run past the file's end.
+int vr_preview_fd(int fd, int64_t max_pixels, vr_image *out, char *message, size_t message_length);
 
 /// Develops the RAW (camera white balance, sRGB, 8-bit, unturned): at half size (each 2x2
 /// Bayer block one pixel, no demosaic: a quarter of the work) or whole. Refused when the

@@ -310,6 +310,8 @@ public enum HeaderSniffer {
         if offset + directorySize > b.count {
             let read = more(UInt64(offset), directorySize)
             if !read.isEmpty { directory = read[...] }
+            // A DNG's IFD0 after its data: a preview's, not the photo (the RAW rule, as in the prefix).
+            if ImageSignature.isCameraRAW(b, directory: (offset, Array(directory))) { return nil }
         }
         let d = directory.startIndex
         guard let entries = read(directory, d, 2) else { return nil }

@@ -47,15 +47,18 @@ struct RawDecoder: MediaDecoder {
     /// Regions and tiles are cut from `scaled`, a development at the level's size.
     static var zooms: Bool { true }
 
-    /// LibRaw's buffers for the pixels `output` needs (`pixels(for:)`): a half-size development
-    /// holds the sensor data (2 bytes a pixel) and a quarter of its 4 x 16-bit image (2 more);
-    /// the whole one the whole image and its 8-bit copy (14). An embedded preview costs less
-    /// than either, but the header does not say whether the file has one.
+    /// LibRaw's buffers for the pixels `output` needs (`pixels(for:)`), a byte a pixel of each
+    /// band: the mapped file (at most the 16-bit sensor's 2 a pixel), the sensor data (2), the
+    /// 4 x 16-bit image (8: a quarter of it at half size), the 8-bit copy LibRaw makes (3) and
+    /// ours (3), the copies a quarter at half size. 18 a pixel whole, 8 at half size (measured:
+    /// a 24 MP DNG's development peaks at 14.9 and 6.8 bytes a pixel of RSS without the copy
+    /// libvips makes of ours); an embedded preview costs less than either, but the header does
+    /// not say whether the file has one.
     static func decodeCost(_ header: SourceHeader, output: (width: Int, height: Int)) -> (bytes: UInt64, costly: Bool) {
         let pixels = Renderer.product(UInt64(max(header.width, 0)), UInt64(max(header.height, 0)))
         let image = Renderer.upright(header)
         let half = output.width <= image.width / 2 && output.height <= image.height / 2
-        return (Renderer.product(pixels, half ? 4 : 14), pixels > 4_000_000)
+        return (Renderer.product(pixels, half ? 8 : 18), pixels > 4_000_000)
     }
 
     static func previewSources(_ format: MediaFormat) -> [PreviewSource] { [.rawPreview] }
@@ -69,12 +72,18 @@ struct RawDecoder: MediaDecoder {
     }
 
     /// The headers, through LibRaw; nil when LibRaw finds no RAW in a file that is a plain
-    /// TIFF by its first bytes (a NEF or ARW that is a camera's TIFF photo: libvips reads it).
+    /// TIFF by its Make (a NEF or ARW that is a camera's TIFF photo: libvips reads it).
     func info(_ source: SourceFile) throws(RenderError) -> RawInfo? {
         var info = vr_info()
         var message = [CChar](repeating: 0, count: 256)
         let status = vr_info_fd(source.descriptor, &info, &message, message.count)
-        if status == Int32(VR_UNSUPPORTED), Self.isTIFF(source) { return nil }
+        if status == Int32(VR_UNSUPPORTED), let tiff = ImageSignature.cameraTIFF(descriptor: source.descriptor) {
+            // A NEF or ARW may be the camera's TIFF photo; a DNG or CR2 LibRaw finds no RAW in
+            // is a damaged one (libvips would show its IFD0, a tiny preview, as the photo).
+            if tiff.camera == .maker { return nil }
+            let reason = tiff.cutAt.map { "the file is truncated: its directories go on past its \($0) bytes: still being copied?" }
+            throw .damagedRaw(path: source.path, detail: reason ?? "LibRaw finds no raw image in it")
+        }
         try Self.check(status, message: message, path: source.path)
         func text<T>(_ field: T) -> String {
             withUnsafeBytes(of: field) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
@@ -223,12 +232,16 @@ struct RawDecoder: MediaDecoder {
         guard info.previewKind != Int32(VR_PREVIEW_NONE), info.previewKind != Int32(VR_PREVIEW_OTHER) else { return nil }
         var preview = vr_image()
         var message = [CChar](repeating: 0, count: 256)
-        guard vr_preview_fd(source.descriptor, &preview, &message, message.count) == 0, let data = preview.data else { return nil }
+        let limit = renderer.limits.maxSourcePixels
+        guard vr_preview_fd(source.descriptor, Int64(clamping: limit), &preview, &message, message.count) == 0,
+              let data = preview.data else { return nil }
         defer { vr_free(data) }
         var loaded: OpaquePointer?
         let size: (width: Int, height: Int)
         if preview.kind == Int32(VR_PREVIEW_JPEG) {
-            guard let declared = Self.jpegSize(UnsafeRawBufferPointer(start: data, count: preview.length)) else { return nil }
+            // The JPEG's own size, not the directory's, is what libjpeg would decode.
+            guard let declared = Self.jpegSize(UnsafeRawBufferPointer(start: data, count: preview.length)),
+                  declared.width * declared.height <= limit else { return nil }
             size = declared
             let turned = (5...8).contains(info.orientation)
             let need = turned ? (width: planned.height, height: planned.width) : planned
@@ -296,13 +309,14 @@ struct RawDecoder: MediaDecoder {
 
     /// The daemon's estimate before any decoder ran (it reads no RAW header: a DNG's first
     /// directory is often a preview's, which says nothing of the sensor). A RAW holds about a
-    /// pixel for each 1.5 to 2 bytes, so the file's size bounds its pixels: a half-size
+    /// pixel for each 1 to 2 bytes (compressed or not), so the file's size bounds its pixels: a half-size
     /// development holds the sensor data (2 bytes a pixel) and a quarter of LibRaw's 4x16-bit
-    /// image; the whole one the whole image, and its 8-bit copy, about 14 bytes a pixel.
+    /// image; the whole one `decodeCost`'s 18 bytes a pixel (the mapped file among them), so
+    /// a byte of the file costs 9 of a half-size development and 20 of a whole one.
     static func estimateCost(fileSize: Int, spec: RenditionSpec) -> RenderCost {
         let size = UInt64(max(fileSize, 0))
         let largeBox = max(spec.width, spec.height) > 2048 || spec.width == 0 && spec.height == 0 || spec.upscale
-        let memory = Renderer.sum(Renderer.baseMemory, Renderer.product(size, largeBox ? 14 : 5))
+        let memory = Renderer.sum(Renderer.baseMemory, Renderer.product(size, largeBox ? 20 : 9))
         return RenderCost(memoryBytes: memory, costly: memory > 256 << 20)
     }
 
@@ -314,6 +328,7 @@ struct RawDecoder: MediaDecoder {
         case Int32(VR_UNSUPPORTED): throw .unsupportedContent(path: path, detail: "not a camera RAW LibRaw reads: \(detail)")
         case Int32(VR_TOO_LARGE): throw .tooLarge("\(detail) (\(path))")
         case Int32(VR_CANCELLED): throw .corrupt(path: path, detail: "cancelled")
+        case Int32(VR_TRUNCATED): throw .damagedRaw(path: path, detail: detail)  // "the file is truncated: …"
         default: throw .damagedRaw(path: path, detail: detail)
         }
     }
@@ -328,12 +343,6 @@ extension Renderer {
 }
 
 extension RawDecoder {
-    /// Whether the file begins as a classic TIFF (NEF, ARW, DNG and CR2 do).
-    static func isTIFF(_ source: SourceFile) -> Bool {
-        let head = prefix(source, 4)
-        return head == [0x49, 0x49, 0x2A, 0x00] || head == [0x4D, 0x4D, 0x00, 0x2A]
-    }
-
     /// The container of a RAW LibRaw read, from its first bytes (`ImageSignature`'s rules).
     static func container(_ source: SourceFile, isDNG: Bool, make: String) -> String {
         if isDNG { return "dng" }

@@ -42,7 +42,7 @@ extension HeaderSniffer {
             return m > 0 ? Array(more[0..<m]) : []
         }
         header?.jpeg2000?.codestreamBytes = UInt64(source.identity.size)  // an untiled one is read whole
-        let format = ImageSignature.detect(prefix)
+        let format = ImageSignature.detect(Array(prefix), descriptor: descriptor)  // a DNG's IFD0 may lie past the prefix
         var refusal: RenderError?
         if format == .mp4 || format == .quickTime,
            let problem = SampleTables.problem(descriptor: descriptor, fileSize: source.identity.size) {
