@@ -15,9 +15,11 @@ SWIFT_TEST = $(SWIFT) test --no-color-diagnostics
 # of progressive JPEGs (libvips-dev pulls them in already; named because we link it directly),
 # and FFmpeg's libraries for the poster frames and media info of videos (issue 17), and
 # libsystemd's sd-bus for the desktop's thumbnail service on D-Bus (issue 21), and LibRaw for
-# camera RAW (issue 31).
+# camera RAW (issue 31), which is C++: its pkg-config file links -lstdc++, whose development
+# link (and the headers of raw_extents.cpp) only libstdc++-12-dev brings (a fresh machine has gcc,
+# not g++: make fresh-machine-check failed "cannot find -lstdc++" without it).
 APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev libjpeg62-turbo-dev pkg-config \
-	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libsystemd-dev libraw-dev
+	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libsystemd-dev libraw-dev libstdc++-12-dev
 # And to test (and bench): libvips-tools (vips, vipsthumbnail) as the reference the tests
 # compare against, systemd for systemd-analyze and systemd-socket-activate in the service
 # tests, e2fsprogs for the coarse-timestamp file system (mkfs.ext2), libheif-examples for

@@ -53,11 +53,17 @@ public enum ImageSignature: String, Sendable, CaseIterable {
 
     /// The format the bytes begin, or nil.
     public static func detect(_ bytes: some Collection<UInt8>) -> ImageSignature? {
-        let b = Array(bytes.prefix(prefixLength))
+        // An array the size of a prefix is taken as it is (the daemon's hit path detects the
+        // format of every source it opens: no copy, no allocation per comparison).
+        let b: [UInt8] = (bytes as? [UInt8]).flatMap { $0.count <= prefixLength ? $0 : nil } ?? Array(bytes.prefix(prefixLength))
         func at(_ offset: Int, _ signature: [UInt8]) -> Bool {
-            b.count >= offset + signature.count && Array(b[offset..<offset + signature.count]) == signature
+            b.count >= offset + signature.count && b[offset..<offset + signature.count].elementsEqual(signature)
         }
-        func at(_ offset: Int, _ text: String) -> Bool { at(offset, Array(text.utf8)) }
+        func at(_ offset: Int, _ text: StaticString) -> Bool {
+            let count = text.utf8CodeUnitCount
+            guard b.count >= offset + count else { return false }
+            return text.withUTF8Buffer { b[offset..<offset + count].elementsEqual($0) }
+        }
         if at(0, [0xFF, 0xD8, 0xFF]) { return .jpeg }
         if at(0, [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .png }
         if at(0, "GIF87a") || at(0, "GIF89a") { return .gif }
@@ -130,7 +136,9 @@ public enum ImageSignature: String, Sendable, CaseIterable {
     public static func detect(descriptor: Int32) -> ImageSignature? {
         var bytes = [UInt8](repeating: 0, count: prefixLength)
         let n = read(descriptor, into: &bytes, at: 0)
-        return n > 0 ? detect(Array(bytes[0..<n]), descriptor: descriptor) : nil
+        guard n > 0 else { return nil }
+        bytes.removeLast(bytes.count - n)  // in place: no second buffer
+        return detect(bytes, descriptor: descriptor)
     }
 
     /// The format `head`, the file's first bytes (however many were read), begins; a TIFF's
