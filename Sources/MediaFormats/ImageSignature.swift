@@ -134,11 +134,14 @@ public enum ImageSignature: String, Sendable, CaseIterable {
     /// The format of the file open on `descriptor` (read with pread: the offset is kept);
     /// nil when the bytes have no known signature, or cannot be read.
     public static func detect(descriptor: Int32) -> ImageSignature? {
-        var bytes = [UInt8](repeating: 0, count: prefixLength)
-        let n = read(descriptor, into: &bytes, at: 0)
-        guard n > 0 else { return nil }
-        bytes.removeLast(bytes.count - n)  // in place: no second buffer
-        return detect(bytes, descriptor: descriptor)
+        // Read into uninitialized storage, kept at the length read: no 4 KiB zeroed first, no
+        // second buffer (the daemon detects the format of every source it opens, hits included).
+        let bytes = [UInt8](unsafeUninitializedCapacity: prefixLength) { buffer, count in
+            var n = -1
+            repeat { n = pread(descriptor, buffer.baseAddress, prefixLength, 0) } while n < 0 && errno == EINTR
+            count = max(n, 0)
+        }
+        return bytes.isEmpty ? nil : detect(bytes, descriptor: descriptor)
     }
 
     /// The format `head`, the file's first bytes (however many were read), begins; a TIFF's
