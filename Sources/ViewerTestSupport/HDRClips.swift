@@ -77,18 +77,24 @@ public enum HDRClips {
 }
 
 extension HDRClips {
-    /// The picture as a 10-bit PQ HEIC still in BT.2020 (zscale to 16-bit PQ, heif-enc from
-    /// libheif-examples), with the nclx colour box heif-enc 1.15 does not write from a PNG
-    /// added as ISO/IEC 23008-12 lays it out (`withNCLX`).
+    /// The picture as a 10-bit PQ HEIC still in BT.2020 (`still(.pq, …)`).
     public static func pqStill(from picture: String, in directory: String) throws -> String {
-        let png = directory + "/pq16.png", plain = directory + "/pq-plain.heic", path = directory + "/pq.heic"
+        try still(.pq, from: picture, in: directory)
+    }
+
+    /// The picture as a 10-bit HEIC still in BT.2020 with `transfer` (zscale to 16 bits,
+    /// heif-enc from libheif-examples), with the nclx colour box heif-enc 1.15 does not write
+    /// from a PNG added as ISO/IEC 23008-12 lays it out (`withNCLX`).
+    public static func still(_ transfer: Transfer, from picture: String, in directory: String) throws -> String {
+        let name = transfer == .hlg ? "hlg" : "pq"
+        let png = directory + "/\(name)16.png", plain = directory + "/\(name)-plain.heic", path = directory + "/\(name).heic"
         try VideoClips.run(VideoClips.ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", "-i", picture, "-vf",
-                                               "format=gbrpf32le,zscale=tin=iec61966-2-1:pin=709:min=gbr:rin=full:t=smpte2084:p=2020:m=gbr:r=full:npl=100,format=rgb48be",
+                                               "format=gbrpf32le,zscale=tin=iec61966-2-1:pin=709:min=gbr:rin=full:t=\(transfer.rawValue):p=2020:m=gbr:r=full:npl=100,format=rgb48be",
                                                png])
         try VideoClips.run("/usr/bin/heif-enc", ["-q", "90", "-b", "10", "-o", plain, png])
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: plain)))
         // heif-enc converted RGB to YCbCr with libheif's default matrix (6, BT.601, full range).
-        guard let tagged = withNCLX(bytes, primaries: 9, transfer: 16, matrix: 6, fullRange: true) else {
+        guard let tagged = withNCLX(bytes, primaries: 9, transfer: transfer == .hlg ? 18 : 16, matrix: 6, fullRange: true) else {
             throw VideoClips.ToolFailure("heif-enc wrote a file whose boxes withNCLX does not know")
         }
         try Data(tagged).write(to: URL(fileURLWithPath: path))

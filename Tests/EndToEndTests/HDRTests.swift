@@ -34,17 +34,21 @@ struct HDRTests {
 
     /// The HDR sources made from the SDR picture.
     enum Source: String, CaseIterable, Sendable {
-        case hlgClip, pqClip, pqStill
+        case hlgClip, pqClip, pqStill, hlgStill
     }
 
-    @Test("HLG and PQ posters and a PQ HEIC still give the SDR picture back within 3 dB of zscale's inverse",
+    @Test("HLG and PQ posters and HLG and PQ HEIC stills give the SDR picture back within 3 dB of zscale's inverse",
           arguments: Source.allCases)
     func sourcesMatchTheSDRPicture(source: Source) throws {
         // Given the SDR picture encoded as HDR, and zscale's inverse of its frame as a clip
-        // (of the PQ clip, for the still)
+        // (of the clip of the same transfer, for a still)
         let directory = try TemporaryDirectory()
-        let (picture, clip, sdr, zscale) = try Self.yardstick(source == .hlgClip ? .hlg : .pq, in: directory.path)
-        let path = source == .pqStill ? try HDRClips.pqStill(from: picture, in: directory.path) : clip
+        let transfer: HDRClips.Transfer = source == .hlgClip || source == .hlgStill ? .hlg : .pq
+        let (picture, clip, sdr, zscale) = try Self.yardstick(transfer, in: directory.path)
+        let path = switch source {
+        case .pqStill, .hlgStill: try HDRClips.still(transfer, from: picture, in: directory.path)
+        case .hlgClip, .pqClip: clip
+        }
         let daemon = try DaemonProcess()
         let client = try daemon.connect()
 
