@@ -10,6 +10,8 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <malloc.h>
@@ -199,6 +201,27 @@ int vd_memfd_sealed(const char *name, const void *bytes, size_t len) {
         return -1;
     }
     return fd;
+}
+
+int vd_memfd_seals(int fd) { return fcntl(fd, F_GET_SEALS); }
+
+void *vd_map_read_only(int fd, size_t len) {
+    void *address = mmap(NULL, len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    return address == MAP_FAILED ? NULL : address;
+}
+
+void vd_unmap(void *address, size_t len) { munmap(address, len); }
+
+long vd_unread_sent(int fd) {
+    int unread = 0;
+    if (ioctl(fd, SIOCOUTQ, &unread) != 0) return -1;
+    return unread;
+}
+
+long vd_unread_received(int fd) {
+    int unread = 0;
+    if (ioctl(fd, FIONREAD, &unread) != 0) return -1;
+    return unread;
 }
 
 int vd_die_with_parent(pid_t parent) {

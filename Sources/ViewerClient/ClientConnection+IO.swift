@@ -46,6 +46,8 @@ extension ClientConnection {
     /// Polls and moves bytes until something ends the connection; returns why.
     private func serve(_ fd: Int32) -> ViewerClientError {
         var decoder = FrameDecoder(maxBodyLength: Self.maxResponseBody)
+        var descriptors = ReceivedDescriptors()
+        defer { descriptors.closeAll() }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
         defer { buffer.deallocate() }
         let deadline = ContinuousClock.now + handshakeTimeout
@@ -59,7 +61,7 @@ extension ClientConnection {
             if writeFailed {
                 // The daemon has gone; what it sent before going (perhaps an ERROR saying
                 // why) is already here: deliver it, then end.
-                return readAvailable(fd, into: buffer, decoder: &decoder, limit: .max) ?? .connectionClosed
+                return readAvailable(fd, into: buffer, decoder: &decoder, descriptors: &descriptors, limit: .max) ?? .connectionClosed
             }
             var timeout: Duration?
             if handshaking {
@@ -81,32 +83,33 @@ extension ClientConnection {
                 _ = state.withLock { $0.flush() }
             }
             if events & (Int16(POLLIN) | Int16(POLLHUP) | Int16(POLLERR)) != 0 {
-                if let error = readAvailable(fd, into: buffer, decoder: &decoder) { return error }
+                if let error = readAvailable(fd, into: buffer, decoder: &decoder, descriptors: &descriptors) { return error }
             }
         }
     }
 
     /// Reads what the socket has (a bounded amount, so writes get their turn) and dispatches
     /// every complete frame. Returns an error when the connection must end.
-    private func readAvailable(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer,
-                               decoder: inout FrameDecoder, limit: Int = 16) -> ViewerClientError? {
+    private func readAvailable(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, decoder: inout FrameDecoder,
+                               descriptors: inout ReceivedDescriptors, limit: Int = 16) -> ViewerClientError? {
         for _ in 0..<limit {
             let received: Int?
             do throws(SystemError) {
-                received = try Posix.receive(fd, into: buffer)
+                // Descriptors come with the first byte of their frame (a shared-memory rendition).
+                received = try Posix.receive(fd, into: buffer, descriptors: &descriptors.queue)
             } catch {
                 return .connectionClosed
             }
             guard let count = received else { return nil }
             if count == 0 { return .connectionClosed }
             decoder.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-            if let error = dispatchFrames(&decoder) { return error }
+            if let error = dispatchFrames(&decoder, &descriptors) { return error }
             if count < buffer.count && limit != .max { return nil }
         }
         return nil
     }
 
-    private func dispatchFrames(_ decoder: inout FrameDecoder) -> ViewerClientError? {
+    private func dispatchFrames(_ decoder: inout FrameDecoder, _ descriptors: inout ReceivedDescriptors) -> ViewerClientError? {
         while true {
             let frame: Frame
             do throws(ProtocolError) {
@@ -115,13 +118,21 @@ extension ClientConnection {
             } catch {
                 return .protocolViolation("\(error)")
             }
-            if let error = dispatch(frame) { return error }
+            if let error = dispatch(frame, &descriptors) { return error }
         }
     }
 
     /// Hands one frame to its request's sink; returns an error when it ends the connection.
-    private func dispatch(_ frame: Frame) -> ViewerClientError? {
-        let message: Message
+    private func dispatch(_ frame: Frame, _ descriptors: inout ReceivedDescriptors) -> ViewerClientError? {
+        var descriptor: Int32?
+        if frame.flags & FrameFlags.descriptor != 0 {
+            guard let first = descriptors.take() else {
+                return .protocolViolation("a frame flagged with a descriptor came without one")
+            }
+            descriptor = first
+        }
+        defer { if let descriptor { Posix.close(descriptor) } }  // one nothing took
+        var message: Message
         do throws(ProtocolError) {
             message = try Message(frame: frame)
         } catch {
@@ -134,6 +145,24 @@ extension ClientConnection {
             return nil
         }
         if frame.requestID == 0 { return connectionMessage(message) }
+        switch message {
+        case .result(let result) where result.sharedByteCount != nil, .preview(let result) where result.sharedByteCount != nil:
+            // The rendition is in the attached memfd: map it, and the descriptor is done with.
+            var mapped = result
+            do throws(ViewerClientError) {
+                guard let taken = descriptor else {
+                    throw .protocolViolation("a shared-memory rendition for request \(frame.requestID) came without its descriptor")
+                }
+                descriptor = nil
+                mapped.shared = try SharedRendition(taking: taken, count: Int(result.sharedByteCount ?? 0))
+            } catch {
+                let sink = state.withLock { $0.pending.removeValue(forKey: frame.requestID) }
+                sink?.fail(error)
+                return nil
+            }
+            message = if case .result = message { .result(mapped) } else { .preview(mapped) }
+        default: break
+        }
         let sink = state.withLock { state in
             message.isTerminal ? state.pending.removeValue(forKey: frame.requestID) : state.pending[frame.requestID]
         }
@@ -209,5 +238,18 @@ extension ClientConnection {
         }
         for sink in sinks { sink.fail(error) }
         for waiter in waiters { waiter.resume(throwing: error) }
+    }
+}
+
+/// Descriptors received and not yet claimed by their frames (flag `descriptor`), oldest
+/// first: the I/O thread's alone. Those left when the connection ends are closed.
+struct ReceivedDescriptors {
+    var queue: [Int32] = []
+
+    mutating func take() -> Int32? { queue.isEmpty ? nil : queue.removeFirst() }
+
+    mutating func closeAll() {
+        for fd in queue { Posix.close(fd) }
+        queue.removeAll()
     }
 }

@@ -21,8 +21,13 @@ public struct Rendition: Sendable, Equatable {
         self.isDegraded = isDegraded
     }
 
-    /// The encoded bytes (or RGBA rows for `raw`).
-    public var bytes: [UInt8] { result.bytes }
+    /// The encoded bytes (or RGBA rows for `raw`); a copy when they came in shared memory
+    /// (`withUnsafeBytes` reads them where they are).
+    public var bytes: [UInt8] { result.shared.map { Array($0.buffer) } ?? result.bytes }
+    /// Calls `body` with the bytes without copying them (`RenderResult.withUnsafeBytes`).
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try result.withUnsafeBytes(body)
+    }
     /// Width in pixels of this rendition.
     public var width: UInt32 { result.width }
     /// Height in pixels of this rendition.

@@ -19,8 +19,16 @@ extension ViewerClient {
     ///   - sourceInfo: Whether the result should also carry the original's media info
     ///     (`RenderResult.source`: kind, upright size, format), saving an `info(path:)` round
     ///     trip; nil in the result when the daemon does not know it (then ask `info(path:)`).
+    ///   - sharedMemory: For `raw`, take the pixels as a sealed memfd mapped read-only here
+    ///     (`RenderResult.shared`, read with `withUnsafeBytes`; unmapped when the result is
+    ///     released) instead of copied through the socket. A daemon without
+    ///     `Capabilities.sharedMemory` sends them inline, in `bytes`.
     ///
     /// ```swift
+    /// let page = try await client.request(path, spec: RenditionSpec(width: 2560, height: 1440, format: .raw),
+    ///                                     sharedMemory: true).result
+    /// page.withUnsafeBytes { texture.upload($0) }
+    ///
     /// let request = client.request("/pictures/a.jpg", spec: RenditionSpec(width: 256, height: 256),
     ///                              priority: .prefetch)
     /// request.setPriority(.visible)          // the cell scrolled into view
@@ -38,13 +46,13 @@ extension ViewerClient {
     /// goes by path, so that the daemon's error names it.
     public func request(_ path: String, spec: RenditionSpec, priority: Priority = .normal,
                         delivery: DeliveryMode = .final, allowLarger: Bool = false,
-                        sourceInfo: Bool = false) -> RenderRequestHandle {
+                        sourceInfo: Bool = false, sharedMemory: Bool = false) -> RenderRequestHandle {
         // The daemon takes absolute paths only: a relative one is this process's, resolved here.
         let path = path.hasPrefix("/") ? path
             : URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath,
                                                          isDirectory: true)).standardizedFileURL.path
         let request = RenderRequest(path: path, spec: spec, priority: priority, delivery: delivery, allowLarger: allowLarger,
-                                    sourceInfo: sourceInfo)
+                                    sourceInfo: sourceInfo, sharedMemory: sharedMemory)
         if connection().servesAnotherUser == true, let descriptor = try? Posix.openForReading(path) {
             return start(request, descriptor: descriptor)  // the connection owns it from here
         }
@@ -137,14 +145,14 @@ extension ViewerClient {
     /// ```
     public func render(_ path: String, spec: RenditionSpec, priority: Priority = .normal,
                        delivery: DeliveryMode = .final, allowLarger: Bool = false,
-                       sourceInfo: Bool = false) async throws -> RenderResult {
+                       sourceInfo: Bool = false, sharedMemory: Bool = false) async throws -> RenderResult {
         try Task.checkCancellation()
         // On a new connection, learn whose daemon it is first, so that `request` can pass a
         // descriptor to another user's daemon. A failed handshake fails the request below.
         let connection = connection()
         if connection.servesAnotherUser == nil { _ = try? await connection.welcome() }
         return try await request(path, spec: spec, priority: priority, delivery: delivery, allowLarger: allowLarger,
-                                 sourceInfo: sourceInfo).result
+                                 sourceInfo: sourceInfo, sharedMemory: sharedMemory).result
     }
 
     /// Renders one rendition of the file open at `descriptor` (see

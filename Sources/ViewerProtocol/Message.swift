@@ -54,6 +54,9 @@ public struct Capabilities: OptionSet, Sendable, Hashable {
     public static let mediaInfo = Capabilities(rawValue: 1 << 5)
     /// RENDER's region and tile fields (tags 15, 16): without it a server ignores them.
     public static let zoom = Capabilities(rawValue: 1 << 6)
+    /// A raw rendition asked for with `RenderRequest.sharedMemory` arrives as a sealed memfd
+    /// attached to its RESULT or PREVIEW, not in the frame (bit 8; bit 7 is taken by batch layout).
+    public static let sharedMemory = Capabilities(rawValue: 1 << 8)
 }
 
 extension Capabilities: CustomStringConvertible {
@@ -63,7 +66,7 @@ extension Capabilities: CustomStringConvertible {
         let named: [(Capabilities, String)] = [(.descriptorPassing, "descriptor-passing"), (.previews, "previews"),
                                                (.prefetch, "prefetch"), (.invalidate, "invalidate"),
                                                (.cancellation, "cancellation"), (.mediaInfo, "media-info"),
-                                               (.zoom, "zoom")]
+                                               (.zoom, "zoom"), (.sharedMemory, "shared-memory")]
         var names = named.filter { contains($0.0) }.map(\.1)
         let known = named.reduce(Capabilities()) { $0.union($1.0) }
         for bit in 0..<64 where rawValue & ~known.rawValue & (1 << UInt64(bit)) != 0 { names.append("bit \(bit)") }
@@ -129,15 +132,21 @@ public struct RenderRequest: Sendable, Equatable {
     /// The RESULT should also carry the original's media info (`RenderResult.source`), when the
     /// server knows it: what INFO would answer, without a second round trip.
     public var sourceInfo: Bool
+    /// A `raw` rendition may arrive as a sealed memfd attached to its RESULT or PREVIEW
+    /// (`RenderResult.sharedByteCount`), which the client maps read-only: no copy through the
+    /// socket. Ignored for other formats, and by a server without `Capabilities.sharedMemory`
+    /// (the bytes then come inline). Not part of the spec.
+    public var sharedMemory: Bool
 
     public init(path: String, spec: RenditionSpec, priority: Priority = .normal, delivery: DeliveryMode = .final,
-                allowLarger: Bool = false, sourceInfo: Bool = false) {
+                allowLarger: Bool = false, sourceInfo: Bool = false, sharedMemory: Bool = false) {
         self.path = path
         self.spec = spec
         self.priority = priority
         self.delivery = delivery
         self.allowLarger = allowLarger
         self.sourceInfo = sourceInfo
+        self.sharedMemory = sharedMemory
     }
 }
 
@@ -165,6 +174,14 @@ public struct InvalidateRequest: Sendable, Equatable {
     }
 }
 
+/// Rendition bytes that did not travel in their frame: a raw rendition in the sealed memfd
+/// attached to its RESULT or PREVIEW, mapped read-only by the client, unmapped when the last
+/// reference goes (`Capabilities.sharedMemory`).
+public protocol SharedRenditionBytes: AnyObject, Sendable {
+    /// The mapped bytes, valid while this object lives.
+    var buffer: UnsafeRawBufferPointer { get }
+}
+
 /// Server → client: a finished rendition.
 public struct RenderResult: Sendable, Equatable {
     public var format: OutputFormat
@@ -179,11 +196,17 @@ public struct RenderResult: Sendable, Equatable {
     /// the rendition shows what was there. Such a rendition is not stored, so a later
     /// RENDER of the grown file renders it again.
     public var sourcePartial: Bool
-    /// Rendition bytes; for `raw`, RGBA rows of `width × 4` bytes.
+    /// Rendition bytes; for `raw`, RGBA rows of `width × 4` bytes. Empty when the rendition
+    /// came in shared memory (`shared`): read it with `withUnsafeBytes`.
     public var bytes: [UInt8]
+    /// On the wire: the rendition is the first this many bytes of the descriptor attached to
+    /// the frame (tag 8, `shared_bytes`), and `bytes` is absent. Nil for an inline rendition.
+    public var sharedByteCount: UInt32?
+    /// The client's read-only mapping of that descriptor, once it has mapped it.
+    public var shared: (any SharedRenditionBytes)?
 
     public init(format: OutputFormat, width: UInt32, height: UInt32, fromCache: Bool, source: MediaInfo? = nil,
-                sourcePartial: Bool = false, bytes: [UInt8]) {
+                sourcePartial: Bool = false, bytes: [UInt8], sharedByteCount: UInt32? = nil) {
         self.format = format
         self.width = width
         self.height = height
@@ -191,6 +214,25 @@ public struct RenderResult: Sendable, Equatable {
         self.source = source
         self.sourcePartial = sourcePartial
         self.bytes = bytes
+        self.sharedByteCount = sharedByteCount
+    }
+
+    /// Calls `body` with the rendition's bytes, wherever they are (inline, or mapped shared
+    /// memory), without copying them.
+    ///
+    /// ```swift
+    /// result.withUnsafeBytes { texture.replace(region, withBytes: $0.baseAddress!, bytesPerRow: Int(result.width) * 4) }
+    /// ```
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        if let shared { return try body(shared.buffer) }
+        return try bytes.withUnsafeBytes(body)
+    }
+
+    /// Equal when every field and the bytes are, wherever the bytes live.
+    public static func == (lhs: RenderResult, rhs: RenderResult) -> Bool {
+        lhs.format == rhs.format && lhs.width == rhs.width && lhs.height == rhs.height && lhs.fromCache == rhs.fromCache
+            && lhs.source == rhs.source && lhs.sourcePartial == rhs.sourcePartial && lhs.sharedByteCount == rhs.sharedByteCount
+            && lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in a.elementsEqual(b) } }
     }
 }
 

@@ -13,7 +13,7 @@ enum Tag {
         static let crop: UInt16 = 5, format: UInt16 = 6, quality: UInt16 = 7, background: UInt16 = 8
         static let page: UInt16 = 9, upscale: UInt16 = 10, priority: UInt16 = 11, delivery: UInt16 = 12
         static let allowLarger: UInt16 = 13, time: UInt16 = 14, region: UInt16 = 15, tile: UInt16 = 16
-        static let sourceInfo: UInt16 = 17
+        static let sourceInfo: UInt16 = 17, sharedMemory: UInt16 = 18
     }
     /// PREFETCH and STOP_PREFETCH: tag 1 is the list of paths, 2-10 the spec, 11 the priority.
     enum Prefetch { static let paths: UInt16 = 1 }
@@ -23,7 +23,7 @@ enum Tag {
     enum Trim { static let bytes: UInt16 = 1 }
     enum Result {
         static let format: UInt16 = 1, width: UInt16 = 2, height: UInt16 = 3, fromCache: UInt16 = 4
-        static let bytes: UInt16 = 5, source: UInt16 = 6, sourcePartial: UInt16 = 7
+        static let bytes: UInt16 = 5, source: UInt16 = 6, sourcePartial: UInt16 = 7, sharedBytes: UInt16 = 8
     }
     enum Error { static let code: UInt16 = 1, message: UInt16 = 2 }
     enum Stats { static let counters: UInt16 = 1 }
@@ -64,6 +64,7 @@ extension Message {
             if m.allowLarger { w.put(Tag.Render.allowLarger, true) }
             Self.putSpecAdditions(m.spec, into: &w)
             if m.sourceInfo { w.put(Tag.Render.sourceInfo, true) }
+            if m.sharedMemory { w.put(Tag.Render.sharedMemory, true) }
         case .setPriority(let priority):
             w.put(Tag.SetPriority.priority, priority.rawValue)
         case .prefetch(let m), .stopPrefetch(let m):
@@ -84,6 +85,10 @@ extension Message {
         case .trim(let bytes):
             w.put(Tag.Trim.bytes, bytes)
         case .result(let m), .preview(let m):
+            if let shared = m.sharedByteCount {
+                return RenderResult.sharedBody(format: m.format, width: m.width, height: m.height, fromCache: m.fromCache,
+                                               source: m.source, sourcePartial: m.sourcePartial, byteCount: shared)
+            }
             return RenderResult.body(format: m.format, width: m.width, height: m.height,
                                      fromCache: m.fromCache, source: m.source, sourcePartial: m.sourcePartial, bytes: m.bytes)
         case .info(let m):
@@ -172,7 +177,8 @@ extension Message {
         let delivery = try enumValue(DeliveryMode.self, r, Tag.Render.delivery, "delivery mode", default: .final)
         return RenderRequest(path: try r.requiredString(Tag.Render.path), spec: try decodeSpec(r), priority: priority,
                              delivery: delivery, allowLarger: try r.bool(Tag.Render.allowLarger) ?? false,
-                             sourceInfo: try r.bool(Tag.Render.sourceInfo) ?? false)
+                             sourceInfo: try r.bool(Tag.Render.sourceInfo) ?? false,
+                             sharedMemory: try r.bool(Tag.Render.sharedMemory) ?? false)
     }
 
     private static func decodeSpec(_ r: FieldReader) throws(ProtocolError) -> RenditionSpec {
@@ -226,12 +232,18 @@ extension Message {
 
     private static func decodeResult(_ r: FieldReader) throws(ProtocolError) -> RenderResult {
         let format = try enumValue(OutputFormat.self, r, Tag.Result.format, "format", default: nil)
+        // The rendition is inline (`bytes`) or in the attached descriptor (`shared_bytes`), never both.
+        let shared: UInt32? = try r.integer(Tag.Result.sharedBytes)
+        if shared != nil, r.bytes(Tag.Result.bytes) != nil {
+            throw .invalidValue(field: "rendition", detail: "both bytes (field 5) and shared_bytes (field 8)")
+        }
         return RenderResult(format: format, width: try r.required(Tag.Result.width),
                             height: try r.required(Tag.Result.height),
                             fromCache: try r.bool(Tag.Result.fromCache) ?? false,
                             source: try r.bytes(Tag.Result.source).map { (body) throws(ProtocolError) in try MediaInfo(body: body) },
                             sourcePartial: try r.bool(Tag.Result.sourcePartial) ?? false,
-                            bytes: Array(try r.requiredBytes(Tag.Result.bytes)))
+                            bytes: shared == nil ? Array(try r.requiredBytes(Tag.Result.bytes)) : [],
+                            sharedByteCount: shared)
     }
 
     static func enumValue<E: RawRepresentable>(_ type: E.Type, _ r: FieldReader, _ tag: UInt16,
@@ -270,6 +282,18 @@ extension RenderResult {
                              source: source, sourcePartial: sourcePartial, byteCount: bytes.count)
         out.append(contentsOf: bytes)
         return out
+    }
+
+    /// A RESULT or PREVIEW body whose rendition is in the descriptor attached to the frame
+    /// (flag `descriptor`): the same fields, `bytes` replaced by `shared_bytes` (tag 8, u32, last).
+    public static func sharedBody(format: OutputFormat, width: UInt32, height: UInt32, fromCache: Bool,
+                                  source: MediaInfo? = nil, sourcePartial: Bool = false, byteCount: UInt32) -> [UInt8] {
+        var out = bodyPrefix(format: format, width: width, height: height, fromCache: fromCache,
+                             source: source, sourcePartial: sourcePartial, byteCount: 0)
+        out.removeLast(6)  // the header of `bytes`
+        var w = FieldWriter()
+        w.put(Tag.Result.sharedBytes, byteCount)
+        return out + w.bytes
     }
 
     /// Every byte of a RESULT body up to (not including) the rendition bytes. `source`, the

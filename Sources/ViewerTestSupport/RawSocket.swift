@@ -25,6 +25,12 @@ public final class RawSocket: @unchecked Sendable {
     private var released = false
     private var decoder = FrameDecoder(maxBodyLength: UInt32.max)
     private var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+    /// Take the descriptors the daemon attaches to frames (shared-memory renditions) into
+    /// `descriptors`; when false (the default) reads are plain `recv`s, and the kernel closes
+    /// them as a client that does not take them would see.
+    public var receivesDescriptors = false
+    /// Descriptors received and not yet taken (`takeDescriptor`), oldest first; closed with the socket.
+    public private(set) var descriptors: [Int32] = []
 
     /// Connects to `path`. A write that cannot make progress for `sendTimeout` fails, so a
     /// daemon that stops reading never hangs the caller (nil: wait forever).
@@ -111,7 +117,10 @@ public final class RawSocket: @unchecked Sendable {
             }
             let received: Int?
             do {
-                received = try buffer.withUnsafeMutableBytes { try Posix.receive(fd, into: $0) }
+                received = try buffer.withUnsafeMutableBytes { buffer in
+                    receivesDescriptors ? try Posix.receive(fd, into: buffer, descriptors: &descriptors)
+                        : try Posix.receive(fd, into: buffer)
+                }
             } catch {
                 isClosed = true
                 throw WireError.closed
@@ -134,6 +143,9 @@ public final class RawSocket: @unchecked Sendable {
     public func read(timeout: Duration) throws -> (id: UInt32, message: Message)? {
         try readFrame(timeout: timeout).map(decode)
     }
+
+    /// The oldest descriptor received and not yet taken, now the caller's; nil when none is.
+    public func takeDescriptor() -> Int32? { descriptors.isEmpty ? nil : descriptors.removeFirst() }
 
     /// The next message, for a test that knows which request it answers.
     public func readMessage() throws -> Message { try read().message }
@@ -191,7 +203,9 @@ public final class RawSocket: @unchecked Sendable {
         guard !released else { return }
         released = true
         Posix.close(fd)
+        for descriptor in descriptors { Posix.close(descriptor) }
+        descriptors = []
     }
 
-    deinit { if !released { Posix.close(fd) } }
+    deinit { if !released { close() } }
 }

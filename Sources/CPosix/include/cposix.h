@@ -54,6 +54,26 @@ ssize_t vd_send_with_fds(int fd, const void *buf, size_t len, const int *passed,
 /// shrinking: a read-only buffer to pass to another process. Returns it, or -1 with errno.
 int vd_memfd_sealed(const char *name, const void *bytes, size_t len);
 
+/// F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE: what `vd_memfd_sealed` sets.
+enum { VD_SEALS_READ_ONLY = 0x1 | 0x2 | 0x4 | 0x8 };
+
+/// The seals of `fd` (F_GET_SEALS), or -1 with errno.
+int vd_memfd_seals(int fd);
+
+/// Maps the first `len` bytes of `fd` read-only and shared (MAP_POPULATE: the pages are
+/// there before the first touch). Returns the address, or NULL with errno.
+void *vd_map_read_only(int fd, size_t len);
+
+/// Unmaps what `vd_map_read_only` mapped.
+void vd_unmap(void *address, size_t len);
+
+/// Bytes a socket has sent that its peer has not read yet (SIOCOUTQ; for a Unix socket the
+/// kernel's accounting of them, at least their count), or -1 with errno.
+long vd_unread_sent(int fd);
+
+/// Bytes waiting to be read on a socket (FIONREAD), or -1 with errno.
+long vd_unread_received(int fd);
+
 /// Asks for SIGKILL when the parent thread ends (PR_SET_PDEATHSIG), then checks that the
 /// parent is still `parent`. Returns 0, or -1 if the request failed or the parent is gone.
 int vd_die_with_parent(pid_t parent);

@@ -41,6 +41,9 @@ final class RequestStore {
             if opened.render.request.sourceInfo {
                 connection.sourceInfoAsked[requestID] = MediaInfoRecord.key(for: opened.source)
             }
+            if opened.render.request.sharedMemory && opened.render.spec.format == .raw {
+                connection.sharedMemoryAsked.insert(requestID)
+            }
             // The request's one store read: a hit, or a miss with what planning needs.
             let (deferring, source) = answerContext(requestID, on: connection)
             let found = reader.lookup(opened.key, siblingsAt: Self.plans(opened) ? opened.source.path : nil) { meta, payload in

@@ -52,6 +52,9 @@ final class Connection {
     /// connection's answers are written, as `deferred` is. Dropped with the request's RESULT,
     /// or by `Answers` with its ERROR or CANCELLED.
     var sourceInfoAsked: [UInt32: RenditionKey] = [:]
+    /// RENDERs of `raw` whose answers go as sealed memfds (`RenderRequest.sharedMemory`), by
+    /// request id; dropped with the request's terminal answer (`Connection+SharedMemory`).
+    var sharedMemoryAsked: Set<UInt32> = []
 
     init(id: UInt64, fd: Int32, maxRequestBody: UInt32) {
         self.id = id
@@ -59,12 +62,19 @@ final class Connection {
         self.decoder = FrameDecoder(maxBodyLength: maxRequestBody)
     }
 
-    var pendingOutbound: Int { outbound.byteCount }
+    /// Bytes the client has not read: queued here, and the shared-memory renditions sent that
+    /// it may not have read yet (`releaseReadSharedMemory`).
+    var pendingOutbound: Int { outbound.byteCount + outbound.inFlightBytes }
+    /// Bytes queued here, not yet taken by the socket.
+    var unsentOutbound: Int { outbound.byteCount }
+    /// Bytes of shared-memory renditions sent that the client may not have read yet.
+    var sharedMemoryInFlight: Int { outbound.inFlightBytes }
     /// Bytes the socket has taken since the connection opened.
     var sentOutbound: UInt64 { outbound.sentCount }
 
     /// Appends a whole frame.
     func enqueue(_ message: Message, requestID: UInt32) {
+        if !sharedMemoryAsked.isEmpty, message.isTerminal { sharedMemoryAsked.remove(requestID) }
         let body = message.body()
         outbound.appendFrame(FrameHeader(type: message.type.rawValue, requestID: requestID, bodyLength: UInt32(body.count))) {
             $0.append(contentsOf: body)
@@ -86,6 +96,8 @@ final class Connection {
     func enqueueRendition(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
                           fromCache: Bool, source: MediaInfo? = nil, payload: UnsafeRawBufferPointer) {
         if type == .result { sourceInfoAsked[requestID] = nil }
+        if enqueueShared(type, requestID: requestID, format: format, width: width, height: height, fromCache: fromCache,
+                         source: source, sourcePartial: false, payload: payload) { return }
         let prefix = RenderResult.bodyPrefix(format: format, width: width, height: height,
                                              fromCache: fromCache, source: source, byteCount: payload.count)
         let header = FrameHeader(type: type.rawValue, requestID: requestID, bodyLength: UInt32(prefix.count + payload.count))
@@ -101,6 +113,10 @@ final class Connection {
     func enqueueRendition(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
                           source: MediaInfo? = nil, sourcePartial: Bool = false, sharing payload: [UInt8]) {
         if type == .result { sourceInfoAsked[requestID] = nil }
+        if !sharedMemoryAsked.isEmpty, payload.withUnsafeBytes({ bytes in
+            enqueueShared(type, requestID: requestID, format: format, width: width, height: height, fromCache: false,
+                          source: source, sourcePartial: sourcePartial, payload: bytes)
+        }) { return }
         let prefix = RenderResult.bodyPrefix(format: format, width: width, height: height, fromCache: false,
                                              source: source, sourcePartial: sourcePartial, byteCount: payload.count)
         let header = FrameHeader(type: type.rawValue, requestID: requestID, bodyLength: UInt32(prefix.count + payload.count))
@@ -112,6 +128,22 @@ final class Connection {
     func flush() -> Bool {
         outbound.send(to: fd)
     }
+
+    /// Queues a frame that carries `descriptor` (now the queue's) for `sharedBytes` of rendition.
+    func appendShared(frame: [UInt8], descriptor: Int32, sharedBytes: Int) {
+        outbound.append(frame: frame, descriptor: descriptor, sharedBytes: sharedBytes)
+    }
+
+    /// Stops counting the shared-memory renditions the client has read (SIOCOUTQ says how far
+    /// it has read). Returns whether any is still counted.
+    func releaseReadSharedMemory() -> Bool {
+        guard outbound.inFlightBytes > 0 else { return false }
+        guard let unread = try? Posix.unreadSent(fd) else { return true }  // not expected on a connected socket
+        return outbound.releaseRead(unread: unread)
+    }
+
+    /// Closes the descriptors of answers never sent (the connection closed).
+    func closeUnsentDescriptors() { outbound.closeDescriptors() }
 
     /// Whether a rendition answer must wait in `deferred`: the client has more unread than
     /// `limit`, or answers wait already (they keep their order).
@@ -165,7 +197,7 @@ final class Connection {
     var wantedEvents: UInt32 {
         var events: UInt32 = 0
         if !readPaused && !closing { events |= Epoll.readable | Epoll.hangup }
-        if pendingOutbound > 0 { events |= Epoll.writable }
+        if unsentOutbound > 0 { events |= Epoll.writable }
         return events
     }
 }
@@ -217,11 +249,15 @@ enum HeldBackLoss: Equatable {
 
 /// Bytes queued for a socket, as a list of chunks: a rendition shared by many waiters is
 /// one array referenced by each of their queues, not a copy each, and appending never moves
-/// what is queued (no quadratic growth for a client that reads slowly).
+/// what is queued (no quadratic growth for a client that reads slowly). A frame with a
+/// descriptor attached (a raw rendition in a sealed memfd) is a chunk of its own, sent by a
+/// `sendmsg` that starts with its first byte; the queue owns the descriptor until then.
 struct OutboundQueue {
     private var chunks: [[UInt8]] = []
     /// Whether each chunk is shared with other queues (never appended to).
     private var shared: [Bool] = []
+    /// The descriptor each chunk carries on its first byte, or -1.
+    private var attached: [Int32] = []
     /// Chunks before this index are sent.
     private var head = 0
     /// Bytes of `chunks[head]` already sent.
@@ -230,6 +266,13 @@ struct OutboundQueue {
     private(set) var byteCount = 0
     /// Bytes sent since the connection opened.
     private(set) var sentCount: UInt64 = 0
+    /// Shared-memory renditions sent and perhaps not read yet: where their frame ends in the
+    /// stream (`sentCount`) and their size. They count against the outbound limit like bytes
+    /// in the queue, so a client that never reads pins no more memory than one reading inline.
+    private var inFlight: [(end: UInt64, bytes: Int)] = []
+    private var inFlightHead = 0
+    /// Bytes of the shared-memory renditions in `inFlight`.
+    private(set) var inFlightBytes = 0
     /// Small frames are packed into one chunk up to this size, so a burst of small answers
     /// goes out in one send.
     private static let packLimit = 64 * 1024
@@ -243,6 +286,7 @@ struct OutboundQueue {
             chunk.reserveCapacity(max(size, 256))
             chunks.append(chunk)
             shared.append(false)
+            attached.append(-1)
         }
         let last = chunks.count - 1
         let before = chunks[last].count
@@ -256,6 +300,18 @@ struct OutboundQueue {
         byteCount += bytes.count
         chunks.append(bytes)
         shared.append(true)
+        attached.append(-1)
+    }
+
+    /// Appends a whole frame that carries `descriptor` (which the queue now owns) standing for
+    /// `sharedBytes` bytes of rendition: a chunk of its own, nothing packed behind it.
+    mutating func append(frame: [UInt8], descriptor: Int32, sharedBytes: Int) {
+        byteCount += frame.count
+        chunks.append(frame)
+        shared.append(true)
+        attached.append(descriptor)
+        inFlightBytes += sharedBytes
+        inFlight.append((end: sentCount + UInt64(byteCount), bytes: sharedBytes))
     }
 
     /// Sends until the socket would block or the queue is empty. Returns false when the
@@ -264,11 +320,20 @@ struct OutboundQueue {
         while head < chunks.count {
             let chunk = chunks[head]
             let start = offset
+            let descriptor = start == 0 ? attached[head] : -1
             let result = chunk.withUnsafeBytes { raw in
-                Result { () throws(SystemError) -> Int in try Posix.send(fd, UnsafeRawBufferPointer(rebasing: raw[start...])) }
+                Result { () throws(SystemError) -> Int in
+                    let rest = UnsafeRawBufferPointer(rebasing: raw[start...])
+                    return descriptor < 0 ? try Posix.send(fd, rest) : try Posix.send(fd, rest, descriptors: [descriptor])
+                }
             }
             guard case .success(let n) = result else { return false }
             if n == 0 && !chunk.isEmpty { break }  // the socket is full
+            if descriptor >= 0 {
+                // It went with the first byte: the client has its own now.
+                Posix.close(descriptor)
+                attached[head] = -1
+            }
             offset += n
             byteCount -= n
             sentCount += UInt64(n)
@@ -281,14 +346,40 @@ struct OutboundQueue {
         return true
     }
 
+    /// Forgets the shared-memory renditions the client has read: those whose frame ended at
+    /// least `unread` bytes (SIOCOUTQ, never fewer than the bytes still unread) before the
+    /// end of what was sent. Returns whether any is still counted.
+    mutating func releaseRead(unread: Int) -> Bool {
+        while inFlightHead < inFlight.count, inFlight[inFlightHead].end <= sentCount,
+              sentCount - inFlight[inFlightHead].end >= UInt64(unread) {
+            inFlightBytes -= inFlight[inFlightHead].bytes
+            inFlightHead += 1
+        }
+        if inFlightHead == inFlight.count {
+            inFlight.removeAll(keepingCapacity: true)
+            inFlightHead = 0
+        }
+        return inFlightBytes > 0
+    }
+
+    /// Closes the descriptors of frames never sent (the connection closed).
+    mutating func closeDescriptors() {
+        for index in head..<attached.count where attached[index] >= 0 {
+            Posix.close(attached[index])
+            attached[index] = -1
+        }
+    }
+
     private mutating func compact() {
         if head == chunks.count {
             chunks.removeAll(keepingCapacity: true)
             shared.removeAll(keepingCapacity: true)
+            attached.removeAll(keepingCapacity: true)
             head = 0
         } else if head > 64 && head * 2 > chunks.count {
             chunks.removeFirst(head)
             shared.removeFirst(head)
+            attached.removeFirst(head)
             head = 0
         }
     }

@@ -24,6 +24,10 @@ final class ConnectionSet {
     private var acceptThrottle = AcceptThrottle()
     /// Open connections per peer uid, and the cap on them.
     private var perUser: PerUserConnections
+    /// Connections with shared-memory renditions sent that their client may not have read
+    /// (`Connection.sharedMemoryInFlight`): nothing wakes the loop when a client reads those
+    /// frames, so they are looked at each turn, and soon while one holds its client's answers back.
+    private var sharedMemoryWatch: [UInt64: Connection] = [:]
     /// Called once for each connection closed, after its socket is.
     var onClose: (Connection) -> Void = { _ in }
 
@@ -59,7 +63,11 @@ final class ConnectionSet {
     /// The event loop's poll timeout, shortened to when the listener is to be polled again.
     func pollTimeout(_ timeout: Int32) -> Int32 {
         // With clients connected, wake at least once a second for the write timeout.
-        let limited = isEmpty ? timeout : (timeout < 0 ? 1000 : min(timeout, 1000))
+        var limited = isEmpty ? timeout : (timeout < 0 ? 1000 : min(timeout, 1000))
+        // A client held back by shared memory it may have read: look again soon.
+        if sharedMemoryWatch.values.contains(where: { $0.readPaused || !$0.deferred.isEmpty }) {
+            limited = limited < 0 ? 2 : min(limited, 2)
+        }
         guard let left = acceptThrottle.millisecondsLeft(at: .now) else { return limited }
         return limited < 0 ? left : min(limited, left)
     }
@@ -133,6 +141,10 @@ final class ConnectionSet {
     /// for a connection whose client caught up on its answers while it had reading paused or
     /// answers held back: it may queue more and touch more connections, flushed in turn.
     func flush(outboundLimit: Int, caughtUp: (Connection) -> Void) {
+        for (id, connection) in sharedMemoryWatch where !connection.releaseReadSharedMemory() {
+            sharedMemoryWatch[id] = nil
+            touch(connection)  // what its client read may let held-back answers go
+        }
         while !dirty.isEmpty {
             var batch = spare
             swap(&batch, &dirty)
@@ -147,6 +159,7 @@ final class ConnectionSet {
                     close(connection)
                     continue
                 }
+                if connection.sharedMemoryInFlight > 0 { sharedMemoryWatch[connection.id] = connection }
                 if (connection.readPaused || !connection.deferred.isEmpty) && connection.pendingOutbound < outboundLimit / 2 {
                     caughtUp(connection)  // what it queues goes out when the socket is writable
                     guard isOpen(connection) else { continue }
@@ -158,7 +171,7 @@ final class ConnectionSet {
 
     private func updateInterest(_ connection: Connection) {
         guard isOpen(connection) else { return }
-        if connection.closing && connection.pendingOutbound == 0 {
+        if connection.closing && connection.unsentOutbound == 0 {
             close(connection)
             return
         }
@@ -214,6 +227,8 @@ final class ConnectionSet {
         perUser.closed(connection.peerUID)
         for fd in connection.descriptors { Posix.close(fd) }
         connection.descriptors.removeAll()
+        connection.closeUnsentDescriptors()
+        sharedMemoryWatch[connection.id] = nil
         onClose(connection)  // which forgets its held-back answers
     }
 }

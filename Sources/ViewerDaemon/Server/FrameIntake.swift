@@ -65,7 +65,8 @@ enum FrameIntake {
     static func welcome(version: UInt16, configuration: Configuration) -> Welcome {
         Welcome(version: version, serverVersion: viewerdVersion, maxRequestBody: configuration.maxRequestBody,
                 maxResponseBody: configuration.maxResponseBody,
-                capabilities: [.descriptorPassing, .previews, .prefetch, .invalidate, .cancellation, .mediaInfo, .zoom],
+                capabilities: [.descriptorPassing, .previews, .prefetch, .invalidate, .cancellation, .mediaInfo, .zoom,
+                               .sharedMemory],
                 maxOutstanding: UInt32(configuration.maxOutstandingPerClient))
     }
 }

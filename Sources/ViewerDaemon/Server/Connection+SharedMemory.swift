@@ -1,0 +1,49 @@
+import SystemCalls
+import ViewerLog
+import ViewerProtocol
+
+/// Raw renditions in shared memory (`Capabilities.sharedMemory`): a RENDER of `raw` that set
+/// `sharedMemory` gets its RESULT and PREVIEWs with the pixels in a sealed memfd attached to
+/// the frame (flag `descriptor`, field `shared_bytes`) instead of in the body. The one copy is
+/// from where the rendition lives (the store's mapped page, or the render's bytes) into the
+/// memfd; the client maps it read-only, so the socket carries a 60-byte frame, not 14 MiB.
+extension Connection {
+    /// Queues a `raw` answer as a sealed memfd when its RENDER asked for one; false when it did
+    /// not, or when the memfd could not be made (then the caller sends the bytes inline: the
+    /// client loses nothing but the saving).
+    func enqueueShared(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
+                       fromCache: Bool, source: MediaInfo?, sourcePartial: Bool, payload: UnsafeRawBufferPointer) -> Bool {
+        guard format == .raw, !sharedMemoryAsked.isEmpty, sharedMemoryAsked.contains(requestID),
+              let byteCount = UInt32(exactly: payload.count) else { return false }
+        if type == .result { sharedMemoryAsked.remove(requestID) }
+        let descriptor: Int32
+        do throws(SystemError) {
+            descriptor = try Posix.sealedMemoryFile("viewerd-rendition", payload)
+        } catch {
+            SharedMemoryLog.failed(error, bytes: payload.count)
+            return false
+        }
+        let body = RenderResult.sharedBody(format: format, width: width, height: height, fromCache: fromCache,
+                                           source: source, sourcePartial: sourcePartial, byteCount: byteCount)
+        var frame: [UInt8] = []
+        frame.reserveCapacity(FrameHeader.size + body.count)
+        FrameHeader(type: type.rawValue, flags: FrameFlags.descriptor, requestID: requestID, bodyLength: UInt32(body.count))
+            .write(to: &frame)
+        frame.append(contentsOf: body)
+        appendShared(frame: frame, descriptor: descriptor, sharedBytes: payload.count)
+        return true
+    }
+}
+
+/// A memfd that could not be made (out of descriptors or memory) is logged once a daemon's
+/// life; each such answer goes inline.
+enum SharedMemoryLog {
+    private nonisolated(unsafe) static var logged = false  // the event loop thread only
+
+    static func failed(_ error: SystemError, bytes: Int) {
+        guard !logged else { return }
+        logged = true
+        Log.warning("event=shared-memory-failed error=\(Log.quote(error.description)) bytes=\(bytes) " +
+                    "detail=\"answered inline; logged once\"")
+    }
+}

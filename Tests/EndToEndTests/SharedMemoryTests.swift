@@ -1,0 +1,164 @@
+import Foundation
+import Testing
+import SystemCalls
+import ViewerClient
+import ViewerProtocol
+import ViewerTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Raw renditions in shared memory (issue 32, item 3; PROTOCOL.md, "Shared-memory
+/// renditions"): a RENDER of `raw` with `shared_memory` gets its pixels as a sealed memfd
+/// attached to the RESULT, which the client maps read-only; a RENDER without it, inline.
+@Suite("Shared-memory renditions", .serialized)
+struct SharedMemoryTests {
+    /// Descriptors this process has open, and its mappings of the daemon's memfds.
+    private static func ownDescriptors() -> Int { ProcessTable.descriptorCount(of: getpid()) }
+    private static func renditionMappings() -> Int {
+        // Read to the end: /proc files say they are empty, and a read by size stops short.
+        let data = (try? FileHandle(forReadingAtPath: "/proc/self/maps")?.readToEnd()) ?? nil
+        let maps = String(decoding: data ?? Data(), as: UTF8.self)
+        return maps.split(separator: "\n").filter { $0.contains("memfd:viewerd-rendition") }.count
+    }
+
+    @Test("the RESULT carries a sealed memfd that cannot be written or mapped writable, holding the inline rendition's pixels")
+    func sealedAndReadOnly() throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.stop() }
+        let photo = try Fixtures.write(daemon.directory + "/p.jpg", width: 800, height: 600)
+        let socket = try RawSocket.greeted(path: daemon.socketPath)
+        socket.receivesDescriptors = true
+        #expect(socket.welcome?.capabilities.contains(.sharedMemory) == true)
+        let spec = RenditionSpec(width: 400, height: 300, format: .raw)
+
+        // Given the inline rendition (a render), then the same asked in shared memory (a hit)
+        try socket.send(.render(RenderRequest(path: photo, spec: spec)), id: 1)
+        guard case .result(let inline) = try socket.readMessage() else { Issue.record("no inline RESULT"); return }
+        #expect(inline.sharedByteCount == nil && inline.bytes.count == 400 * 300 * 4)
+        try socket.send(.render(RenderRequest(path: photo, spec: spec, sharedMemory: true)), id: 2)
+        let frame = try socket.readFrame()
+        let answer = try Message(frame: frame)
+
+        // Then the frame is flagged and carries no bytes, and its descriptor holds them, sealed
+        #expect(frame.flags & FrameFlags.descriptor != 0)
+        #expect(frame.body.count < 100, "the pixels are not in the frame: \(frame.body.count) bytes")
+        guard case .result(let shared) = answer, let fd = socket.takeDescriptor() else {
+            Issue.record("no RESULT with a descriptor: \(answer)")
+            return
+        }
+        defer { Posix.close(fd) }
+        #expect(shared.sharedByteCount == UInt32(400 * 300 * 4) && shared.bytes.isEmpty && shared.fromCache)
+        #expect(try Posix.seals(fd) & Posix.readOnlySeals == Posix.readOnlySeals)
+        #expect(Glibc.write(fd, [UInt8](repeating: 0, count: 16), 16) == -1 && errno == EPERM, "a sealed memfd refuses writes")
+        let writable = mmap(nil, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+        #expect(writable == MAP_FAILED && errno == EPERM, "and a writable shared mapping")
+        let mapping = try Posix.mapReadOnly(fd, count: Int(shared.sharedByteCount ?? 0))
+        defer { Posix.unmap(mapping) }
+        #expect(mapping.elementsEqual(inline.bytes), "the same pixels as inline")
+    }
+
+    @Test("ViewerClient maps it read-only, equal to the inline bytes, and frees descriptors and mappings; the daemon's descriptors stay flat")
+    func clientMapsAndFrees() async throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.stop() }
+        let photo = try Fixtures.write(daemon.directory + "/p.jpg", width: 900, height: 600, seed: 3)
+        let client = try await ViewerClient.connect(socketPath: daemon.socketPath, clientName: "e2e-shared")
+        let spec = RenditionSpec(width: 300, height: 200, format: .raw)
+        let inline = try await client.render(photo, spec: spec)
+        #expect(inline.shared == nil && inline.bytes.count == 300 * 200 * 4, "no flag: the bytes inline")
+        let smaller = RenditionSpec(width: 150, height: 100, format: .raw)
+
+        // A render (a miss) and a hit, both in shared memory, equal to the inline pixels
+        try await Self.expectShared(client, photo, smaller, fromCache: false) { try await client.render(photo, spec: smaller).bytes }
+        try await Self.expectShared(client, photo, spec, fromCache: true) { inline.bytes }
+        // Not raw: the flag changes nothing
+        let jpeg = try await client.render(photo, spec: RenditionSpec(width: 300, height: 200), sharedMemory: true)
+        #expect(jpeg.shared == nil && jpeg.bytes.starts(with: [0xFF, 0xD8]))
+        #expect(Self.renditionMappings() == 0, "mappings freed with their results")
+
+        // Then N more leave no descriptor or mapping behind, here or in the daemon
+        let ours = Self.ownDescriptors(), theirs = daemon.descriptorCount()
+        for _ in 0..<30 {
+            #expect(try await Self.pageBytes(client, photo, spec) == 300 * 200 * 4)
+        }
+        #expect(Self.ownDescriptors() <= ours, "descriptors closed once mapped")
+        #expect(Self.renditionMappings() == 0, "mappings freed with their results")
+        #expect(daemon.descriptorCount() <= theirs, "the daemon closes its copy once sent")
+    }
+
+    /// The size of a shared-memory rendition, which is released on return.
+    private static func pageBytes(_ client: ViewerClient, _ path: String, _ spec: RenditionSpec) async throws -> Int {
+        try await client.render(path, spec: spec, sharedMemory: true).withUnsafeBytes { $0.count }
+    }
+
+    /// Renders `spec` in shared memory and expects a mapping whose bytes are `inline()`'s.
+    private static func expectShared(_ client: ViewerClient, _ path: String, _ spec: RenditionSpec, fromCache: Bool,
+                                     inline: () async throws -> [UInt8]) async throws {
+        let shared = try await client.render(path, spec: spec, sharedMemory: true)
+        #expect(shared.shared != nil && shared.bytes.isEmpty && shared.fromCache == fromCache)
+        #expect(renditionMappings() >= 1)
+        let pixels = try await inline()
+        #expect(shared.withUnsafeBytes { $0.elementsEqual(pixels) }, "the same pixels as inline")
+    }
+
+    @Test("a client that never reads gets no more shared memory than the outbound limit in its socket; reading, it gets every RESULT")
+    func unreadSharedMemoryIsBounded() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--client-write-timeout", "600"])
+        defer { daemon.stop() }
+        let photo = try Fixtures.write(daemon.directory + "/big.png", width: 1000, height: 1000)
+        let socket = try RawSocket.greeted(path: daemon.socketPath)
+        socket.receivesDescriptors = true
+        let spec = RenditionSpec(width: 1000, height: 1000, format: .raw)  // 4 MB each
+        try socket.send(.render(RenderRequest(path: photo, spec: spec)), id: 1)
+        _ = try socket.readMessage()  // stored: the rest are hits
+
+        // When it asks for 40 (160 MB) in shared memory and reads nothing
+        let count = 40
+        var frames: [UInt8] = []
+        for i in 0..<count {
+            frames += Message.render(RenderRequest(path: photo, spec: spec, sharedMemory: true)).frame(requestID: UInt32(i + 2)).bytes
+        }
+        try socket.write(frames)
+        let frameSize = 16 + 44  // a RESULT with shared_bytes: no pixels
+        #expect(try eventually(.seconds(30)) { try Posix.unreadReceived(socket.fd) >= 4 * frameSize })
+        Thread.sleep(forTimeInterval: 1)  // what more the daemon would send unbounded
+
+        // Then its socket holds about the 32 MiB limit's worth, not 40
+        let queued = try Posix.unreadReceived(socket.fd) / frameSize
+        #expect(queued < 12, "\(queued) shared-memory RESULTs queued unread")
+
+        // And reading on, every request gets its RESULT, each with its descriptor
+        var answered = Set<UInt32>()
+        while answered.count < count, let frame = try socket.readFrame(timeout: .seconds(30)) {
+            guard case .result(let result) = try Message(frame: frame) else { Issue.record("not a RESULT"); continue }
+            #expect(result.sharedByteCount == 4_000_000)
+            if let fd = socket.takeDescriptor() { Posix.close(fd) } else { Issue.record("no descriptor for \(frame.requestID)") }
+            answered.insert(frame.requestID)
+        }
+        #expect(answered.count == count)
+    }
+
+    @Test("a client that reads without taking descriptors loses them to the kernel, not to a leak: the daemon's count stays flat")
+    func descriptorsNotTaken() throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.stop() }
+        let photo = try Fixtures.write(daemon.directory + "/p.jpg", width: 400, height: 300)
+        let socket = try RawSocket.greeted(path: daemon.socketPath)  // plain recv: descriptors dropped
+        let spec = RenditionSpec(width: 200, height: 150, format: .raw)
+        try socket.send(.render(RenderRequest(path: photo, spec: spec, sharedMemory: true)), id: 1)
+        _ = try socket.readMessage()
+        for i in 0..<5 {  // whatever the daemon opens once is open
+            try socket.send(.render(RenderRequest(path: photo, spec: spec, sharedMemory: true)), id: UInt32(100 + i))
+            _ = try socket.readMessage()
+        }
+        let before = daemon.descriptorCount()
+        for i in 0..<20 {
+            try socket.send(.render(RenderRequest(path: photo, spec: spec, sharedMemory: true)), id: UInt32(i + 2))
+            guard case .result(let result) = try socket.readMessage() else { Issue.record("not a RESULT"); continue }
+            #expect(result.sharedByteCount == UInt32(200 * 150 * 4))
+        }
+        #expect(daemon.descriptorCount() <= before)
+        #expect(Self.ownDescriptors() < 200)
+    }
+}
