@@ -99,11 +99,11 @@ struct VectorTests {
         #expect(Set(files) == Set(GoldenVector.all.map { "\($0.name).bin" }))
     }
 
-    @Test("only the descriptor vector carries the descriptor flag, and it is a RENDER")
+    @Test("only the descriptor vectors carry the descriptor flag: a RENDER with its source, a RESULT with its pixels")
     func descriptorFlag() throws {
         let flagged = GoldenVector.all.filter { $0.flags & FrameFlags.descriptor != 0 }
-        #expect(flagged.map(\.name) == ["render-descriptor"])
-        #expect(flagged.allSatisfy { $0.message.type == .render })
+        #expect(flagged.map(\.name) == ["render-descriptor", "result-shared-memory"])
+        #expect(flagged.map(\.message.type) == [.render, .result])
         // Flags are header bytes 6-7, little-endian
         let bytes = try #require(flagged.first).bytes
         #expect(bytes[6] == 0x01 && bytes[7] == 0x00)

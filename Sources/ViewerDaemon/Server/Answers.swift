@@ -33,6 +33,8 @@ final class Answers {
     /// The bytes of held-back answers the store did not take, per connection and per user.
     private(set) var heldBack: HeldBackBudget
     private(set) var counters = Counters()
+    /// The memfds of raw renditions sent in shared memory lately, sent again to the next hit.
+    let sharedRenditions = SharedRenditions(budget: 64 << 20)
 
     init(connections: ConnectionSet, reader: StoreReader, outboundLimit: Int) {
         (self.connections, self.reader, self.outboundLimit) = (connections, reader, outboundLimit)
@@ -69,7 +71,8 @@ final class Answers {
             connection.enqueueRendition(.result, requestID: request.id, format: rendition.format, width: rendition.width,
                                         height: rendition.height,
                                         source: sourceInfo(for: request.id, on: connection, rendered: rendition.source),
-                                        sourcePartial: rendition.sourcePartial, sharing: rendition.bytes)
+                                        sourcePartial: rendition.sourcePartial, sharing: rendition.bytes,
+                                        key: output.key, kept: sharedRenditions)
         case .preview where connection.mustDefer(limit: outboundLimit):
             counters.previewsDropped += 1  // the final answer will do
         case .preview(let output):
@@ -127,7 +130,8 @@ final class Answers {
             connection.deferAnswer(DeferredAnswer(requestID: requestID, content: .stored(key)))
         } else {
             connection.enqueueRendition(.result, requestID: requestID, format: format, width: meta.width,
-                                        height: meta.height, fromCache: true, source: source, payload: payload)
+                                        height: meta.height, fromCache: true, source: source, payload: payload,
+                                        key: key, kept: sharedRenditions)
         }
         return true
     }

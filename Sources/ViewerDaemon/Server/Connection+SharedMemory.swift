@@ -1,3 +1,4 @@
+import RenditionStore
 import SystemCalls
 import ViewerLog
 import ViewerProtocol
@@ -11,14 +12,21 @@ extension Connection {
     /// Queues a `raw` answer as a sealed memfd when its RENDER asked for one; false when it did
     /// not, or when the memfd could not be made (then the caller sends the bytes inline: the
     /// client loses nothing but the saving).
+    /// `kept`: the memfds of renditions sent lately, to send again for `key` (a hit, `fromCache`)
+    /// or to keep a new one in (a render replaces what is kept under its key).
     func enqueueShared(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
-                       fromCache: Bool, source: MediaInfo?, sourcePartial: Bool, payload: UnsafeRawBufferPointer) -> Bool {
+                       fromCache: Bool, source: MediaInfo?, sourcePartial: Bool, payload: UnsafeRawBufferPointer,
+                       key: RenditionKey?, kept: SharedRenditions?) -> Bool {
         guard format == .raw, !sharedMemoryAsked.isEmpty, sharedMemoryAsked.contains(requestID),
               let byteCount = UInt32(exactly: payload.count) else { return false }
         if type == .result { sharedMemoryAsked.remove(requestID) }
         let descriptor: Int32
         do throws(SystemError) {
-            descriptor = try Posix.sealedMemoryFile("viewerd-rendition", payload)
+            if let kept, !sourcePartial {
+                descriptor = try kept.descriptor(for: key, payload: payload, reuse: fromCache)
+            } else {
+                descriptor = try Posix.sealedMemoryFile("viewerd-rendition", payload)
+            }
         } catch {
             SharedMemoryLog.failed(error, bytes: payload.count)
             return false

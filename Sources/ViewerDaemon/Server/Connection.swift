@@ -92,12 +92,14 @@ final class Connection {
 
     /// Appends a RESULT or PREVIEW frame whose rendition bytes are copied from `payload` (for
     /// a hit, the store's mapped page: the one copy on the hit path, straight into the queue).
-    /// `source`: the original's media info, for a RESULT whose RENDER asked for it.
+    /// `source`: the original's media info, for a RESULT whose RENDER asked for it. `key` and
+    /// `kept`: the memfd to send again for a `raw` hit asked in shared memory.
     func enqueueRendition(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
-                          fromCache: Bool, source: MediaInfo? = nil, payload: UnsafeRawBufferPointer) {
+                          fromCache: Bool, source: MediaInfo? = nil, payload: UnsafeRawBufferPointer,
+                          key: RenditionKey? = nil, kept: SharedRenditions? = nil) {
         if type == .result { sourceInfoAsked[requestID] = nil }
         if enqueueShared(type, requestID: requestID, format: format, width: width, height: height, fromCache: fromCache,
-                         source: source, sourcePartial: false, payload: payload) { return }
+                         source: source, sourcePartial: false, payload: payload, key: key, kept: kept) { return }
         let prefix = RenderResult.bodyPrefix(format: format, width: width, height: height,
                                              fromCache: fromCache, source: source, byteCount: payload.count)
         let header = FrameHeader(type: type.rawValue, requestID: requestID, bodyLength: UInt32(prefix.count + payload.count))
@@ -111,11 +113,13 @@ final class Connection {
     /// same render: only the header and the field prefix are this connection's own bytes.
     /// `sourcePartial`: the rendition's source was truncated (`Rendition.sourcePartial`).
     func enqueueRendition(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
-                          source: MediaInfo? = nil, sourcePartial: Bool = false, sharing payload: [UInt8]) {
+                          source: MediaInfo? = nil, sourcePartial: Bool = false, sharing payload: [UInt8],
+                          key: RenditionKey? = nil, kept: SharedRenditions? = nil) {
         if type == .result { sourceInfoAsked[requestID] = nil }
         if !sharedMemoryAsked.isEmpty, payload.withUnsafeBytes({ bytes in
             enqueueShared(type, requestID: requestID, format: format, width: width, height: height, fromCache: false,
-                          source: source, sourcePartial: sourcePartial, payload: bytes)
+                          source: source, sourcePartial: sourcePartial, payload: bytes, key: type == .result ? key : nil,
+                          kept: kept)
         }) { return }
         let prefix = RenderResult.bodyPrefix(format: format, width: width, height: height, fromCache: false,
                                              source: source, sourcePartial: sourcePartial, byteCount: payload.count)

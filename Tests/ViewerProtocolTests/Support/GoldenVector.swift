@@ -110,6 +110,11 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
             source: MediaInfo(kind: .photo, width: 4000, height: 3000, format: "jpeg"), bytes: [0xFF, 0xD8, 0xFF, 0xD9]))),
         GoldenVector("result-partial", requestID: 23, .result(RenderResult(
             format: .jpeg, width: 256, height: 170, fromCache: false, sourcePartial: true, bytes: [0xFF, 0xD8, 0xFF, 0xD9]))),
+        GoldenVector("render-shared-memory", requestID: 24, .render(RenderRequest(
+            path: "/pictures/a.jpg", spec: RenditionSpec(width: 2560, height: 1440, format: .raw), priority: .visible,
+            sharedMemory: true))),
+        GoldenVector("result-shared-memory", requestID: 24, flags: FrameFlags.descriptor, .result(RenderResult(
+            format: .raw, width: 2560, height: 1440, fromCache: true, bytes: [], sharedByteCount: 2560 * 1440 * 4))),
     ]
 
     /// Every vector file back to back, as a peer would send them on one connection.

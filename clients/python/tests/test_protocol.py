@@ -14,7 +14,10 @@ VECTOR_ORDER = ["hello", "welcome", "render", "render-minimal", "result", "error
                 "pong", "render-descriptor", "preview", "cancel", "cancelled", "set-priority", "prefetch", "ack",
                 "trim", "stop-prefetch", "stop-prefetch-all", "invalidate", "render-video", "info", "info-reply",
                 "info-reply-hdr",
-                "render-region", "render-tile", "render-source-info", "result-source", "result-partial"]
+                "render-region", "render-tile", "render-source-info", "result-source", "result-partial",
+                "render-shared-memory", "result-shared-memory"]
+# The vectors whose header carries the descriptor flag.
+FLAGGED = {"render-descriptor", "result-shared-memory"}
 
 EXPECTED = {
     "hello": (0, p.Hello(1, 1, "example")),
@@ -52,6 +55,9 @@ EXPECTED = {
     "result-source": (22, p.Result(p.Format.JPEG, 256, 192, b"\xff\xd8\xff\xd9", False,
                                    p.InfoReply(p.MediaKind.PHOTO, 4000, 3000, format="jpeg"))),
     "result-partial": (23, p.Result(p.Format.JPEG, 256, 170, b"\xff\xd8\xff\xd9", False, source_partial=True)),
+    "render-shared-memory": (24, p.Render("/pictures/a.jpg", p.Spec(2560, 1440, format=p.Format.RAW), p.Priority.VISIBLE,
+                                          shared_memory=True)),
+    "result-shared-memory": (24, p.Result(p.Format.RAW, 2560, 1440, b"", True, shared_bytes=2560 * 1440 * 4)),
 }
 
 
@@ -76,7 +82,7 @@ class VectorTests(unittest.TestCase):
                 frames = p.FrameDecoder().feed(read_vector(name))
                 self.assertEqual(len(frames), 1)
                 self.assertEqual(frames[0].request_id, request_id)
-                self.assertEqual(frames[0].carries_descriptor, name == "render-descriptor")
+                self.assertEqual(frames[0].carries_descriptor, name in FLAGGED)
                 self.assertEqual(p.decode(frames[0]), message)
 
     def test_reencodes_each_vector_byte_for_byte(self) -> None:
@@ -84,7 +90,7 @@ class VectorTests(unittest.TestCase):
             if name == "render-minimal":
                 continue  # leaves fields out; the encoder writes them all
             with self.subTest(vector=name):
-                flags = p.FLAG_DESCRIPTOR if name == "render-descriptor" else 0
+                flags = p.FLAG_DESCRIPTOR if name in FLAGGED else 0
                 self.assertEqual(p.encode(message, request_id, flags), read_vector(name))
 
     def test_all_vectors_back_to_back_fed_one_byte_at_a_time(self) -> None:
@@ -115,6 +121,15 @@ class ResultSourceTests(unittest.TestCase):
         body = p.encode_body(p.Result(p.Format.JPEG, 1, 1, b"xy"))[1]
         self.assertEqual(len(body), 40 + 2)
         self.assertIsNone(p.decode(p.Frame(p.MessageType.RESULT, 1, body)).source)
+
+
+class SharedMemoryResultTests(unittest.TestCase):
+    def test_a_result_has_its_bytes_inline_or_in_the_descriptor_never_both(self) -> None:
+        body = p.encode_body(p.Result(p.Format.RAW, 1, 1, b"", shared_bytes=4))[1]
+        self.assertEqual(list(p.parse_fields(body)), [1, 2, 3, 4, 8])
+        both = body + p._Writer().raw(5, b"abcd").bytes()
+        with self.assertRaises(p.MalformedFrame):
+            p.decode(p.Frame(p.MessageType.RESULT, 1, both))
 
 
 class ResultPartialTests(unittest.TestCase):

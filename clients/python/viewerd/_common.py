@@ -55,7 +55,8 @@ def make_spec(width: int = 0, height: int = 0, fit: FitLike = p.Fit.FIT, crop: U
 
 
 def make_render(path: Optional[str], fd: Optional[int], spec: p.Spec, priority: Union[p.Priority, int, str],
-                delivery: Union[p.Delivery, int, str], allow_larger: bool, source_info: bool = False) -> p.Render:
+                delivery: Union[p.Delivery, int, str], allow_larger: bool, source_info: bool = False,
+                shared_memory: bool = False) -> p.Render:
     """A RENDER; by path, a relative ``path`` is resolved here (:func:`absolute`); with a
     descriptor, ``path`` only names the file and is sent as given."""
     if path is None and fd is None:
@@ -64,7 +65,7 @@ def make_render(path: Optional[str], fd: Optional[int], spec: p.Spec, priority: 
         assert path is not None
         path = absolute(path)
     return p.Render(path or "", spec, _enum(p.Priority, priority, "priority"),
-                    _enum(p.Delivery, delivery, "delivery"), allow_larger, source_info)
+                    _enum(p.Delivery, delivery, "delivery"), allow_larger, source_info, shared_memory)
 
 
 def raise_if_error(message: p.Message, request_id: int) -> None:

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import collections
+import fcntl
+import mmap
+import os
 import socket
 import threading
 import time
@@ -28,6 +31,8 @@ class _Connection:
         self.reading = False
         self.failure: Optional[BaseException] = None
         self.ids = IdCounter()
+        #: Descriptors received and not yet claimed by their frames (flag ``descriptor``).
+        self.descriptors: Deque[int] = collections.deque()
         self.inbox[0] = collections.deque()
         try:
             self.send(p.encode(p.Hello(client_name=client_name), 0))
@@ -97,7 +102,9 @@ class _Connection:
                         break
                     self.cond.wait()
             try:
-                data = self.sock.recv(1 << 20)
+                # A descriptor comes with the first byte of its frame (a shared-memory rendition).
+                data, fds, _, _ = socket.recv_fds(self.sock, 1 << 20, 16)
+                self.descriptors.extend(fds)
                 frames = self.decoder.feed(data) if data else None
             except (OSError, p.MalformedFrame) as error:
                 frames, data = None, b""
@@ -113,10 +120,21 @@ class _Connection:
                 self.cond.notify_all()
 
     def _file(self, frame: p.Frame) -> None:
+        fd = self.descriptors.popleft() if frame.carries_descriptor and self.descriptors else None
         try:
             message = p.decode(frame)
         except ValueError:
-            return  # a newer server's message type: skipped by its length
+            message = None  # a newer server's message type: skipped by its length
+        if isinstance(message, p.Rendition) and message.shared_bytes is not None:
+            try:
+                message.data = _map_shared(fd, message.shared_bytes)
+            except (OSError, ValueError) as error:
+                message = p.Error(100, f"cannot map the shared-memory rendition: {error}")
+            fd = None  # _map_shared closed it
+        if fd is not None:
+            os.close(fd)  # one nothing takes
+        if message is None:
+            return
         if frame.request_id == 0 and isinstance(message, p.Error) and 0 not in self.inbox:
             # About the connection, which the daemon closes: every request fails.
             self.failure = ViewerError.from_code(message.code, message.message)
@@ -128,6 +146,32 @@ class _Connection:
     def close(self) -> None:
         self.fail(ConnectionLost("closed by the client"))
         self.sock.close()
+        with self.cond:
+            while self.descriptors:
+                os.close(self.descriptors.popleft())
+
+
+#: F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE: the daemon's seals on a rendition.
+_SEALS = 0x1 | 0x2 | 0x4 | 0x8
+
+
+def _map_shared(fd: Optional[int], count: int) -> memoryview:
+    """Maps the first ``count`` bytes of a shared-memory rendition's memfd read-only and closes
+    the descriptor; the mapping goes with the last reference to the view. Refuses a descriptor
+    missing, not sealed as the daemon seals it, or too short."""
+    if fd is None:
+        raise ValueError("a shared-memory rendition came without its descriptor")
+    try:
+        seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+        if seals & _SEALS != _SEALS:
+            raise ValueError(f"its descriptor is not sealed (seals 0x{seals:x})")
+        if os.fstat(fd).st_size < count:
+            raise ValueError(f"its descriptor holds fewer than {count} bytes")
+        if count == 0:
+            return memoryview(b"")
+        return memoryview(mmap.mmap(fd, count, mmap.MAP_SHARED, mmap.PROT_READ))
+    finally:
+        os.close(fd)
 
 
 class RenderRequest:
@@ -246,7 +290,7 @@ class Client:
                      page: int = 0, upscale: bool = False, priority="normal", delivery="final",
                      allow_larger: bool = False, region: Optional[Tuple[int, int, int, int]] = None,
                      tile: Optional[p.TileAddress] = None, source_info: bool = False,
-                     time: Optional[float] = None) -> RenderRequest:
+                     time: Optional[float] = None, shared_memory: bool = False) -> RenderRequest:
         """Sends a RENDER of ``path``, or of the open file ``fd`` (passed to the daemon; ``path``
         then only names it), and returns at once. A relative ``path`` is resolved against the
         working directory, as viewerctl does (``os.getcwd()``, then ``..`` lexically).
@@ -259,13 +303,16 @@ class Client:
         video, the frame shown that many seconds from its start (``viewerctl render --time``);
         None, a representative frame. With ``source_info``, the RESULT's ``source`` is the
         original's media info when the daemon knows it (else None: ask :meth:`info`), saving a
-        round trip.
+        round trip. With ``shared_memory`` and ``format="raw"``, the pixels come as a sealed memfd
+        mapped read-only: the result's ``data`` is a read-only ``memoryview`` of the mapping (no
+        copy through the socket), unmapped once no reference to it is left; a daemon without
+        the ``shared-memory`` capability sends them inline, as ``bytes``.
 
         >>> frame = client.start_render("clip.mp4", 320, 180, time=12.5, format="webp").result()
         """
         spec = make_spec(width, height, fit, crop, format, quality, background, page, upscale,
                          time, region, tile)
-        message = make_render(path, fd, spec, priority, delivery, allow_larger, source_info)
+        message = make_render(path, fd, spec, priority, delivery, allow_larger, source_info, shared_memory)
         connection = self._current()
         rid = connection.register()
         flags = p.FLAG_DESCRIPTOR if fd is not None else 0

@@ -111,6 +111,8 @@ class Capability(enum.IntFlag):
     CANCELLATION = 0x10
     MEDIA_INFO = 0x20
     ZOOM = 0x40
+    #: A raw rendition asked with ``shared_memory`` comes as a sealed memfd (bit 8).
+    SHARED_MEMORY = 0x100
 
     def __str__(self) -> str:
         """The names announced, ``|``-separated (``previews|zoom``), a newer daemon's bits in
@@ -466,6 +468,8 @@ class Render:
     allow_larger: bool = False
     #: Ask for the original's media info in the RESULT (tag 17; ``Result.source``).
     source_info: bool = False
+    #: For ``raw``: the pixels may come as a sealed memfd attached to the RESULT (tag 18).
+    shared_memory: bool = False
 
 
 @dataclass(repr=False)
@@ -474,15 +478,19 @@ class Rendition:
     the original's media info (what INFO answers), in the RESULT of a RENDER that asked for it
     (``source_info``) when the server knew it; else None (ask INFO). ``source_partial``: the
     original's data ended early (a file still being copied): the image shows what it held, and
-    the daemon did not store it."""
+    the daemon did not store it. ``shared_bytes``: on the wire, the rendition is the first this
+    many bytes of the memfd attached to the frame (field 8) and the body has no ``data``; the
+    client then maps it read-only and ``data`` is a read-only ``memoryview`` of the mapping,
+    unmapped when the last reference to it goes."""
 
     format: Format
     width: int
     height: int
-    data: bytes
+    data: Union[bytes, memoryview]
     from_cache: bool = False
     source: Optional[InfoReply] = None
     source_partial: bool = False
+    shared_bytes: Optional[int] = None
 
     def __repr__(self) -> str:
         # The bytes' length, not the bytes: print(result) of a thumbnail is one line.
@@ -635,6 +643,8 @@ def encode_body(message: Message) -> Tuple[MessageType, bytes]:
         message.spec._write_additions(w)
         if message.source_info:
             w.u8(17, 1)
+        if message.shared_memory:
+            w.u8(18, 1)
         return MessageType.RENDER, w.bytes()
     if isinstance(message, Rendition):
         w.u8(1, message.format).u32(2, message.width).u32(3, message.height).u8(4, int(message.from_cache))
@@ -642,7 +652,10 @@ def encode_body(message: Message) -> Tuple[MessageType, bytes]:
             w.raw(6, encode_body(message.source)[1])  # before the bytes: they stay the last field
         if message.source_partial:
             w.u8(7, 1)
-        w.raw(5, message.data)
+        if message.shared_bytes is not None:
+            w.u32(8, message.shared_bytes)  # the pixels are in the attached descriptor
+        else:
+            w.raw(5, bytes(message.data))
         return (MessageType.PREVIEW if isinstance(message, Preview) else MessageType.RESULT), w.bytes()
     if isinstance(message, Error):
         w.u16(1, message.code).string(2, message.message)
@@ -705,10 +718,14 @@ def decode(frame: Frame) -> Message:
         return Welcome(r.u16(1), r.u32(3), r.u32(4), r.string(2, ""), Capability(r.u64(5, 0)), r.u32(6, 0))
     if t == MessageType.RENDER:
         return Render(r.string(1), Spec._read(r), r.enum(11, Priority, 2), r.enum(12, Delivery, 0), r.bool(13),
-                      r.bool(17))
+                      r.bool(17), r.bool(18))
     if t in (MessageType.RESULT, MessageType.PREVIEW):
         kind = Result if t == MessageType.RESULT else Preview
         source = _read_info(_Reader(r.raw(6))) if 6 in r.fields else None
+        if 8 in r.fields:
+            if 5 in r.fields:
+                raise MalformedFrame("a rendition with both bytes (field 5) and shared_bytes (field 8)")
+            return kind(r.enum(1, Format), r.u32(2), r.u32(3), b"", r.bool(4), source, r.bool(7), r.u32(8))
         return kind(r.enum(1, Format), r.u32(2), r.u32(3), r.raw(5), r.bool(4), source, r.bool(7))
     if t == MessageType.ERROR:
         return Error(r.u16(1), r.string(2, ""))
