@@ -140,6 +140,32 @@ struct SharedMemoryTests {
         #expect(answered.count == count)
     }
 
+    @Test("a raw PREVIEW comes in shared memory too, before its RESULT, each with its own sealed memfd")
+    func previewInSharedMemory() throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.stop() }
+        let photo = try Fixtures.cameraJPEG(daemon.directory + "/camera.jpg", width: 3200, height: 2400)
+        let socket = try RawSocket.greeted(path: daemon.socketPath)
+        socket.receivesDescriptors = true
+        let spec = RenditionSpec(width: 256, height: 256, format: .raw)
+        try socket.send(.render(RenderRequest(path: photo, spec: spec, delivery: .opportunistic, sharedMemory: true)), id: 1)
+        var kinds: [MessageType] = []
+        while kinds.last != .result {
+            let frame = try socket.readFrame()
+            let message = try Message(frame: frame)
+            guard case .result(let answer) = message.withoutPreview ?? message, frame.flags & FrameFlags.descriptor != 0,
+                  let fd = socket.takeDescriptor() else {
+                Issue.record("not a rendition in shared memory: \(message.type)")
+                return
+            }
+            defer { Posix.close(fd) }
+            #expect(answer.sharedByteCount == answer.width * answer.height * 4)
+            #expect(try Posix.seals(fd) & Posix.readOnlySeals == Posix.readOnlySeals)
+            kinds.append(message.type)
+        }
+        #expect(kinds == [.preview, .result])
+    }
+
     @Test("a client that reads without taking descriptors loses them to the kernel, not to a leak: the daemon's count stays flat")
     func descriptorsNotTaken() throws {
         let daemon = try DaemonProcess()
@@ -161,5 +187,13 @@ struct SharedMemoryTests {
         }
         #expect(daemon.descriptorCount() <= before)
         #expect(Self.ownDescriptors() < 200)
+    }
+}
+
+private extension Message {
+    /// A PREVIEW's rendition as a RESULT, so both are read alike; nil for anything else.
+    var withoutPreview: Message? {
+        if case .preview(let preview) = self { return .result(preview) }
+        return nil
     }
 }
