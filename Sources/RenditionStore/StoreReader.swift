@@ -72,6 +72,17 @@ public final class StoreReader {
         }
     }
 
+    /// Counts `key` served from a copy of it checked when the copy was made (the daemon's sealed
+    /// memfd of a raw rendition), as `withRendition` would count serving it, when the store still
+    /// has the key; the payload is neither read nor checked again. False, and counted neither
+    /// way, when it is absent: the caller's usual read follows and counts the miss.
+    public func served(copyOf key: RenditionKey, use: ReadUse = .served) -> Bool {
+        lookUp(key) { found in
+            if case .absent = found { return false }
+            return hit(key, use, true)
+        }
+    }
+
     /// Where a key's value is found.
     enum Found {
         /// In the map, valid only inside `lookUp`'s body.

@@ -46,6 +46,9 @@ final class RequestStore {
             }
             // The request's one store read: a hit, or a miss with what planning needs.
             let (deferring, source) = answerContext(requestID, on: connection)
+            if answers.serveKeptShared(opened.key, requestID: requestID, on: connection, deferring: deferring, source: source) {
+                return hit(on: connection)
+            }
             let found = reader.lookup(opened.key, siblingsAt: Self.plans(opened) ? opened.source.path : nil) { meta, payload in
                 answers.serve(opened.key, meta, payload, requestID: requestID, on: connection, deferring: deferring, source: source)
             }

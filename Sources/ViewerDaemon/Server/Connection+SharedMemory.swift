@@ -23,7 +23,7 @@ extension Connection {
         let descriptor: Int32
         do throws(SystemError) {
             if let kept, !sourcePartial {
-                descriptor = try kept.descriptor(for: key, payload: payload, reuse: fromCache)
+                descriptor = try kept.descriptor(for: key, payload: payload, reuse: fromCache, width: width, height: height)
             } else {
                 descriptor = try Posix.sealedMemoryFile("viewerd-rendition", payload)
             }
@@ -31,6 +31,25 @@ extension Connection {
             SharedMemoryLog.failed(error, bytes: payload.count)
             return false
         }
+        enqueueShared(type, requestID: requestID, format: format, width: width, height: height, fromCache: fromCache,
+                      source: source, sourcePartial: sourcePartial, descriptor: descriptor, byteCount: byteCount)
+        return true
+    }
+
+    /// Queues a RESULT from a memfd kept for its key (`SharedRenditions.kept`), when its RENDER
+    /// asked for shared memory: the hit reads nothing but the key. False when it did not ask.
+    func enqueueKeptShared(_ key: RenditionKey, requestID: UInt32, source: MediaInfo?, kept: SharedRenditions) -> Bool {
+        guard sharedMemoryAsked.contains(requestID), let found = kept.kept(key),
+              let byteCount = UInt32(exactly: found.byteCount) else { return false }
+        sharedMemoryAsked.remove(requestID)
+        sourceInfoAsked[requestID] = nil
+        enqueueShared(.result, requestID: requestID, format: .raw, width: found.width, height: found.height, fromCache: true,
+                      source: source, sourcePartial: false, descriptor: found.descriptor, byteCount: byteCount)
+        return true
+    }
+
+    private func enqueueShared(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
+                               fromCache: Bool, source: MediaInfo?, sourcePartial: Bool, descriptor: Int32, byteCount: UInt32) {
         let body = RenderResult.sharedBody(format: format, width: width, height: height, fromCache: fromCache,
                                            source: source, sourcePartial: sourcePartial, byteCount: byteCount)
         var frame: [UInt8] = []
@@ -38,8 +57,7 @@ extension Connection {
         FrameHeader(type: type.rawValue, flags: FrameFlags.descriptor, requestID: requestID, bodyLength: UInt32(body.count))
             .write(to: &frame)
         frame.append(contentsOf: body)
-        appendShared(frame: frame, descriptor: descriptor, sharedBytes: payload.count)
-        return true
+        appendShared(frame: frame, descriptor: descriptor, sharedBytes: Int(byteCount))
     }
 }
 

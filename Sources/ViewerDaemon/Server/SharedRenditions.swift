@@ -14,7 +14,22 @@ final class SharedRenditions {
     private struct Entry {
         let descriptor: Int32
         let byteCount: Int
+        /// The rendition's size, for a RESULT sent from the memfd alone.
+        var width: UInt32 = 0, height: UInt32 = 0
         var lastUse: UInt64
+    }
+
+    /// Whether a memfd is kept for `key`.
+    func has(_ key: RenditionKey) -> Bool { entries[key].map { $0.width > 0 } ?? false }
+
+    /// What is kept for `key`: a descriptor of its memfd (the caller's to close) and the
+    /// rendition's size, or nil.
+    func kept(_ key: RenditionKey) -> (descriptor: Int32, byteCount: Int, width: UInt32, height: UInt32)? {
+        guard var entry = entries[key], entry.width > 0, let descriptor = try? Posix.duplicate(entry.descriptor) else { return nil }
+        clock += 1
+        entry.lastUse = clock
+        entries[key] = entry
+        return (descriptor, entry.byteCount, entry.width, entry.height)
     }
 
     let budget: Int
@@ -28,7 +43,8 @@ final class SharedRenditions {
 
     /// A descriptor (the caller's to close) of a sealed memfd holding `payload`: the kept one
     /// for `key` when `reuse` allows and it is there, else a new one, kept for next time.
-    func descriptor(for key: RenditionKey?, payload: UnsafeRawBufferPointer, reuse: Bool) throws(SystemError) -> Int32 {
+    func descriptor(for key: RenditionKey?, payload: UnsafeRawBufferPointer, reuse: Bool,
+                    width: UInt32, height: UInt32) throws(SystemError) -> Int32 {
         clock += 1
         if reuse, let key, var entry = entries[key], entry.byteCount == payload.count {
             entry.lastUse = clock
@@ -38,7 +54,7 @@ final class SharedRenditions {
         let fresh = try Posix.sealedMemoryFile("viewerd-rendition", payload)
         guard let key, payload.count <= budget, let kept = try? Posix.duplicate(fresh) else { return fresh }
         if let old = entries.removeValue(forKey: key) { drop(old) }
-        entries[key] = Entry(descriptor: kept, byteCount: payload.count, lastUse: clock)
+        entries[key] = Entry(descriptor: kept, byteCount: payload.count, width: width, height: height, lastUse: clock)
         bytes += payload.count
         while bytes > budget, let oldest = entries.min(by: { $0.value.lastUse < $1.value.lastUse }) {
             entries[oldest.key] = nil
