@@ -103,7 +103,7 @@ class _Connection:
                     self.cond.wait()
             try:
                 # A descriptor comes with the first byte of its frame (a shared-memory rendition).
-                data, fds, _, _ = socket.recv_fds(self.sock, 1 << 20, 16)
+                data, fds, _, _ = socket.recv_fds(self.sock, 1 << 20, 16, getattr(socket, "MSG_CMSG_CLOEXEC", 0))
                 self.descriptors.extend(fds)
                 frames = self.decoder.feed(data) if data else None
             except (OSError, p.MalformedFrame) as error:
