@@ -105,4 +105,20 @@ struct LookupTests {
         #expect(now.hits == 2 && now.misses == 0 && now.frequency == 1)
         store.close()
     }
+
+    @Test("a rendition served from a checked copy of it is a hit, with its frequency raised; absent, it counts nothing")
+    func servedFromACopy() throws {
+        let dir = try StoreDirectory()
+        let store = try RenditionStore(configuration(dir))
+        let reader = store.makeReader()
+        store.put(key(1), path: "/p/1.jpg", metadata: meta, bytes: [1, 2, 3])
+        store.flush()
+        #expect(reader.served(copyOf: key(1)))
+        var now = counts(store, key(1))
+        #expect(now.hits == 1 && now.misses == 0 && now.frequency == 1)
+        #expect(!reader.served(copyOf: key(2)))
+        now = counts(store, key(1))
+        #expect(now.hits == 1 && now.misses == 0, "the read that follows counts the miss")
+        store.close()
+    }
 }
