@@ -281,25 +281,27 @@ extension Bench {
         return ScrollFigures(p50: p50, p95: p95, p99: p99, outcome: outcome, renders: renders, wasted: wasted, peak: peak, counters: counters)
     }
 
-    /// A scroll through `items` at the fast pace, asked with opportunistic delivery as a grid
-    /// that scrolls asks, on a fresh daemon; its rows and JSON (`key`) recorded.
-    func fastScroll(_ items: [String], part: String, scenario: String, key: String) throws -> ScrollFigures {
-        let rate = Double(settings.columns) / settings.fastRowInterval
-        print("  one row every \(fmt(settings.fastRowInterval, 2)) s = \(fmt(rate, 1)) items/s, opportunistic")
+    /// A scroll through `items` at the fast pace (`rowInterval`: the fling's, else the fast
+    /// scroll's), asked with opportunistic delivery as a grid that scrolls asks, on a fresh
+    /// daemon; its rows and JSON (`key`) recorded.
+    func fastScroll(_ items: [String], part: String, scenario: String, key: String, rowInterval: Double? = nil) throws -> ScrollFigures {
+        let interval = rowInterval ?? settings.fastRowInterval
+        let rate = Double(settings.columns) / interval
+        print("  one row every \(fmt(interval, 3)) s = \(fmt(rate, 1)) items/s, opportunistic")
         let f = try report.part(part) {
-            try scroll(items, rowInterval: settings.fastRowInterval, background: nil,
+            try scroll(items, rowInterval: interval, background: nil,
                        label: key.replacingOccurrences(of: "_", with: "-"), delivery: .opportunistic)
         }
-        addFastScrollRows(f, scenario: scenario)
-        report.results[key] = scrollJSON(f).merging(["items": items.count, "row_interval_s": settings.fastRowInterval,
+        addFastScrollRows(f, scenario: scenario, rowInterval: interval)
+        report.results[key] = scrollJSON(f).merging(["items": items.count, "row_interval_s": interval,
                                                      "items_per_s": rate]) { a, _ in a }
         return f
     }
 
     /// The fast scroll's goals (issue 16): the shown items' time-to-visible p50 <= 100 ms, and
     /// an image (a PREVIEW at least) within 50 ms for p95 of the items that had one on screen.
-    func addFastScrollRows(_ f: ScrollFigures, scenario: String) {
-        let rate = fmt(Double(settings.columns) / settings.fastRowInterval, 0)
+    func addFastScrollRows(_ f: ScrollFigures, scenario: String, rowInterval: Double) {
+        let rate = fmt(Double(settings.columns) / rowInterval, 0)
         let shownP50 = percentile(f.outcome.ttv.filter(\.isFinite), 0.5) / 1e6
         report.add(Row(scenario: scenario, figure: "\(rate) items/s: never shown / time-to-visible p50 of the shown",
                        value: "\(f.outcome.neverShown) of \(f.outcome.visibleItems) / \(fmt(shownP50, 0)) ms",
@@ -376,6 +378,12 @@ extension Bench {
                 print("  fast scroll through a phone's camera roll: \(phone.count) copies of the library's camera JPEGs and HEICs")
                 phonePeak = try fastScroll(phone, part: "4c. fast scroll, phone", scenario: "fast scroll, phone",
                                            key: "fast_scroll_phone").peak
+            }
+            // The fling (issue 32): three times as fast, where only what is at hand can be shown.
+            _ = try fastScroll(items, part: "4d. fling", scenario: "fling", key: "fling", rowInterval: settings.flingRowInterval)
+            if !phone.isEmpty {
+                _ = try fastScroll(phone, part: "4e. fling, phone", scenario: "fling, phone", key: "fling_phone",
+                                   rowInterval: settings.flingRowInterval)
             }
         }
 

@@ -48,6 +48,14 @@ struct Settings {
     /// 40 items/s: a screen of 20 every half second.
     var fastScrollItems = 600
     var fastRowInterval = 0.1
+    /// The fling (issue 32): the same items, one row every `flingRowInterval` s (120 items/s).
+    var flingRowInterval = 1.0 / 30
+
+    // Pager swiped (issue 32)
+    /// Pages of the phone's photos, half swiped at each pace (pages a second).
+    var swipePages = 200
+    var swipeSlowRate = 3.0
+    var swipeFastRate = 8.0
 
     // Scale
     var scaleReal = 1000
@@ -84,6 +92,8 @@ struct Settings {
         s.albumItems = nil
         s.fastScrollItems = 20
         s.fastRowInterval = 0.02
+        s.flingRowInterval = 0.01
+        s.swipePages = 12
         s.scaleReal = 20
         s.scaleTotal = 2000
         s.scaleRounds = 1
