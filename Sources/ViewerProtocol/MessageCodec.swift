@@ -41,6 +41,7 @@ enum Tag {
         static let kind: UInt16 = 1, width: UInt16 = 2, height: UInt16 = 3, durationMillis: UInt16 = 4
         static let frames: UInt16 = 5, pages: UInt16 = 6, format: UInt16 = 7, hasAlpha: UInt16 = 8
         static let hdrTransfer: UInt16 = 9, hdrPrimaries: UInt16 = 10, hdrPeakNits: UInt16 = 11
+        static let placeholder: UInt16 = 12
     }
 }
 
@@ -361,6 +362,7 @@ extension MediaInfo {
             w.put(Tag.InfoReply.hdrPrimaries, hdr.primaries)
             if let peak = hdr.peakNits { w.put(Tag.InfoReply.hdrPeakNits, peak) }
         }
+        if let placeholder { w.put(Tag.InfoReply.placeholder, bytes: placeholder) }
         return w.bytes
     }
 
@@ -379,6 +381,14 @@ extension MediaInfo {
         if try r.integer(Tag.InfoReply.hdrTransfer, as: UInt8.self) != nil {
             hdr = HDR(transfer: try Message.enumValue(HDR.Transfer.self, r, Tag.InfoReply.hdrTransfer, "HDR transfer", default: nil),
                       primaries: try r.integer(Tag.InfoReply.hdrPrimaries) ?? 2, peakNits: try r.integer(Tag.InfoReply.hdrPeakNits))
+        }
+        // The placeholder's bytes are opaque here (a ThumbHash the client decodes), but bounded:
+        // an empty or oversized one is no hash, and a stored record must not grow without limit.
+        if let bytes = r.bytes(Tag.InfoReply.placeholder) {
+            guard (1...MediaInfo.maxPlaceholderBytes).contains(bytes.count) else {
+                throw .badFieldLength(tag: Tag.InfoReply.placeholder, length: bytes.count)
+            }
+            placeholder = Array(bytes)
         }
     }
 }
