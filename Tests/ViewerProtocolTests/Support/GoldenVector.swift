@@ -110,6 +110,10 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
             source: MediaInfo(kind: .photo, width: 4000, height: 3000, format: "jpeg"), bytes: [0xFF, 0xD8, 0xFF, 0xD9]))),
         GoldenVector("result-partial", requestID: 23, .result(RenderResult(
             format: .jpeg, width: 256, height: 170, fromCache: false, sourcePartial: true, bytes: [0xFF, 0xD8, 0xFF, 0xD9]))),
+        GoldenVector("info-reply-placeholder", requestID: 24, .infoReply(MediaInfo(
+            kind: .photo, width: 4000, height: 3000, format: "jpeg",
+            placeholder: [0x5F, 0x17, 0x06, 0x55, 0x8E, 0x7C, 0x05, 0x7B, 0x66, 0x77, 0x77, 0x91, 0x78, 0xB7, 0x76, 0x74,
+                          0x83, 0x70, 0x55, 0xF7, 0xE9]))),
     ]
 
     /// Every vector file back to back, as a peer would send them on one connection.

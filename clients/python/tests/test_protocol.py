@@ -14,7 +14,8 @@ VECTOR_ORDER = ["hello", "welcome", "render", "render-minimal", "result", "error
                 "pong", "render-descriptor", "preview", "cancel", "cancelled", "set-priority", "prefetch", "ack",
                 "trim", "stop-prefetch", "stop-prefetch-all", "invalidate", "render-video", "info", "info-reply",
                 "info-reply-hdr",
-                "render-region", "render-tile", "render-source-info", "result-source", "result-partial"]
+                "render-region", "render-tile", "render-source-info", "result-source", "result-partial",
+                "info-reply-placeholder"]
 
 EXPECTED = {
     "hello": (0, p.Hello(1, 1, "example")),
@@ -52,6 +53,8 @@ EXPECTED = {
     "result-source": (22, p.Result(p.Format.JPEG, 256, 192, b"\xff\xd8\xff\xd9", False,
                                    p.InfoReply(p.MediaKind.PHOTO, 4000, 3000, format="jpeg"))),
     "result-partial": (23, p.Result(p.Format.JPEG, 256, 170, b"\xff\xd8\xff\xd9", False, source_partial=True)),
+    "info-reply-placeholder": (24, p.InfoReply(p.MediaKind.PHOTO, 4000, 3000, format="jpeg",
+                                               placeholder=bytes.fromhex("5f1706558e7c057b6677779178b77674837055f7e9"))),
 }
 
 
