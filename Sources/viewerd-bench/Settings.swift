@@ -51,6 +51,11 @@ struct Settings {
     /// The fling (issue 32): the same items, one row every `flingRowInterval` s (120 items/s).
     var flingRowInterval = 1.0 / 30
 
+    // Layout (issue 32)
+    /// Phone photos laid out cold and stored; small files in the big folder.
+    var layoutPhotos = 500
+    var layoutFiles = 10_000
+
     // Pager swiped (issue 32)
     /// Pages of the phone's photos, half swiped at each pace (pages a second).
     var swipePages = 200
@@ -94,6 +99,8 @@ struct Settings {
         s.fastRowInterval = 0.02
         s.flingRowInterval = 0.01
         s.swipePages = 12
+        s.layoutPhotos = 20
+        s.layoutFiles = 200
         s.scaleReal = 20
         s.scaleTotal = 2000
         s.scaleRounds = 1

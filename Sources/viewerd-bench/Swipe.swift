@@ -277,7 +277,7 @@ extension Bench {
             try FileManager.default.copyItem(atPath: source, toPath: path + ".part")
             try FileManager.default.moveItem(atPath: path + ".part", toPath: path)
         }
-        FileManager.default.createFile(atPath: marker, contents: nil)
+        _ = FileManager.default.createFile(atPath: marker, contents: nil)
         return paths
     }
 }
