@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import ViewerProtocol
 import ViewerTestSupport
 #if canImport(Glibc)
@@ -30,6 +31,8 @@ final class ScrollSimulation: @unchecked Sendable {
         /// The first PREVIEW or RESULT.
         var imageAt: UInt64 = 0
         var leftAt: UInt64 = 0
+        /// Its placeholder came in the LAYOUT's stream (0: not yet, or not asked).
+        var placeholderAt: UInt64 = 0
         var left = false
         var shown = false
         var rendered = false
@@ -40,14 +43,20 @@ final class ScrollSimulation: @unchecked Sendable {
     let columns: Int, visibleRows: Int, prefetchRows: Int
     let rowInterval: Double
     let delivery: DeliveryMode
+    /// Sends a LAYOUT of the whole album before the first screen, as a grid lays itself out
+    /// (issue 32), and counts when each item's placeholder is in hand.
+    let laysOut: Bool
+    /// The LAYOUT's request id, above every item's.
+    static let layoutID: UInt32 = 0xFFFF_0000
     private let lock = NSLock()
     private var items: [Item]
     private var errors: [String] = []
     private var frames = 0
 
-    init(paths: [String], settings: Settings, rowInterval: Double, delivery: DeliveryMode = .final) {
+    init(paths: [String], settings: Settings, rowInterval: Double, delivery: DeliveryMode = .final, laysOut: Bool = false) {
         self.paths = paths
         self.delivery = delivery
+        self.laysOut = laysOut
         columns = settings.columns
         visibleRows = settings.visibleRows
         prefetchRows = settings.prefetchRows
@@ -100,6 +109,14 @@ final class ScrollSimulation: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         frames += 1
+        if frame.requestID == Self.layoutID {
+            if case .layoutItems(let batch)? = try? frame.message() {
+                for item in batch.items where items.indices.contains(Int(item.index)) && item.info?.placeholder != nil {
+                    if items[Int(item.index)].placeholderAt == 0 { items[Int(item.index)].placeholderAt = t }
+                }
+            }
+            return
+        }
         guard items.indices.contains(index) else { return }
         switch frame.messageType {
         case .preview:
@@ -152,6 +169,9 @@ final class ScrollSimulation: @unchecked Sendable {
         var imageTTV: [Double]
         /// Of those, the ones whose first image was a PREVIEW.
         var previewFirst: Int
+        /// Time to a placeholder (ns) of the items that came on screen, when the grid laid
+        /// itself out (+inf: none while on screen); empty otherwise.
+        var placeholderTTV: [Double]
     }
 
     /// Runs the scroll on `socket` (a greeted connection); returns when the last screen is
@@ -166,6 +186,9 @@ final class ScrollSimulation: @unchecked Sendable {
         let totalRows = (paths.count + columns - 1) / columns
         let lastTop = max(0, totalRows - visibleRows)
         let started = now()
+        if laysOut {
+            try socket.write(Message.layout(LayoutRequest(paths: paths)).frame(requestID: Self.layoutID).bytes)
+        }
         try socket.write(move(from: nil, to: 0, at: started))
         // The user looks at the first screen until it is complete (at most 10 s), then scrolls.
         while !visibleDone(top: 0) && now() - started < 10_000_000_000 { usleep(2_000) }
@@ -188,6 +211,7 @@ final class ScrollSimulation: @unchecked Sendable {
         defer { lock.unlock() }
         var ttv: [Double] = [], scrollingTTV: [Double] = [], lead: [Double] = [], imageTTV: [Double] = []
         var previewFirst = 0
+        var placeholderTTV: [Double] = []
         var slow: [(index: Int, ms: Double)] = []
         var shown = 0, shownRendered = 0, late = 0
         let firstScreenItems = rows(0, visibleRows)
@@ -205,6 +229,11 @@ final class ScrollSimulation: @unchecked Sendable {
                 imageTTV.append(item.imageAt > item.visibleAt ? Double(item.imageAt - item.visibleAt) : 0)
                 if item.imageAt < item.resultAt || item.resultAt == 0 { previewFirst += 1 }
             }
+            if laysOut {
+                let left = item.left ? item.leftAt : UInt64.max
+                placeholderTTV.append(item.placeholderAt == 0 || item.placeholderAt > left ? .infinity
+                                      : item.placeholderAt > item.visibleAt ? Double(item.placeholderAt - item.visibleAt) : 0)
+            }
             if !firstScreenItems.contains(index) {
                 scrollingTTV.append(value)
                 lead.append(item.shown ? Double(item.visibleAt) - Double(item.resultAt) : -.infinity)
@@ -215,7 +244,7 @@ final class ScrollSimulation: @unchecked Sendable {
         return Outcome(ttv: ttv, visibleItems: ttv.count, shown: shown, neverShown: ttv.count - shown,
                        shownRendered: shownRendered, late: late, errors: errors, duration: seconds(ended - started),
                        firstScreen: firstScreen, slow: slow, scrollingTTV: scrollingTTV, lead: lead, imageTTV: imageTTV,
-                       previewFirst: previewFirst)
+                       previewFirst: previewFirst, placeholderTTV: placeholderTTV)
     }
 }
 
@@ -235,9 +264,10 @@ extension Bench {
     /// One scroll through the album on a fresh daemon, with or without a second client warming
     /// `background` at background priority. `keep` receives the daemon before it stops.
     func scroll(_ album: [String], rowInterval: Double, background: [String]?, label: String, delivery: DeliveryMode = .final,
-                keep: ((DaemonProcess) throws -> Void)? = nil) throws -> ScrollFigures {
+                laysOut: Bool = false, keep: ((DaemonProcess) throws -> Void)? = nil) throws -> ScrollFigures {
         let daemon = try startDaemon(label)
         defer { daemon.stop() }
+        if laysOut { try prepareLayout(album, daemon: daemon) }
         let viewer = try daemon.rawConnection(name: "bench-scroll")
         let sampler = MemorySampler(pid: daemon.pid)
         let before = try daemon.stats()
@@ -251,7 +281,7 @@ extension Bench {
             }
             warmer = socket
         }
-        let simulation = ScrollSimulation(paths: album, settings: settings, rowInterval: rowInterval, delivery: delivery)
+        let simulation = ScrollSimulation(paths: album, settings: settings, rowInterval: rowInterval, delivery: delivery, laysOut: laysOut)
         let outcome = try simulation.run(on: viewer)
         // What the scroll left behind: the background warm is withdrawn, pending prefetches too.
         let whileScrolling = try daemon.stats()
@@ -286,6 +316,28 @@ extension Bench {
                              wasted: wasted, peak: peak, counters: counters)
     }
 
+    /// The album visited before: a LAYOUT of it read to its end, so that its media info (and
+    /// the placeholders made meanwhile) are stored; cut off after `layoutPrepareSeconds`.
+    func prepareLayout(_ album: [String], daemon: DaemonProcess) throws {
+        let socket = try daemon.rawConnection(name: "bench-layout-before")
+        defer { socket.shutdown() }
+        let run = Locked<Result<LayoutRun, any Error>?>(nil)
+        let sent = now()
+        try socket.send(.layout(LayoutRequest(paths: album)), id: 1)
+        let reader = Thread {
+            let outcome = Result { try readLayout(socket, id: 1, count: album.count, sentAt: sent) }
+            run.withLock { $0 = outcome }
+        }
+        reader.start()
+        let deadline = sent + UInt64(settings.layoutPrepareSeconds * 1e9)
+        while run.withLock({ $0 == nil }) && now() < deadline { usleep(10_000) }
+        if run.withLock({ $0 == nil }) { try socket.send(.cancel, id: 1) }
+        reader.join(timeout: 30)
+        guard let outcome = run.withLock({ $0 }) else { throw BenchError("the LAYOUT before the scroll never ended") }
+        let done = try outcome.get()
+        print("  laid out before (the album visited earlier): \(done.finalAt.compactMap { $0 }.count) of \(album.count) items final, \(done.placeholders) placeholders, in \(fmt(seconds(done.ended), 1)) s\(done.ended >= deadline - sent ? " (cut off)" : "")")
+    }
+
     /// A scroll through `items` at the fast pace (`rowInterval`: the fling's, else the fast
     /// scroll's), asked with opportunistic delivery as a grid that scrolls asks, on a fresh
     /// daemon; its rows and JSON (`key`) recorded.
@@ -295,7 +347,7 @@ extension Bench {
         print("  one row every \(fmt(interval, 3)) s = \(fmt(rate, 1)) items/s, opportunistic")
         let f = try report.part(part) {
             try scroll(items, rowInterval: interval, background: nil,
-                       label: key.replacingOccurrences(of: "_", with: "-"), delivery: .opportunistic)
+                       label: key.replacingOccurrences(of: "_", with: "-"), delivery: .opportunistic, laysOut: true)
         }
         addFastScrollRows(f, scenario: scenario, rowInterval: interval)
         report.results[key] = scrollJSON(f).merging(["items": items.count, "row_interval_s": interval,
@@ -311,6 +363,14 @@ extension Bench {
         report.add(Row(scenario: scenario, figure: "\(rate) items/s: never shown / time-to-visible p50 of the shown",
                        value: "\(f.outcome.neverShown) of \(f.outcome.visibleItems) / \(fmt(shownP50, 0)) ms",
                        baseline: "", ratio: "", goal: "p50 <= 100 ms", pass: shownP50 <= 100))
+        if !f.outcome.placeholderTTV.isEmpty {
+            // Issue 32: a placeholder on screen within a frame of the item becoming visible.
+            let p = f.outcome.placeholderTTV
+            let p95 = percentile(p, 0.95) / 1e6
+            report.add(Row(scenario: scenario, figure: "time to a placeholder p50/p95 (info stored), items on screen",
+                           value: "\(fmt(percentile(p, 0.5) / 1e6, 1))/\(fmt(p95, 1)) ms",
+                           baseline: "\(p.filter(\.isFinite).count) of \(p.count) had one", ratio: "", goal: "p95 <= 16 ms", pass: p95 <= 16))
+        }
         let imageP95 = percentile(f.outcome.imageTTV, 0.95) / 1e6
         report.add(Row(scenario: scenario, figure: "time to an image (PREVIEW or RESULT) p50/p95, items with one on screen",
                        value: "\(fmt(percentile(f.outcome.imageTTV, 0.5) / 1e6, 0))/\(fmt(imageP95, 0)) ms",
@@ -343,6 +403,8 @@ extension Bench {
          "image_items": f.outcome.imageTTV.count, "preview_first": f.outcome.previewFirst,
          "time_to_image_p50_ms": json(percentile(f.outcome.imageTTV, 0.5) / 1e6),
          "time_to_image_p95_ms": json(percentile(f.outcome.imageTTV, 0.95) / 1e6),
+         "time_to_placeholder_p50_ms": json(percentile(f.outcome.placeholderTTV, 0.5) / 1e6),
+         "time_to_placeholder_p95_ms": json(percentile(f.outcome.placeholderTTV, 0.95) / 1e6),
          "peak_rss_bytes": f.peak.totalRSS, "peak_daemon_rss_bytes": f.peak.daemonRSS, "peak_worker_rss_bytes": f.peak.workerRSS,
          "counters": f.counters]
     }

@@ -55,6 +55,8 @@ struct Settings {
     /// Phone photos laid out cold and stored; small files in the big folder.
     var layoutPhotos = 500
     var layoutFiles = 10_000
+    /// The fast scrolls' LAYOUT before (the album visited earlier) is cut off after this.
+    var layoutPrepareSeconds = 60.0
 
     // Pager swiped (issue 32)
     /// Pages of the phone's photos, half swiped at each pace (pages a second).
@@ -101,6 +103,7 @@ struct Settings {
         s.swipePages = 12
         s.layoutPhotos = 20
         s.layoutFiles = 200
+        s.layoutPrepareSeconds = 20
         s.scaleReal = 20
         s.scaleTotal = 2000
         s.scaleRounds = 1
