@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "viewerd-thumbnailer", targets: ["viewerd-thumbnailer"]),
         .library(name: "ViewerClient", targets: ["ViewerClient"]),
         .library(name: "ViewerProtocol", targets: ["ViewerProtocol"]),
+        .library(name: "ThumbHash", targets: ["ThumbHash"]),
     ],
     targets: [
         // C libraries from Debian, found with pkg-config.
@@ -60,6 +61,9 @@ let package = Package(
         .target(name: "ViewerLog", dependencies: ["Locking"]),
         // Wire format: frames, messages, codes. No I/O, no C.
         .target(name: "ViewerProtocol"),
+        // ThumbHash, the placeholders of INFO_REPLY: encoded by the workers, decoded by the clients.
+        // Pure Swift, no C of its own (libm's cos), no I/O.
+        .target(name: "ThumbHash"),
         // The formats viewerd reads, one table (signature, name, MIME types, kind, cost class,
         // decoder, renderer version): no C, so the clients read it without linking libvips.
         .target(name: "MediaFormats"),
@@ -79,7 +83,7 @@ let package = Package(
         .target(name: "SystemCalls", dependencies: ["CPosix"]),
         // Client library for viewers and for viewerctl. A viewer depends on clients/ViewerClient, the
         // package of it and its dependencies alone (the same sources), not on this one.
-        .target(name: "ViewerClient", dependencies: ["ViewerProtocol", "SystemCalls", "Locking"]),
+        .target(name: "ViewerClient", dependencies: ["ViewerProtocol", "ThumbHash", "SystemCalls", "Locking"]),
         // The freedesktop Thumbnail Managing Standard's cache (~/.cache/thumbnails), written and
         // read as GNOME, KDE and Xfce apps expect (issue 21).
         .target(name: "FreedesktopThumbnails", dependencies: ["CGLib", "CZlib", "ViewerProtocol"]),
@@ -121,7 +125,7 @@ let package = Package(
         .target(name: "CVipsFixtures", dependencies: ["CVips"]),
 
         // FuzzRegressions/: inputs kept by the fuzz target (make torture), read by FuzzRegressionTests.
-        .testTarget(name: "ViewerProtocolTests", dependencies: ["ViewerProtocol", "ViewerTestSupport"], exclude: ["FuzzRegressions"]),
+        .testTarget(name: "ViewerProtocolTests", dependencies: ["ViewerProtocol", "ThumbHash", "ViewerTestSupport"], exclude: ["FuzzRegressions"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "RenderingFixtures", "CToneMap", "MediaFormats", "ViewerProtocol", "ViewerTestSupport"]),
         .testTarget(name: "RenditionStoreTests", dependencies: ["RenditionStore", "Locking", "ViewerTestSupport"]),
         .testTarget(name: "ViewerDaemonTests", dependencies: ["ViewerDaemon", "ViewerProtocol", "MediaFormats", "SystemCalls", "Locking", "Rendering", "RenditionStore", "ViewerTestSupport",
@@ -138,6 +142,7 @@ let package = Package(
                                                         "ViewerTestSupport", "FreedesktopThumbnails"]),
         .testTarget(name: "ViewerClientTests", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
+        .testTarget(name: "ThumbHashTests", dependencies: ["ThumbHash"]),
         .testTarget(name: "DesktopThumbnailerTests", dependencies: ["DesktopThumbnailer", "DesktopThumbnails", "MediaFormats", "ViewerTestSupport"]),
         .testTarget(name: "FreedesktopThumbnailsTests", dependencies: ["FreedesktopThumbnails", "Rendering", "RenderingFixtures", "ViewerTestSupport"]),
     ],

@@ -135,6 +135,32 @@ public final class ViewerConnection {
         }
     }
 
+    /// The media info of many files (LAYOUT): `each` gets every LAYOUT_ITEMS batch as it
+    /// arrives (an index may come again: the later item replaces it); returns the ACK's count
+    /// of items. Paths as the daemon names them (absolute).
+    ///
+    /// - Throws: `.server` when the LAYOUT fails as a whole, `.unsupported` without `layout`;
+    ///   what `each` throws stops reading (the connection is then unusable: close it).
+    public func layout(_ request: LayoutRequest, each: (LayoutItems) throws -> Void) throws -> UInt64 {
+        guard welcome.capabilities.contains(.layout) else { throw ViewerClientError.unsupported(Capabilities.layout.names) }
+        let id = nextRequestID
+        nextRequestID = nextRequestID == UInt32.max ? 1 : nextRequestID + 1
+        try write(Message.layout(request).frame(requestID: id).bytes)
+        while true {
+            let (replyID, reply) = try readMessage(deadline: nil)
+            if replyID == 0, case .error(let error) = reply { throw ViewerClientError.server(error) }
+            guard replyID == id else { continue }
+            switch reply {
+            case .layoutItems(let items): try each(items)
+            case .ack(let count): return count
+            case .error(let error): throw ViewerClientError.server(error)
+            case let other where other.isTerminal:
+                throw ViewerClientError.protocolViolation("expected LAYOUT_ITEMS or ACK, got \(other.type)")
+            default: continue
+            }
+        }
+    }
+
     /// The daemon's counters.
     public func stats() throws(ViewerClientError) -> StatsReply {
         switch try call(.stats) {

@@ -50,6 +50,15 @@ public struct MediaInfo: Sendable, Equatable, Hashable {
     /// How the source is HDR (PQ or HLG); nil for an SDR one. Renditions are tone mapped to
     /// sRGB (docs/RENDERING.md, "HDR sources").
     public var hdr: HDR?
+    /// A ThumbHash of the picture (https://evanw.github.io/thumbhash/), at most
+    /// `MediaInfo.maxPlaceholderBytes`, to paint before any rendition arrives; nil when the
+    /// daemon has none yet (the file had no cheap embedded image and nothing was rendered of it).
+    /// `ViewerClient`'s `placeholderImage` decodes it to RGBA.
+    public var placeholder: [UInt8]?
+
+    /// The longest placeholder INFO_REPLY carries: a ThumbHash is 25 bytes at most without
+    /// alpha, 30 with it; longer is malformed.
+    public static let maxPlaceholderBytes = 64
 
     /// What makes a source HDR, as its own tags say (a video stream's, an HEIF's nclx box).
     public struct HDR: Sendable, Equatable, Hashable {
@@ -94,7 +103,7 @@ public struct MediaInfo: Sendable, Equatable, Hashable {
     }
 
     public init(kind: Kind, width: UInt32, height: UInt32, durationMillis: UInt64 = 0, frames: UInt32 = 1,
-                pages: UInt32 = 1, format: String, hasAlpha: Bool = false, hdr: HDR? = nil) {
+                pages: UInt32 = 1, format: String, hasAlpha: Bool = false, hdr: HDR? = nil, placeholder: [UInt8]? = nil) {
         self.kind = kind
         self.width = width
         self.height = height
@@ -104,6 +113,7 @@ public struct MediaInfo: Sendable, Equatable, Hashable {
         self.format = format
         self.hasAlpha = hasAlpha
         self.hdr = hdr
+        self.placeholder = placeholder
     }
 }
 

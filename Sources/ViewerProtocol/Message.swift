@@ -16,6 +16,8 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case trim = 0x0B
     /// The media info of one file (kind, upright size, duration, frames, format).
     case info = 0x0C
+    /// The media info of many files (a list, or a folder in an order), streamed.
+    case layout = 0x0D
 
     case welcome = 0x81
     case result = 0x82
@@ -26,6 +28,8 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case pong = 0x87
     case ack = 0x88
     case infoReply = 0x89
+    /// Some items of a LAYOUT (not terminal; an ACK ends the LAYOUT).
+    case layoutItems = 0x8A
 }
 
 /// Frame header flag bits.
@@ -54,6 +58,8 @@ public struct Capabilities: OptionSet, Sendable, Hashable {
     public static let mediaInfo = Capabilities(rawValue: 1 << 5)
     /// RENDER's region and tile fields (tags 15, 16): without it a server ignores them.
     public static let zoom = Capabilities(rawValue: 1 << 6)
+    /// LAYOUT: the media info of many files streamed in LAYOUT_ITEMS.
+    public static let layout = Capabilities(rawValue: 1 << 7)
     /// A raw rendition asked for with `RenderRequest.sharedMemory` arrives as a sealed memfd
     /// attached to its RESULT or PREVIEW, not in the frame (bit 8; bit 7 is taken by batch layout).
     public static let sharedMemory = Capabilities(rawValue: 1 << 8)
@@ -66,7 +72,7 @@ extension Capabilities: CustomStringConvertible {
         let named: [(Capabilities, String)] = [(.descriptorPassing, "descriptor-passing"), (.previews, "previews"),
                                                (.prefetch, "prefetch"), (.invalidate, "invalidate"),
                                                (.cancellation, "cancellation"), (.mediaInfo, "media-info"),
-                                               (.zoom, "zoom"), (.sharedMemory, "shared-memory")]
+                                               (.zoom, "zoom"), (.layout, "layout"), (.sharedMemory, "shared-memory")]
         var names = named.filter { contains($0.0) }.map(\.1)
         let known = named.reduce(Capabilities()) { $0.union($1.0) }
         for bit in 0..<64 where rawValue & ~known.rawValue & (1 << UInt64(bit)) != 0 { names.append("bit \(bit)") }
@@ -285,6 +291,8 @@ public enum Message: Sendable, Equatable {
     case trim(bytes: UInt64)
     /// The media info of one file; answered by `infoReply` or `error`.
     case info(InfoRequest)
+    /// The media info of many files; answered by `layoutItems`…, then `ack`, `cancelled` or `error`.
+    case layout(LayoutRequest)
     case result(RenderResult)
     /// A degraded rendition before the final one (not terminal); `fromCache` is unused.
     case preview(RenderResult)
@@ -298,6 +306,8 @@ public enum Message: Sendable, Equatable {
     case ack(count: UInt64)
     /// What an INFO asked for (terminal).
     case infoReply(MediaInfo)
+    /// Some of a LAYOUT's items (not terminal).
+    case layoutItems(LayoutItems)
 
     public var type: MessageType {
         switch self {
@@ -315,6 +325,8 @@ public enum Message: Sendable, Equatable {
         case .trim: .trim
         case .info: .info
         case .infoReply: .infoReply
+        case .layout: .layout
+        case .layoutItems: .layoutItems
         case .result: .result
         case .preview: .preview
         case .error: .error

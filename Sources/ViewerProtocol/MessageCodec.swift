@@ -28,10 +28,20 @@ enum Tag {
     enum Error { static let code: UInt16 = 1, message: UInt16 = 2 }
     enum Stats { static let counters: UInt16 = 1 }
     enum Info { static let path: UInt16 = 1 }
+    enum Layout {
+        static let paths: UInt16 = 1, folder: UInt16 = 2, order: UInt16 = 3, offset: UInt16 = 4, limit: UInt16 = 5
+    }
+    enum LayoutItems { static let total: UInt16 = 1, items: UInt16 = 2 }
+    /// The fields of one item inside LAYOUT_ITEMS' `items`.
+    enum LayoutItem {
+        static let index: UInt16 = 1, path: UInt16 = 2, info: UInt16 = 3, errorCode: UInt16 = 4
+        static let errorMessage: UInt16 = 5, infoPending: UInt16 = 6, placeholderPending: UInt16 = 7
+    }
     enum InfoReply {
         static let kind: UInt16 = 1, width: UInt16 = 2, height: UInt16 = 3, durationMillis: UInt16 = 4
         static let frames: UInt16 = 5, pages: UInt16 = 6, format: UInt16 = 7, hasAlpha: UInt16 = 8
         static let hdrTransfer: UInt16 = 9, hdrPrimaries: UInt16 = 10, hdrPeakNits: UInt16 = 11
+        static let placeholder: UInt16 = 12
     }
 }
 
@@ -68,12 +78,7 @@ extension Message {
         case .setPriority(let priority):
             w.put(Tag.SetPriority.priority, priority.rawValue)
         case .prefetch(let m), .stopPrefetch(let m):
-            var list: [UInt8] = []
-            for path in m.paths {
-                list.appendLE(UInt32(path.utf8.count))
-                list.append(contentsOf: path.utf8)
-            }
-            w.put(Tag.Prefetch.paths, bytes: list)
+            w.put(Tag.Prefetch.paths, bytes: Self.packPaths(m.paths))
             Self.putSpec(m.spec, into: &w)
             w.put(Tag.Render.priority, m.priority.rawValue)
             Self.putSpecAdditions(m.spec, into: &w)
@@ -95,6 +100,20 @@ extension Message {
             w.put(Tag.Info.path, m.path)
         case .infoReply(let m):
             return m.body()
+        case .layout(let m):
+            switch m.source {
+            case .paths(let paths):
+                w.put(Tag.Layout.paths, bytes: Self.packPaths(paths))
+            case .folder(let folder, let order):
+                w.put(Tag.Layout.folder, folder)
+                w.put(Tag.Layout.order, order.rawValue)
+                w.put(Tag.Layout.offset, m.offset)
+            }
+            w.put(Tag.Layout.limit, m.limit)
+        case .layoutItems(let m):
+            var packed: [UInt8] = []
+            for item in m.items { item.packed(into: &packed) }
+            return LayoutItems.body(total: m.total, packedItems: packed)
         case .error(let m):
             w.put(Tag.Error.code, m.rawCode)
             w.put(Tag.Error.message, m.message)
@@ -113,6 +132,16 @@ extension Message {
             break
         }
         return w.bytes
+    }
+
+    /// A list of paths in one `bytes` field (tags may not repeat): each a u32 length and its UTF-8.
+    private static func packPaths(_ paths: [String]) -> [UInt8] {
+        var list: [UInt8] = []
+        for path in paths {
+            list.appendLE(UInt32(path.utf8.count))
+            list.append(contentsOf: path.utf8)
+        }
+        return list
     }
 
     private static func putSpec(_ spec: RenditionSpec, into w: inout FieldWriter) {
@@ -166,6 +195,10 @@ extension Message {
             self = .statsReply(try Self.decodeCounters(r.bytes(Tag.Stats.counters) ?? []))
         case .info: self = .info(InfoRequest(path: try r.requiredString(Tag.Info.path)))
         case .infoReply: self = .infoReply(try MediaInfo(r))
+        case .layout: self = .layout(try Self.decodeLayout(r))
+        case .layoutItems:
+            self = .layoutItems(LayoutItems(total: try r.required(Tag.LayoutItems.total),
+                                            items: try LayoutItems.unpack(r.requiredBytes(Tag.LayoutItems.items))))
         case .stats: self = .stats
         case .ping: self = .ping
         case .pong: self = .pong
@@ -212,22 +245,42 @@ extension Message {
         if let tile = spec.tile { w.put(Tag.Render.tile, bytes: tile.bytes) }
     }
 
+    private static func decodeLayout(_ r: FieldReader) throws(ProtocolError) -> LayoutRequest {
+        let limit: UInt32 = try r.integer(Tag.Layout.limit) ?? 0
+        switch (r.bytes(Tag.Layout.paths), try r.string(Tag.Layout.folder)) {
+        case (let list?, nil):
+            var request = LayoutRequest(paths: try unpackPaths(list, tag: Tag.Layout.paths))
+            request.limit = limit
+            return request
+        case (nil, let folder?):
+            return LayoutRequest(folder: folder, order: try enumValue(LayoutOrder.self, r, Tag.Layout.order, "order", default: .name),
+                                 offset: try r.integer(Tag.Layout.offset) ?? 0, limit: limit)
+        default:
+            throw .invalidValue(field: "LAYOUT", detail: "needs exactly one of paths (tag 1) and folder (tag 2)")
+        }
+    }
+
     private static func decodePrefetch(_ r: FieldReader) throws(ProtocolError) -> PrefetchRequest {
-        let list = try r.requiredBytes(Tag.Prefetch.paths)
+        let paths = try unpackPaths(try r.requiredBytes(Tag.Prefetch.paths), tag: Tag.Prefetch.paths)
+        let priority = try enumValue(Priority.self, r, Tag.Render.priority, "priority", default: .prefetch)
+        return PrefetchRequest(paths: paths, spec: try decodeSpec(r), priority: priority)
+    }
+
+    /// A packed list of paths (`packPaths`).
+    private static func unpackPaths(_ list: ArraySlice<UInt8>, tag: UInt16) throws(ProtocolError) -> [String] {
         var paths: [String] = []
         var i = list.startIndex
         while i < list.endIndex {
-            guard list.endIndex - i >= 4 else { throw .truncatedField(tag: Tag.Prefetch.paths) }
+            guard list.endIndex - i >= 4 else { throw .truncatedField(tag: tag) }
             let length = Int(UInt32(le: list, at: i))
-            guard length <= list.endIndex - i - 4 else { throw .truncatedField(tag: Tag.Prefetch.paths) }
+            guard length <= list.endIndex - i - 4 else { throw .truncatedField(tag: tag) }
             guard let path = String(validating: list[(i + 4)..<(i + 4 + length)], as: UTF8.self) else {
-                throw .invalidUTF8(tag: Tag.Prefetch.paths)
+                throw .invalidUTF8(tag: tag)
             }
             paths.append(path)
             i += 4 + length
         }
-        let priority = try enumValue(Priority.self, r, Tag.Render.priority, "priority", default: .prefetch)
-        return PrefetchRequest(paths: paths, spec: try decodeSpec(r), priority: priority)
+        return paths
     }
 
     private static func decodeResult(_ r: FieldReader) throws(ProtocolError) -> RenderResult {
@@ -333,6 +386,7 @@ extension MediaInfo {
             w.put(Tag.InfoReply.hdrPrimaries, hdr.primaries)
             if let peak = hdr.peakNits { w.put(Tag.InfoReply.hdrPeakNits, peak) }
         }
+        if let placeholder { w.put(Tag.InfoReply.placeholder, bytes: placeholder) }
         return w.bytes
     }
 
@@ -351,6 +405,14 @@ extension MediaInfo {
         if try r.integer(Tag.InfoReply.hdrTransfer, as: UInt8.self) != nil {
             hdr = HDR(transfer: try Message.enumValue(HDR.Transfer.self, r, Tag.InfoReply.hdrTransfer, "HDR transfer", default: nil),
                       primaries: try r.integer(Tag.InfoReply.hdrPrimaries) ?? 2, peakNits: try r.integer(Tag.InfoReply.hdrPeakNits))
+        }
+        // The placeholder's bytes are opaque here (a ThumbHash the client decodes), but bounded:
+        // an empty or oversized one is no hash, and a stored record must not grow without limit.
+        if let bytes = r.bytes(Tag.InfoReply.placeholder) {
+            guard (1...MediaInfo.maxPlaceholderBytes).contains(bytes.count) else {
+                throw .badFieldLength(tag: Tag.InfoReply.placeholder, length: bytes.count)
+            }
+            placeholder = Array(bytes)
         }
     }
 }

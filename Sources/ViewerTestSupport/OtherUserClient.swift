@@ -72,6 +72,8 @@ public struct OtherUserClient: Sendable {
     ///   own) and `y.png` (a symlink to TARGET) swap places in a loop (renameat2
     ///   RENAME_EXCHANGE) while `DIR/x.png` is asked for in batches of 50; prints
     ///   `WxH COUNT` or `error CODE COUNT` per kind of answer.
+    /// - `layout SOCKET DIR`: one LAYOUT of the folder DIR; prints `INDEX PATH WxH` or
+    ///   `INDEX PATH error CODE` per file (its last item), or `error CODE` when it fails whole.
     /// - `serve SOCKET`: listens at SOCKET (a fake daemon); prints `listening`, then, for the
     ///   first connection, `received N` (bytes the client sent before closing or 3 s passing),
     ///   or `no connection` when none came within 4 s, and exits.
@@ -133,6 +135,31 @@ public struct OtherUserClient: Sendable {
                 answered += 1; k = outcome(kind, f); counts[k] = counts.get(k, 0) + 1
         os.kill(child, 9); os.waitpid(child, 0)
         for k, n in sorted(counts.items()): print(k, n, flush=True)
+    elif command == 'layout':
+        s = connect(sys.argv[2])
+        s.sendall(frame(0x0D, 1, field(2, sys.argv[3].encode())))
+        items = {}
+        while True:
+            rid, kind, f = read(s)
+            if rid != 1: continue
+            if kind == 0x84: print('error', struct.unpack('<H', f[1])[0], flush=True); break
+            if kind == 0x88: break
+            if kind != 0x8A: continue
+            packed, i = f[2], 0
+            while i < len(packed):
+                n = struct.unpack_from('<I', packed, i)[0]; item = packed[i + 4:i + 4 + n]; i += 4 + n
+                g, j = {}, 0
+                while j < len(item):
+                    tag, length = struct.unpack_from('<HI', item, j); g[tag] = item[j + 6:j + 6 + length]; j += 6 + length
+                index, path = struct.unpack('<I', g[1])[0], g.get(2, b'').decode()
+                if 3 in g:
+                    info, k, h = g[3], 0, {}
+                    while k < len(info):
+                        tag, length = struct.unpack_from('<HI', info, k); h[tag] = info[k + 6:k + 6 + length]; k += 6 + length
+                    items[index] = (path, '%dx%d' % (struct.unpack('<I', h[2])[0], struct.unpack('<I', h[3])[0]))
+                elif 4 in g: items[index] = (path, 'error %d' % struct.unpack('<H', g[4])[0])
+                else: items[index] = (path, 'pending')
+        for index in sorted(items): print(index, items[index][0], items[index][1], flush=True)
     elif command == 'serve':
         path = sys.argv[2]
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.bind(path); os.chmod(path, 0o777); s.listen(8)

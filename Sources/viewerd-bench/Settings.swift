@@ -48,6 +48,21 @@ struct Settings {
     /// 40 items/s: a screen of 20 every half second.
     var fastScrollItems = 600
     var fastRowInterval = 0.1
+    /// The fling (issue 32): the same items, one row every `flingRowInterval` s (120 items/s).
+    var flingRowInterval = 1.0 / 30
+
+    // Layout (issue 32)
+    /// Phone photos laid out cold and stored; small files in the big folder.
+    var layoutPhotos = 500
+    var layoutFiles = 10_000
+    /// The fast scrolls' LAYOUT before (the album visited earlier) is cut off after this.
+    var layoutPrepareSeconds = 60.0
+
+    // Pager swiped (issue 32)
+    /// Pages of the phone's photos, half swiped at each pace (pages a second).
+    var swipePages = 200
+    var swipeSlowRate = 3.0
+    var swipeFastRate = 8.0
 
     // Scale
     var scaleReal = 1000
@@ -84,6 +99,11 @@ struct Settings {
         s.albumItems = nil
         s.fastScrollItems = 20
         s.fastRowInterval = 0.02
+        s.flingRowInterval = 0.01
+        s.swipePages = 12
+        s.layoutPhotos = 20
+        s.layoutFiles = 200
+        s.layoutPrepareSeconds = 20
         s.scaleReal = 20
         s.scaleTotal = 2000
         s.scaleRounds = 1

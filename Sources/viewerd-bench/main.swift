@@ -20,7 +20,7 @@ let usage = """
                            (default: ${XDG_CACHE_HOME:-~/.cache}/viewerd-bench)
       --daemon PATH        the viewerd executable (default: the one next to viewerd-bench)
       --out DIR            where the JSON result goes (default: bench-results)
-      --only LIST          comma-separated scenarios: cold,library,warm,coalescing,scroll,scroll-alone,scale,video,info,zoom,tumbler,raw
+      --only LIST          comma-separated scenarios: cold,library,warm,coalescing,scroll,scroll-alone,scale,video,info,zoom,tumbler,raw,swipe,layout
       --workers N          daemon workers and vipsthumbnail parallelism (default: cores)
       --memory-budget SIZE daemon --memory-budget (default: 256M)
       --row-interval S     scroll: seconds per row of 4 (default: 0.8)
@@ -171,6 +171,8 @@ do {
     if wants("zoom") { try report.part("10. zoom") { try bench.zoom() } }
     if wants("tumbler") { try report.part("11. tumbler") { try bench.tumbler() } }
     if wants("raw") { try report.part("12. camera raw") { try bench.raw() } }
+    if wants("layout") { try report.part("14. layout") { try bench.layoutPart() } }
+    if wants("swipe") { try report.part("13. pager swiped") { try bench.swipe() } }
 } catch {
     failure = "\(error)"
     print("\nviewerd-bench: failed: \(error)")
@@ -191,6 +193,9 @@ var document = report.document(extra: [
     "settings": ["workers": settings.workers, "memory_budget": settings.memoryBudget, "cold_runs": settings.coldRuns,
                  "worker_memory_limit": settings.workerMemoryLimit, "zoom_pager_runs": settings.zoomPagerRuns,
                  "zoom_first_tile_runs": settings.zoomFirstTileRuns, "tumbler_runs": settings.tumblerRuns, "pan_tiles_per_s": settings.panTilesPerSecond,
+                 "fling_row_interval_s": settings.flingRowInterval, "swipe_pages": settings.swipePages,
+                 "layout_photos": settings.layoutPhotos, "layout_files": settings.layoutFiles,
+                 "swipe_rates": [settings.swipeSlowRate, settings.swipeFastRate],
                  "cold_clients": settings.coldClients, "library_preview_renders": settings.libraryPreviewRenders, "client_levels": settings.clientLevels, "warm_seconds": settings.warmSeconds,
                  "coalesce_clients": settings.coalesceClients, "coalesce_assets": settings.coalesceAssets,
                  "columns": settings.columns, "visible_rows": settings.visibleRows, "prefetch_rows": settings.prefetchRows,

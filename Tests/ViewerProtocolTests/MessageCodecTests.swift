@@ -47,6 +47,7 @@ struct MessageCodecTests {
         .infoReply(MediaInfo(kind: .video, width: .max, height: 1, durationMillis: .max, frames: 0, pages: 1,
                              format: "mkv/vp9", hasAlpha: false)),
         .infoReply(MediaInfo(kind: .vector, width: 595, height: 842, pages: 12, format: "pdf", hasAlpha: true)),
+        .infoReply(MediaInfo(kind: .photo, width: 640, height: 480, format: "png", placeholder: Array(repeating: 0xA5, count: 64))),
     ]
 
     /// A message whose decoding is expected to fail, built field by field.
@@ -111,6 +112,16 @@ struct MessageCodecTests {
         let message = try decode(.infoReply) { $0.put(1, UInt8(0)); $0.put(2, UInt32(640)); $0.put(3, UInt32(480)) }
         #expect(message == .infoReply(MediaInfo(kind: .photo, width: 640, height: 480, durationMillis: 0, frames: 1, pages: 1,
                                                 format: "", hasAlpha: false)))
+    }
+
+    @Test("an INFO_REPLY placeholder of 0 or more than 64 bytes is malformed", arguments: [0, 65, 1000])
+    func placeholderLength(_ length: Int) {
+        #expect(throws: ProtocolError.badFieldLength(tag: 12, length: length)) {
+            try decode(.infoReply) {
+                $0.put(1, UInt8(0)); $0.put(2, UInt32(1)); $0.put(3, UInt32(1))
+                $0.put(12, bytes: Array(repeating: 7, count: length))
+            }
+        }
     }
 
     @Test("RENDER without a path is missing a required field")

@@ -12,13 +12,15 @@ let package = Package(
     products: [
         .library(name: "ViewerClient", targets: ["ViewerClient"]),
         .library(name: "ViewerProtocol", targets: ["ViewerProtocol"]),
+        .library(name: "ThumbHash", targets: ["ThumbHash"]),
     ],
     targets: [
         .target(name: "CPosix"),
         .target(name: "SystemCalls", dependencies: ["CPosix"]),
         .target(name: "Locking"),
         .target(name: "ViewerProtocol"),
-        .target(name: "ViewerClient", dependencies: ["ViewerProtocol", "SystemCalls", "Locking"]),
+        .target(name: "ThumbHash"),
+        .target(name: "ViewerClient", dependencies: ["ViewerProtocol", "ThumbHash", "SystemCalls", "Locking"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -54,6 +54,10 @@ extension Daemon {
                 openPrefetch(request, connection: connection)
             case .sniffPrefetch(let connection, let sources, let priority):
                 opener.run(priority: priority) { .prefetchHeadersRead(connection: connection, sources.map { ($0, HeaderSniffer.sniff($0)) }) }
+            case .startLayout(let ref, let request):
+                startLayout(ref, request)
+            case .layoutInfo(let ref, let index, let result):
+                layoutInfoRead(ref, index: index, result)
             case .identify(let connection, let paths):
                 opener.run { .stopPrefetchIdentified(connection: connection, paths.compactMap(AssetIdentity.of(path:))) }
             }
@@ -165,6 +169,8 @@ extension Daemon {
                 handle(event)
             case .info(let job, let outcome):
                 perform(requests.infoRead(job.id, requestStore.infoRead(job, outcome)))
+            case .layout(let event):
+                handle(event)
             }
         }
     }

@@ -136,6 +136,8 @@ enum LoopEvent: Sendable {
     case io(SourceEvent)
     /// The preview lane read an INFO's media info (or could not); exactly one per `InfoJob`.
     case info(InfoJob, InfoOutcome)
+    /// A LAYOUT's folder listed, its files scanned or opened (`SourceIO`).
+    case layout(LayoutEvent)
 }
 
 /// What the I/O threads (`SourceIO`) found, for the event loop to act on.

@@ -39,19 +39,26 @@ extension RequestTable {
             counters.negativeHits += 1
             return [.answer(ref, .error(failure))]
         }
-        if let entry = infoJobs[key] {
-            infoJobs[key]!.waiters.append(ref)
+        let (id, actions) = joinInfoJob(key, source: source) { $0.waiters.append(ref) }
+        setPhase(ref, .waitingInfo(id))
+        return actions
+    }
+
+    /// Joins the info job of `key` (`join` adds the waiter), or starts one.
+    mutating func joinInfoJob(_ key: Key, source: Kinds.Source, _ join: (inout InfoEntry) -> Void) -> (JobID, [Action]) {
+        if infoJobs[key] != nil {
+            join(&infoJobs[key]!)
             counters.infoCoalesced += 1
-            setPhase(ref, .waitingInfo(entry.id))
-            return []
+            return (infoJobs[key]!.id, [])
         }
         let id = JobID.info(nextInfoJob)
         nextInfoJob += 1
-        infoJobs[key] = InfoEntry(id: id, waiters: [ref])
+        var entry = InfoEntry(id: id, waiters: [])
+        join(&entry)
+        infoJobs[key] = entry
         infoKeys[id] = key
-        setPhase(ref, .waitingInfo(id))
         counters.infoReads += 1
-        return [.readInfo(id, source, key)]
+        return (id, [.readInfo(id, source, key)])
     }
 
     /// An info job ended: every INFO still waiting for it gets its media info or the error.
@@ -63,6 +70,9 @@ extension RequestTable {
             case .success(let info): return .answerInfo(ref, info)
             case .failure(let error): return .answer(ref, .error(error))
             }
+        } + entry.layoutWaiters.compactMap { waiter in
+            guard case .layout? = phase(of: waiter.ref) else { return nil }
+            return .layoutInfo(waiter.ref, index: waiter.index, result)
         }
     }
 }

@@ -159,6 +159,10 @@ extension RequestTable {
                 actions += lift(renders.stopPrefetch(key, by: ref.connection).actions)
             }
             return actions
+        case .layout?:
+            forgetLayoutWaiters { $0.ref == ref }
+            setPhase(ref, nil)
+            return [.answer(ref, .cancelled)]
         default:
             return []
         }
@@ -205,6 +209,9 @@ extension RequestTable {
         case .waitingInfo(let id)?:
             if let key = infoKeys[id] { infoJobs[key]?.waiters.removeAll { $0 == ref } }
             fallthrough
+        case .layout?:
+            forgetLayoutWaiters { $0.ref == ref }
+            fallthrough
         default:
             setPhase(ref, nil)
             return [.answer(ref, .error(error))]
@@ -216,6 +223,9 @@ extension RequestTable {
     mutating func connectionClosed(_ connection: UInt64) -> [Action] {
         for case .waitingInfo(let id) in (phases[connection] ?? [:]).values {
             if let key = infoKeys[id] { infoJobs[key]?.waiters.removeAll { $0.connection == connection } }
+        }
+        if (phases[connection] ?? [:]).values.contains(where: { if case .layout = $0 { true } else { false } }) {
+            forgetLayoutWaiters { $0.ref.connection == connection }
         }
         phases[connection] = nil
         openingCounts[connection] = nil

@@ -104,6 +104,8 @@ struct RequestTable<Kinds: RequestKinds> {
         var maxOpening = 64
         /// Prefetch steps a connection may have waiting; more are answered `busy`.
         var maxControlSteps = 256
+        /// LAYOUTs a connection may have running at once; more are answered `busy`.
+        var maxLayouts = 4
     }
 
     /// A RENDER before its job: what it asked, normalized (a tile drops what it does not use).
@@ -155,6 +157,9 @@ struct RequestTable<Kinds: RequestKinds> {
         case openingInfo
         case lookingUpInfo(Kinds.Source, Key)
         case waitingInfo(JobID)
+        /// A LAYOUT, from its frame to its ACK (the daemon's `LayoutRuns` does its work; a
+        /// run whose request is no longer in this phase stops).
+        case layout
 
         /// Whether it opens a file off the loop (counted against `maxOpening`).
         var isOpening: Bool {
@@ -226,6 +231,10 @@ struct RequestTable<Kinds: RequestKinds> {
         case sniffPrefetch(connection: UInt64, [Kinds.Source], Priority)
         /// Identify a STOP_PREFETCH's files off the loop: `stopIdentified` follows.
         case identify(connection: UInt64, [String])
+        /// Start a LAYOUT's run: its folder listed, its files opened and looked up off the loop.
+        case startLayout(RequestRef, LayoutRequest)
+        /// What the read of one LAYOUT item's media info found (`layoutInfoNeeded`).
+        case layoutInfo(RequestRef, index: UInt32, Result<Kinds.Info, ErrorReply>)
     }
 
     /// Counters for STATS (beside `renders.counters`).
@@ -250,6 +259,14 @@ struct RequestTable<Kinds: RequestKinds> {
     struct InfoEntry {
         let id: JobID
         var waiters: [RequestRef]
+        /// LAYOUT items waiting for it: the LAYOUT and the item's index.
+        var layoutWaiters: [LayoutWaiter] = []
+    }
+
+    /// One item of a LAYOUT waiting for an info job.
+    struct LayoutWaiter: Equatable {
+        let ref: RequestRef
+        let index: UInt32
     }
 
     let limits: Limits

@@ -92,7 +92,7 @@ struct SourceAccess: Sendable {
         return fd
     }
 
-    private static func outside(_ path: String) -> RenderError {
+    static func outside(_ path: String) -> RenderError {
         .permissionDenied("\(path) (outside the shared roots: pass an open file descriptor instead)")
     }
 }

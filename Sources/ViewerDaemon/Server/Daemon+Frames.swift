@@ -21,6 +21,7 @@ extension Daemon {
             case .refuse(let error, let endsRequest) where endsRequest:
                 if error.code == .malformedFrame { stats.malformedFrames += 1 }
                 perform(requests.fail(ref, error))
+                stopEndedLayouts(on: connection.id)
             case .refuse(let error, _):
                 send(connection, .error(error), requestID: id)
             case .greet(let version, let clientName):
@@ -42,9 +43,12 @@ extension Daemon {
             perform(requests.render(ref, request, problem: problem), descriptor: descriptor)
         case .info(let request):
             perform(requests.info(ref, request), descriptor: descriptor)
+        case .layout(let request):
+            perform(requests.layout(ref, request))
         case .cancel:
             RequestDecision.cancelled.log(nil, requestID: id, client: connection.clientName)
             perform(requests.cancel(ref))
+            stopEndedLayouts(on: connection.id)
         case .setPriority(let priority):
             perform(requests.setPriority(ref, priority))
         case .prefetch(let request):
@@ -65,7 +69,7 @@ extension Daemon {
             send(connection, .statsReply(statsReply()), requestID: id)
         case .ping:
             send(connection, .pong, requestID: id)
-        case .hello, .welcome, .result, .preview, .error, .cancelled, .statsReply, .pong, .ack, .infoReply:
+        case .hello, .welcome, .result, .preview, .error, .cancelled, .statsReply, .pong, .ack, .infoReply, .layoutItems:
             break  // refused by `FrameIntake`
         }
     }

@@ -50,6 +50,8 @@ public final class Daemon {
     var opener: SourceOpener
     /// Connections whose reading waits for their user's open sources to drop under the quota.
     var quotaPaused: Set<UInt64> = []
+    /// The LAYOUTs running, by request (`LayoutRun`).
+    var layouts: [RequestRef: LayoutRun] = [:]
     /// Every answer to a client, and those held back for clients that do not read.
     let answers: Answers
     /// The store as requests read and write it.
@@ -117,6 +119,7 @@ public final class Daemon {
         connections.onClose = { [unowned self] connection in
             answers.connectionClosed(connection)
             perform(requests.connectionClosed(connection.id))
+            stopEndedLayouts(on: connection.id)
         }
     }
 

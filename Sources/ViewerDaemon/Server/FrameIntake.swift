@@ -54,7 +54,7 @@ enum FrameIntake {
         switch message {
         case .hello:
             return .refuse(ErrorReply(.invalidArgument, "HELLO was already received"), endsRequest: false)
-        case .welcome, .result, .preview, .error, .cancelled, .statsReply, .pong, .ack, .infoReply:
+        case .welcome, .result, .preview, .error, .cancelled, .statsReply, .pong, .ack, .infoReply, .layoutItems:
             return .refuse(ErrorReply(.unknownMessage, "\(message.type) is sent by servers, not clients"), endsRequest: false)
         default:
             return .message(message)
@@ -66,7 +66,7 @@ enum FrameIntake {
         Welcome(version: version, serverVersion: viewerdVersion, maxRequestBody: configuration.maxRequestBody,
                 maxResponseBody: configuration.maxResponseBody,
                 capabilities: [.descriptorPassing, .previews, .prefetch, .invalidate, .cancellation, .mediaInfo, .zoom,
-                               .sharedMemory],
+                               .layout, .sharedMemory],
                 maxOutstanding: UInt32(configuration.maxOutstandingPerClient))
     }
 }

@@ -115,6 +115,10 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
             sharedMemory: true))),
         GoldenVector("result-shared-memory", requestID: 24, flags: FrameFlags.descriptor, .result(RenderResult(
             format: .raw, width: 2560, height: 1440, fromCache: true, bytes: [], sharedByteCount: 2560 * 1440 * 4))),
+        GoldenVector("info-reply-placeholder", requestID: 24, .infoReply(MediaInfo(
+            kind: .photo, width: 4000, height: 3000, format: "jpeg",
+            placeholder: [0x5F, 0x17, 0x06, 0x55, 0x8E, 0x7C, 0x05, 0x7B, 0x66, 0x77, 0x77, 0x91, 0x78, 0xB7, 0x76, 0x74,
+                          0x83, 0x70, 0x55, 0xF7, 0xE9]))),
     ]
 
     /// Every vector file back to back, as a peer would send them on one connection.

@@ -15,7 +15,7 @@ VECTOR_ORDER = ["hello", "welcome", "render", "render-minimal", "result", "error
                 "trim", "stop-prefetch", "stop-prefetch-all", "invalidate", "render-video", "info", "info-reply",
                 "info-reply-hdr",
                 "render-region", "render-tile", "render-source-info", "result-source", "result-partial",
-                "render-shared-memory", "result-shared-memory"]
+                "render-shared-memory", "result-shared-memory", "info-reply-placeholder"]
 # The vectors whose header carries the descriptor flag.
 FLAGGED = {"render-descriptor", "result-shared-memory"}
 
@@ -58,6 +58,8 @@ EXPECTED = {
     "render-shared-memory": (24, p.Render("/pictures/a.jpg", p.Spec(2560, 1440, format=p.Format.RAW), p.Priority.VISIBLE,
                                           shared_memory=True)),
     "result-shared-memory": (24, p.Result(p.Format.RAW, 2560, 1440, b"", True, shared_bytes=2560 * 1440 * 4)),
+    "info-reply-placeholder": (24, p.InfoReply(p.MediaKind.PHOTO, 4000, 3000, format="jpeg",
+                                               placeholder=bytes.fromhex("5f1706558e7c057b6677779178b77674837055f7e9"))),
 }
 
 

@@ -16,6 +16,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Dict, List, NamedTuple, Optional, Tuple, Union
 
+from . import thumbhash
+
 MAGIC = b"VWRD"
 FRAMING_VERSION = 1
 HEADER_SIZE = 16
@@ -573,7 +575,8 @@ class Info:
 @dataclass
 class InfoReply:
     """What a file is (PROTOCOL.md, INFO_REPLY): kind, upright size, a video's duration, frames or
-    pages, format."""
+    pages, format, and a placeholder to paint before any pixels: a ThumbHash, None when the daemon
+    has none yet (:meth:`placeholder_image` decodes it)."""
     kind: MediaKind
     width: int
     height: int
@@ -583,6 +586,12 @@ class InfoReply:
     format: str = ""
     has_alpha: bool = False
     hdr: Optional["HDR"] = None
+    placeholder: Optional[bytes] = None
+
+    def placeholder_image(self) -> Optional[Tuple[int, int, bytes]]:
+        """The placeholder as ``(width, height, rgba)``: RGBA 8-bit rows, at most 32 pixels a side;
+        None without one (or for bytes that are not a ThumbHash)."""
+        return thumbhash.decode(self.placeholder) if self.placeholder is not None else None
 
 
 @dataclass
@@ -688,6 +697,8 @@ def encode_body(message: Message) -> Tuple[MessageType, bytes]:
             w.u8(9, message.hdr.transfer).u8(10, message.hdr.primaries)
             if message.hdr.peak_nits is not None:
                 w.u32(11, message.hdr.peak_nits)
+        if message.placeholder is not None:
+            w.raw(12, message.placeholder)
         return MessageType.INFO_REPLY, w.bytes()
     if isinstance(message, StatsReply):
         w.raw(1, encode_counters(message.counters))
@@ -754,5 +765,14 @@ def _read_info(r: _Reader) -> InfoReply:
     hdr = None
     if 9 in r.fields:
         hdr = HDR(r.enum(9, HDRTransfer), r.u8(10, 2), r.u32(11) if 11 in r.fields else None)
+    placeholder = None
+    if 12 in r.fields:
+        placeholder = r.raw(12)
+        if not 1 <= len(placeholder) <= MAX_PLACEHOLDER_BYTES:
+            raise MalformedFrame(f"field 12 has {len(placeholder)} bytes, expected 1 to {MAX_PLACEHOLDER_BYTES}")
     return InfoReply(r.enum(1, MediaKind), r.u32(2), r.u32(3), r.u64(4, 0), r.u32(5, 1), r.u32(6, 1),
-                     r.string(7, ""), r.bool(8), hdr)
+                     r.string(7, ""), r.bool(8), hdr, placeholder)
+
+
+MAX_PLACEHOLDER_BYTES = 64
+"""The longest INFO_REPLY ``placeholder``: a ThumbHash is at most 25 bytes, 30 with alpha."""

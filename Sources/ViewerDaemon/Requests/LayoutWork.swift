@@ -1,0 +1,114 @@
+import Rendering
+import RenditionStore
+import Synchronization
+import ViewerProtocol
+
+/// The files of one LAYOUT and the part of its work done off the loop: each file opened with
+/// INFO's access rules, checked against the store's record (a rewrite that kept its identity
+/// forgets what was stored), and its stored media info copied into LAYOUT_ITEMS' packed items
+/// (`scan`). Per file that is an open, an `fstat`, a read of its first bytes and two LMDB
+/// look-ups: a few microseconds, so a window of thousands of stored files is answered in
+/// one go, split over the I/O threads in chunks of `chunkSize`.
+///
+/// Immutable but for `stopped`, which the loop sets when the LAYOUT ends early (CANCEL, its
+/// connection closed) and the I/O threads read between files.
+final class LayoutWork: Sendable {
+    /// Files per chunk: one LAYOUT_ITEMS frame each (about 25 KB of stored info).
+    static let chunkSize = 256
+    /// Files whose info is being read at once per LAYOUT (each holds its file open).
+    static let maxReading = 16
+
+    let ref: RequestRef
+    /// The files, in the order of their indexes (from `firstIndex`).
+    let paths: [String]
+    let firstIndex: UInt32
+    /// Folder mode: items carry their paths.
+    let named: Bool
+    /// LAYOUT_ITEMS' `total`.
+    let total: UInt32
+    let peer: UInt32
+    let access: SourceAccess
+    let store: RenditionStore
+    let stopped = Atomic<Bool>(false)
+
+    init(ref: RequestRef, paths: [String], firstIndex: UInt32, named: Bool, total: UInt32, peer: UInt32,
+         access: SourceAccess, store: RenditionStore) {
+        (self.ref, self.paths, self.firstIndex, self.named, self.total) = (ref, paths, firstIndex, named, total)
+        (self.peer, self.access, self.store) = (peer, access, store)
+    }
+
+    /// The chunks of `paths` the I/O threads scan.
+    var chunks: [Range<Int>] {
+        stride(from: 0, to: paths.count, by: Self.chunkSize).map { $0..<min($0 + Self.chunkSize, paths.count) }
+    }
+
+    func index(of position: Int) -> UInt32 { firstIndex + UInt32(position) }
+
+    /// What one chunk found: its items packed, and the positions of the files whose info is
+    /// not stored (sent `info_pending`; the loop has them read).
+    struct Chunk: Sendable {
+        let packed: [UInt8]
+        let misses: [Int]
+    }
+
+    /// Scans `range` of the files (an I/O thread): packs each file's stored info, its error,
+    /// or `info_pending` for a miss. Stops between files once `stopped`.
+    func scan(_ range: Range<Int>) -> Chunk {
+        let reader = store.makeReader()
+        var packed: [UInt8] = []
+        packed.reserveCapacity(range.count * 96)
+        var misses: [Int] = []
+        for position in range {
+            if stopped.load(ordering: .relaxed) { break }
+            let path = paths[position], name = named ? path : nil
+            let source: SourceFile
+            do throws(RenderError) {
+                source = try access.open(path: path, descriptor: nil, peerUID: peer)
+            } catch {
+                pack(position, error: ErrorReply(error.code, error.description), into: &packed)
+                continue
+            }
+            _ = SourceContinuity.check(source, store: store)
+            let key = MediaInfoRecord.key(for: source)
+            let hit = reader.withRendition(key) { _, bytes -> Bool in
+                guard let body = MediaInfoRecord.body(bytes) else { return false }
+                LayoutItem.pack(index: index(of: position), path: name, infoBody: body, error: nil, infoPending: false,
+                                placeholderPending: false, into: &packed)
+                return true
+            } ?? false
+            if hit { continue }
+            if let failure = Self.answeredFailure(store.failure(source: source.identity.bytes)) {
+                pack(position, error: failure, into: &packed)
+                continue
+            }
+            LayoutItem.pack(index: index(of: position), path: name, infoBody: nil, error: nil, infoPending: true,
+                            placeholderPending: false, into: &packed)
+            misses.append(position)
+        }
+        return Chunk(packed: packed, misses: misses)
+    }
+
+    /// A failure recorded for a file, as INFO answers it again without a read: not a render's
+    /// `too-large` or `timeout` (its header reads fine).
+    static func answeredFailure(_ failure: RecordedFailure?) -> ErrorReply? {
+        guard let failure else { return nil }
+        let reply = ErrorReply(rawCode: failure.code, message: failure.message)
+        return reply.code == .tooLarge || reply.code == .timeout ? nil : reply
+    }
+
+    /// Packs the item at `position` with `error`.
+    func pack(_ position: Int, error: ErrorReply, into packed: inout [UInt8]) {
+        LayoutItem.pack(index: index(of: position), path: named ? paths[position] : nil, infoBody: nil, error: error,
+                        infoPending: false, placeholderPending: false, into: &packed)
+    }
+}
+
+/// What the I/O threads found for a LAYOUT, for the loop (`Daemon.handle(_: LayoutEvent)`).
+enum LayoutEvent: Sendable {
+    /// Its folder's files, in order (or why it could not be listed).
+    case listed(RequestRef, Result<[String], RenderError>, LayoutRequest)
+    /// One chunk of its files scanned.
+    case scanned(LayoutWork, LayoutWork.Chunk)
+    /// A file whose info was not stored, opened again to have it read.
+    case opened(LayoutWork, position: Int, Result<SourceFile, RenderError>)
+}

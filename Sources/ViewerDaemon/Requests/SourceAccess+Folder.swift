@@ -1,0 +1,92 @@
+import Foundation
+import Rendering
+import SystemCalls
+import ViewerProtocol
+
+/// A LAYOUT's folder, listed with the access rules of its files: the daemon's own user (and
+/// root) may list any directory it can read; another user only one at or under a shared root,
+/// decided on the string first and then opened beneath the root's handle, as a file is
+/// (`SourceAccess.open`). Each file listed is then opened by its path with those same rules.
+extension SourceAccess {
+    /// The most entries a folder may have (files, subfolders, hidden names): a larger one is
+    /// refused before its names are sorted, so a hostile LAYOUT of a huge directory costs a
+    /// bounded read.
+    static let maxFolderEntries = 100_000
+
+    /// A folder's files in `order`: absolute paths (normalized), without subfolders, names
+    /// starting with `.` or names that are not UTF-8. Blocks on the file system: I/O threads only.
+    func listFolder(_ path: String, order: LayoutOrder, peerUID: UInt32) throws(RenderError) -> [String] {
+        guard path.hasPrefix("/") else { throw .invalidPath("path must be absolute: \(path)") }
+        let normalized = SourcePath.normalized(path)
+        let other = peerUID != getuid() && peerUID != 0
+        let fd = try other ? openSharedFolder(normalized, path: path) : Self.openFolder(normalized)
+        guard let dir = fdopendir(fd) else {
+            let e = errno
+            Posix.close(fd)
+            throw RenderError.fromErrno(e, path: path)
+        }
+        defer { closedir(dir) }
+        // Another user's listing never follows a symlink to sort (its target may be outside
+        // the roots); each file's open then decides.
+        let statFlags = other ? AT_SYMLINK_NOFOLLOW : 0
+        var entries: [(name: String, modified: Int64)] = []
+        var seen = 0
+        while let entry = readdir(dir) {
+            seen += 1
+            guard seen <= Self.maxFolderEntries else {
+                throw .invalidPath("\(path) has more than \(Self.maxFolderEntries) entries: lay out a list of its files instead")
+            }
+            let type = entry.pointee.d_type
+            guard type != UInt8(DT_DIR) else { continue }
+            let name: String? = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                let bytes = raw.prefix { $0 != 0 }
+                return bytes.first == UInt8(ascii: ".") ? nil : String(validating: bytes, as: UTF8.self)
+            }
+            guard let name else { continue }
+            var modified: Int64 = 0
+            if order == .modifiedNewestFirst || type == UInt8(DT_UNKNOWN) {
+                var st = stat()
+                guard fstatat(dirfd(dir), name, &st, statFlags) == 0 else { continue }  // gone since
+                let format = st.st_mode & S_IFMT
+                guard format == S_IFREG || format == S_IFLNK else { continue }
+                modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+            }
+            entries.append((name, modified))
+        }
+        switch order {
+        case .name: entries.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        case .modifiedNewestFirst:
+            entries.sort { $0.modified != $1.modified ? $0.modified > $1.modified : $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        }
+        let base = normalized == "/" ? "" : normalized
+        return entries.map { base + "/" + $0.name }
+    }
+
+    private static func openFolder(_ path: String) throws(RenderError) -> Int32 {
+        do throws(SystemError) {
+            return try Posix.check("open \(path)") { Glibc.open(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC) }
+        } catch {
+            throw RenderError.fromErrno(error.errno, path: path)
+        }
+    }
+
+    /// Opens another user's folder beneath the shared root it lies in; permission-denied for
+    /// anything else, before the file system is touched.
+    private func openSharedFolder(_ normalized: String, path: String) throws(RenderError) -> Int32 {
+        for root in roots {
+            guard let relative = root.relativePath(of: normalized) else { continue }
+            do throws(SystemError) {
+                return try Posix.openBeneath(root.handle, relative.isEmpty ? "." : relative,
+                                             flags: O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC)
+            } catch where error.errno == ENOENT {
+                throw RenderError.notFound(path)
+            } catch where error.errno == ENOTDIR {
+                throw RenderError.notRegularFile(path)
+            } catch {
+                // Leaving the root (EXDEV, ELOOP), a kernel without openat2: refused alike.
+                throw Self.outside(path)
+            }
+        }
+        throw Self.outside(path)
+    }
+}

@@ -1,0 +1,250 @@
+import Foundation
+import Testing
+import ViewerClient
+import ViewerProtocol
+import ViewerTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// LAYOUT through the real daemon: a whole window's media info in one request, stored info
+/// at once, the rest read in the workers and sent as it comes, each file's failure its own.
+@Suite("LAYOUT through the daemon", .serialized)
+struct LayoutTests {
+    /// Every batch of one LAYOUT, and each index's last item (a later one replaces an earlier).
+    struct Outcome {
+        var batches: [LayoutItems] = []
+        var final: [UInt32: LayoutItem] = [:]
+        var count: UInt64 = 0
+        var pendingSeen = 0
+
+        var sizes: [String] {
+            final.keys.sorted().map { index in
+                switch final[index]!.outcome {
+                case .info(let info): "\(info.width)x\(info.height)"
+                case .failed(let error): "error \(error.rawCode)"
+                case .pending: "pending"
+                }
+            }
+        }
+    }
+
+    static func layout(_ connection: ViewerConnection, _ request: LayoutRequest) throws -> Outcome {
+        var outcome = Outcome()
+        outcome.count = try connection.layout(request) { batch in
+            outcome.batches.append(batch)
+            for item in batch.items {
+                if case .pending = item.outcome { outcome.pendingSeen += 1 }
+                outcome.final[item.index] = item
+            }
+        }
+        return outcome
+    }
+
+    /// `count` PNGs named `name-000.png`…, of (40 + i) × 30, their mtimes one second apart
+    /// (the first the oldest).
+    static func folder(_ directory: String, count: Int, name: String = "img") throws -> [String] {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return try (0..<count).map { i in
+            let path = directory + "/" + name + "-" + String(format: "%03d", i) + ".png"
+            try Fixtures.write(path, width: 40 + i, height: 30, seed: i)
+            var times = [timespec(tv_sec: 1_700_000_000 + i, tv_nsec: 0), timespec(tv_sec: 1_700_000_000 + i, tv_nsec: 0)]
+            utimensat(AT_FDCWD, path, &times, 0)
+            return path
+        }
+    }
+
+    @Test("a folder by name: every file's kind and upright size in order, a video among photos, a corrupt file and a subfolder")
+    func folderByName() throws {
+        // Given a folder of five PNGs, a video, a corrupt JPEG, a text file, a hidden file and a subfolder
+        let daemon = try DaemonProcess()
+        defer { daemon.stop() }
+        let dir = daemon.directory + "/roll"
+        let photos = try Self.folder(dir, count: 5)
+        var expected = photos.enumerated().map { i, _ in "\(40 + i)x30" }
+        var kinds: [MediaInfo.Kind] = Array(repeating: .photo, count: 5)
+        try Data([0xFF, 0xD8, 0xFF, 0xE0, 0, 16] + Array(repeating: 0x41, count: 200)).write(to: URL(fileURLWithPath: dir + "/m-broken.jpg"))
+        expected.append("error 301")  // corrupt-image, sorted after the PNGs ("img-" < "m-")
+        kinds.append(.photo)
+        try Data("not an image".utf8).write(to: URL(fileURLWithPath: dir + "/n-notes.txt"))
+        expected.append("error 300")  // unsupported-format
+        kinds.append(.photo)
+        if FileManager.default.isExecutableFile(atPath: VideoClips.ffmpeg), let clip = try VideoClips.shared().first(where: { $0.container == "mp4" }) {
+            try FileManager.default.copyItem(atPath: clip.path, toPath: dir + "/v-clip.mp4")
+            let probe = try VideoClips.probe(clip.path)
+            let turned = probe.rotation == 90 || probe.rotation == 270
+            expected.append(turned ? "\(probe.height)x\(probe.width)" : "\(probe.width)x\(probe.height)")
+            kinds.append(.video)
+        }
+        try Data("hidden".utf8).write(to: URL(fileURLWithPath: dir + "/.hidden.png"))
+        try FileManager.default.createDirectory(atPath: dir + "/sub", withIntermediateDirectories: true)
+        let connection = try daemon.connect()
+
+        // When the folder is laid out by name
+        let outcome = try Self.layout(connection, LayoutRequest(folder: dir, order: .name))
+
+        // Then every file comes, in name order, with its size or its own error, and the stream ends with an ACK
+        #expect(outcome.count == UInt64(expected.count))
+        #expect(outcome.batches.allSatisfy { $0.total == UInt32(expected.count) })
+        #expect(outcome.sizes == expected)
+        #expect(outcome.final.values.allSatisfy { $0.isFinal })
+        for (index, kind) in kinds.enumerated() where outcome.final[UInt32(index)]?.info != nil {
+            #expect(outcome.final[UInt32(index)]?.info?.kind == kind, "item \(index)")
+        }
+        #expect(outcome.final[0]?.path == dir + "/img-000.png")
+        #expect(outcome.pendingSeen == expected.count, "a cold folder's items come pending first")
+    }
+
+    @Test("a folder newest first, a window of it; then again, every item stored: no pending item, no read")
+    func newestFirstAndStored() throws {
+        // Given ten PNGs whose mtimes rise with their names
+        let daemon = try DaemonProcess()
+        defer { daemon.stop() }
+        let dir = daemon.directory + "/ten"
+        _ = try Self.folder(dir, count: 10)
+        let connection = try daemon.connect()
+
+        // When a window of four (from the third newest) is laid out newest first
+        let window = try Self.layout(connection, LayoutRequest(folder: dir, order: .modifiedNewestFirst, offset: 2, limit: 4))
+
+        // Then it is files 7, 6, 5, 4 at indexes 2-5, with the folder's total
+        #expect(window.final.keys.sorted() == [2, 3, 4, 5])
+        #expect(window.sizes == ["47x30", "46x30", "45x30", "44x30"])
+        #expect(window.final[2]?.path == dir + "/img-007.png")
+        #expect(window.batches.first?.total == 10)
+        #expect(window.count == 4)
+
+        // And when the same window is asked again, it is all stored: one batch, no reads
+        let reads = try connection.stats()["info_reads"]
+        let again = try Self.layout(connection, LayoutRequest(folder: dir, order: .modifiedNewestFirst, offset: 2, limit: 4))
+        #expect(again.sizes == window.sizes)
+        #expect(again.pendingSeen == 0)
+        #expect(again.batches.count == 1)
+        #expect(try connection.stats()["info_reads"] == reads)
+    }
+
+    @Test("a list of paths: items by their place in the list, a missing and a relative one failing alone, duplicates answered twice")
+    func listOfPaths() throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.stop() }
+        let photos = try Self.folder(daemon.directory + "/list", count: 3)
+        let connection = try daemon.connect()
+        let paths = [photos[2], daemon.directory + "/missing.png", "relative.png", photos[0], photos[0]]
+
+        let outcome = try Self.layout(connection, LayoutRequest(paths: paths))
+
+        #expect(outcome.sizes == ["42x30", "error 200", "error 103", "40x30", "40x30"])
+        #expect(outcome.final.values.allSatisfy { $0.path == nil })
+        #expect(outcome.batches.first?.total == 5)
+    }
+
+    @Test("a same-size rewrite with its mtime put back is laid out anew, not from the stale stored info")
+    func staleAfterRewrite() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "1"])
+        defer { daemon.stop() }
+        let (wide, tall) = try InfoRewriteTests.landscapeAndPortrait(in: daemon.directory)
+        let rewrite = try SameIdentityRewrite(daemon.directory + "/layout.png", first: wide)
+        let connection = try daemon.connect()
+        #expect(try Self.layout(connection, LayoutRequest(paths: [rewrite.path])).sizes == ["300x200"])
+        #expect(try Self.layout(connection, LayoutRequest(paths: [rewrite.path])).pendingSeen == 0)
+
+        #expect(try rewrite.rewrite(with: tall), "the rewrite changed the identity")
+
+        #expect(try Self.layout(connection, LayoutRequest(paths: [rewrite.path])).sizes == ["200x300"], "stale info after a rewrite")
+    }
+
+    @Test("CANCEL mid-stream ends the LAYOUT with CANCELLED and nothing after it; the connection goes on")
+    func cancelMidStream() throws {
+        // Given a cold folder of 400 distinct files (copies: each its own identity, each to read)
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "1"])
+        defer { daemon.stop() }
+        let dir = daemon.directory + "/cold"
+        let first = try Self.folder(dir, count: 1)[0]
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: first))
+        for i in 1..<400 { try bytes.write(to: URL(fileURLWithPath: dir + "/copy-\(i).png")) }
+        let raw = try daemon.rawConnection()
+
+        // When its LAYOUT's first batch has come, and it is cancelled
+        try raw.send(.layout(LayoutRequest(folder: dir)), id: 5)
+        let (id, firstBatch) = try raw.read()
+        #expect(id == 5)
+        guard case .layoutItems = firstBatch else { Issue.record("expected LAYOUT_ITEMS, got \(firstBatch.type)"); return }
+        try raw.send(.cancel, id: 5)
+        try raw.send(.ping, id: 6)
+
+        // Then CANCELLED ends it, nothing more comes for it, and the PING is answered
+        var terminal: Message?
+        while true {
+            let (id, message) = try raw.read()
+            if id == 6 { #expect(message == .pong); break }
+            #expect(terminal == nil, "a frame for the LAYOUT after its terminal answer: \(message.type)")
+            if message.isTerminal { terminal = message }
+        }
+        #expect(terminal == .cancelled)
+        try raw.send(.ping, id: 7)
+        let (late, answer) = try raw.read()
+        #expect(late == 7 && answer == .pong, "a frame for the cancelled LAYOUT came late")
+    }
+
+    @Test("limits: over 10,000 paths, a fifth LAYOUT at once, both a list and a folder, a relative or missing folder")
+    func limits() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "1"])
+        defer { daemon.stop() }
+        let dir = daemon.directory + "/busy"
+        let first = try Self.folder(dir, count: 1)[0]
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: first))
+        for i in 1..<200 { try bytes.write(to: URL(fileURLWithPath: dir + "/copy-\(i).png")) }
+        let raw = try daemon.rawConnection()
+
+        // Too many paths: invalid-argument, before anything is opened
+        try raw.send(.layout(LayoutRequest(paths: Array(repeating: first, count: 10_001))), id: 1)
+        #expect(try Self.terminal(of: 1, on: raw) == .error(ErrorReply(.invalidArgument, "a LAYOUT names at most 10000 paths, not 10001")))
+
+        // A fifth LAYOUT while four run: busy
+        for id in UInt32(10)..<15 { try raw.send(.layout(LayoutRequest(folder: dir)), id: id) }
+        let fifth = try Self.terminal(of: 14, on: raw)
+        guard case .error(let busy) = fifth else { Issue.record("expected busy, got \(fifth)"); return }
+        #expect(busy.code == .busy)
+        for id in UInt32(10)..<14 { #expect(try Self.terminal(of: id, on: raw) == .ack(count: 200)) }
+
+        // Both forms, or neither: malformed-frame
+        var both = Message.layout(LayoutRequest(folder: dir)).body()
+        both += [1, 0, 0, 0, 0, 0]  // tag 1 paths, empty
+        try raw.write(Frame(type: MessageType.layout.rawValue, requestID: 20, body: both).bytes)
+        guard case .error(let malformed) = try Self.terminal(of: 20, on: raw) else { Issue.record("expected an ERROR"); return }
+        #expect(malformed.code == .malformedFrame)
+
+        // A relative folder, a missing one
+        try raw.send(.layout(LayoutRequest(folder: "relative/dir")), id: 21)
+        guard case .error(let relative) = try Self.terminal(of: 21, on: raw) else { Issue.record("expected an ERROR"); return }
+        #expect(relative.code == .invalidArgument)
+        try raw.send(.layout(LayoutRequest(folder: daemon.directory + "/nowhere")), id: 22)
+        guard case .error(let missing) = try Self.terminal(of: 22, on: raw) else { Issue.record("expected an ERROR"); return }
+        #expect(missing.code == .notFound)
+    }
+
+    /// Reads until the terminal answer of `id`, skipping everything else.
+    static func terminal(of id: UInt32, on raw: RawSocket) throws -> Message {
+        while true {
+            let (got, message) = try raw.read()
+            if got == id && message.isTerminal { return message }
+        }
+    }
+
+    @Test("another user's peer lays out a folder under a shared root, and is refused one outside it",
+          .enabled(if: OtherUserClient.unavailableReason == nil))
+    func otherUser() throws {
+        let scene = try SharedRootScene(writeImage: { path, width, height in try Fixtures.write(path, width: width, height: height) })
+        defer { scene.daemon.stop() }
+        let mine = try scene.ownImage("a.png", width: 64, height: 48)
+        try Fixtures.write(scene.shared + "/b.png", width: 32, height: 16)
+        symlink(scene.secretImage, scene.shared + "/c-leak.png")
+
+        let inside = try scene.other.run(["layout", scene.daemon.socketPath, scene.shared])
+        #expect(inside == ["0 \(scene.shared)/b.png 32x16", "1 \(scene.shared)/c-leak.png error 201"], "\(mine)")
+        let outside = try scene.other.run(["layout", scene.daemon.socketPath, scene.secret])
+        #expect(outside == ["error 201"])
+        let incoming = try scene.other.run(["layout", scene.daemon.socketPath, scene.incoming])
+        #expect(incoming == ["0 \(scene.incoming)/a.png 64x48"])
+    }
+}
