@@ -15,7 +15,7 @@ VECTOR_ORDER = ["hello", "welcome", "render", "render-minimal", "result", "error
                 "trim", "stop-prefetch", "stop-prefetch-all", "invalidate", "render-video", "info", "info-reply",
                 "info-reply-hdr",
                 "render-region", "render-tile", "render-source-info", "result-source", "result-partial",
-                "info-reply-placeholder"]
+                "info-reply-placeholder", "layout", "layout-paths", "layout-items"]
 
 EXPECTED = {
     "hello": (0, p.Hello(1, 1, "example")),
@@ -55,6 +55,12 @@ EXPECTED = {
     "result-partial": (23, p.Result(p.Format.JPEG, 256, 170, b"\xff\xd8\xff\xd9", False, source_partial=True)),
     "info-reply-placeholder": (24, p.InfoReply(p.MediaKind.PHOTO, 4000, 3000, format="jpeg",
                                                placeholder=bytes.fromhex("5f1706558e7c057b6677779178b77674837055f7e9"))),
+    "layout": (25, p.Layout(folder="/pictures/2026", order=p.LayoutOrder.MODIFIED, limit=500)),
+    "layout-paths": (26, p.Layout(paths=["/pictures/a.jpg", "/videos/clip.mp4"])),
+    "layout-items": (25, p.LayoutItems(3, [
+        p.LayoutItem(0, "/pictures/2026/b.jpg", info=p.InfoReply(p.MediaKind.PHOTO, 4000, 3000, format="jpeg")),
+        p.LayoutItem(1, "/pictures/2026/a.jpg", error=p.Error(301, "corrupt image")),
+        p.LayoutItem(2, "/pictures/2026/c.heic", info_pending=True)])),
 }
 
 
