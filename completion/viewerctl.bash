@@ -17,7 +17,7 @@ _viewerctl() {
     _init_completion 2>/dev/null || {
         cur="${COMP_WORDS[COMP_CWORD]}"; prev="${COMP_WORDS[COMP_CWORD-1]}"; words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
     }
-    local commands="render tile info warm stats status invalidate trim clear ping export-xdg help"
+    local commands="render tile info layout warm stats status invalidate trim clear ping export-xdg help"
     local command="" i
     for ((i = 1; i < cword; i++)); do
         case "${words[i]}" in
@@ -35,9 +35,10 @@ _viewerctl() {
         --size|-s) COMPREPLY=($(compgen -W "128x128 256x256 512x512 1024x1024" -- "$cur")); return ;;
         --tile-size) COMPREPLY=($(compgen -W "256 512" -- "$cur")); return ;;
         --overlap) COMPREPLY=($(compgen -W "0 1" -- "$cur")); return ;;
+        --order) COMPREPLY=($(compgen -W "name modified" -- "$cur")); return ;;
         --flavor) COMPREPLY=($(compgen -W "normal large x-large xx-large" -- "$cur")); return ;;
         --cache) _viewerctl_files; return ;;
-        --quality|-q|--time|-t|--to|--region) return ;;
+        --quality|-q|--time|-t|--to|--region|--offset|--limit) return ;;
         -o|--output) _viewerctl_files; return ;;
     esac
     if [[ -z "$command" ]]; then
@@ -49,7 +50,8 @@ _viewerctl() {
         render) options="--size --mode --crop --format --quality --time --region --priority --cache-only -o --output --help" ;;
         tile) options="--tile-size --overlap --format --quality --priority --cache-only -o --output --pyramid --json --help" ;;
         warm) options="--size --mode --crop --format --quality --time --priority --recursive --help" ;;
-        info) options="--json --help" ;;
+        info) options="--batch --json --help" ;;
+        layout) options="--order --offset --limit --json --help" ;;
         export-xdg) options="--flavor --recursive --cache --help" ;;
         stats) options="--json --help" ;;
         status) options="--json --help" ;;

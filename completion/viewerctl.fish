@@ -2,7 +2,7 @@
 # from the checkout: source completion/viewerctl.fish
 # The commands and options are those of completion/viewerctl.bash (DocsAgreementTests).
 
-set -l commands render tile info warm stats status invalidate trim clear ping export-xdg help
+set -l commands render tile info layout warm stats status invalidate trim clear ping export-xdg help
 complete -c viewerctl -f
 complete -c viewerctl -n "not __fish_seen_subcommand_from $commands" -a "$commands"
 complete -c viewerctl -n "not __fish_seen_subcommand_from $commands" -l socket -r -F -d "the daemon's socket"
@@ -47,7 +47,8 @@ end
 __viewerctl_command_options render --size --mode --crop --format --quality --time --region --priority --cache-only -o --output --help
 __viewerctl_command_options tile --tile-size --overlap --format --quality --priority --cache-only -o --output --pyramid --json --help
 __viewerctl_command_options warm --size --mode --crop --format --quality --time --priority --recursive --help
-__viewerctl_command_options info --json --help
+__viewerctl_command_options info --batch --json --help
+__viewerctl_command_options layout --order --offset --limit --json --help
 __viewerctl_command_options export-xdg --flavor --recursive --cache --help
 __viewerctl_command_options stats --json --help
 __viewerctl_command_options status --json --help

@@ -6,7 +6,7 @@ struct InfoCommand: Subcommand {
     static let name = "info"
     static let abstract = "Print what files are (kind, upright size, duration, frames, format) from their headers."
     static let usage = """
-        viewerctl info PATH... [--json]
+        viewerctl info PATH... [--batch] [--json]
 
           One line per file: `PATH: KIND FORMAT WIDTHxHEIGHT`, then a video's duration and
           frames, an animation's frames, a document's pages, and for an HDR source `hdr`,
@@ -15,6 +15,8 @@ struct InfoCommand: Subcommand {
           animated; the size is upright (EXIF orientation applied). Read once by the daemon
           and then answered from its cache until the file changes.
 
+          --batch  ask for every file in one request (LAYOUT): stored answers come at once,
+                   the rest as the daemon reads them; the output is the same
           --json   one JSON array, an object per file in order: path, kind, width, height,
                    duration_ms, frames, pages, format, has_alpha, and for an HDR source
                    hdr_transfer, hdr_primaries, hdr_peak_nits (when known); or path and error
@@ -53,6 +55,8 @@ struct InfoCommand: Subcommand {
         var hdr_primaries: String?
         var hdr_peak_nits: UInt32?
         var error: Failure?
+        /// `layout`'s: the file's place in the folder's order.
+        var index: UInt32?
 
         init(path: String, info: MediaInfo) {
             self.path = path
@@ -69,9 +73,11 @@ struct InfoCommand: Subcommand {
 
     let paths: [String]
     let json: Bool
+    let batch: Bool
 
     init(_ arguments: inout Arguments) throws(UsageError) {
         json = arguments.flag("--json")
+        batch = arguments.flag("--batch")
         paths = try arguments.positionals()
         guard !paths.isEmpty else { throw UsageError("info needs at least one PATH") }
     }
@@ -80,7 +86,27 @@ struct InfoCommand: Subcommand {
         let connection = try globals.connect()
         var entries: [Entry] = []
         var failed = false
-        for path in paths {
+        if batch {
+            // One LAYOUT; each index's last item is its answer.
+            var final: [UInt32: LayoutItem] = [:]
+            _ = try connection.layout(LayoutRequest(paths: paths.map(absolute))) { batch in
+                for item in batch.items { final[item.index] = item }
+            }
+            for (index, path) in paths.enumerated() {
+                switch final[UInt32(index)]?.outcome {
+                case .info(let info)?:
+                    entries.append(Entry(path: path, info: info))
+                    if !json { print("\(path): \(info.summary)") }
+                case .failed(let reply)?:
+                    failed = true
+                    entries.append(Entry(path: path, error: reply))
+                    printError("\(path): \(reply.message)")
+                case .pending?, nil:
+                    throw ViewerClientError.protocolViolation("the LAYOUT ended without an answer for \(path)")
+                }
+            }
+        }
+        for path in paths where !batch {
             do throws(ViewerClientError) {
                 let info = try connection.info(path: absolute(path))
                 entries.append(Entry(path: path, info: info))

@@ -4,7 +4,7 @@ import ViewerClient
 import ViewerProtocol
 
 let commands: [any Subcommand.Type] = [
-    RenderCommand.self, TileCommand.self, InfoCommand.self, WarmCommand.self, StatsCommand.self, StatusCommand.self,
+    RenderCommand.self, TileCommand.self, InfoCommand.self, LayoutCommand.self, WarmCommand.self, StatsCommand.self, StatusCommand.self,
     InvalidateCommand.self, TrimCommand.self, ClearCommand.self, PingCommand.self, ExportXDGCommand.self,
 ]
 

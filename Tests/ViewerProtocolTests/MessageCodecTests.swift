@@ -23,6 +23,15 @@ struct MessageCodecTests {
                                   priority: .high)),
         .stopPrefetch(PrefetchRequest(paths: ["/a.jpg"], spec: RenditionSpec(width: 128, height: 0), priority: .background)),
         .stopPrefetchAll,
+        .layout(LayoutRequest(paths: ["/a.jpg", "", "/ü/ñ.heic"])),
+        .layout(LayoutRequest(folder: "/pictures", order: .name, offset: 7, limit: 0)),
+        .layoutItems(LayoutItems(total: 0, items: [])),
+        .layoutItems(LayoutItems(total: 9, items: [
+            LayoutItem(index: 8, outcome: .info(MediaInfo(kind: .video, width: 2, height: 1, durationMillis: 5, format: "mp4/h264",
+                                                           placeholder: [1, 2, 3])), placeholderPending: true),
+            LayoutItem(index: 3, path: "/p/x.png", outcome: .failed(ErrorReply(rawCode: 999, message: ""))),
+            LayoutItem(index: 4, path: "", outcome: .pending),
+        ])),
         .invalidate(InvalidateRequest(path: "/pictures/a.jpg")),
         .invalidate(InvalidateRequest(path: "/pictures", recursive: true)),
         .result(RenderResult(format: .raw, width: 1, height: 1, fromCache: false, bytes: [1, 2, 3, 4])),
@@ -75,7 +84,7 @@ struct MessageCodecTests {
     }
 
     @Test("an unassigned message type throws unexpectedMessage",
-          arguments: [0x00, 0x0D, 0x55, 0x7F, 0x80, 0x8A, 0xFF] as [UInt8])
+          arguments: [0x00, 0x0E, 0x55, 0x7F, 0x80, 0x8B, 0xFF] as [UInt8])
     func unknownType(_ type: UInt8) throws {
         #expect(MessageType(rawValue: type) == nil)
         #expect(throws: ProtocolError.unexpectedMessage(type: type)) {
@@ -88,9 +97,9 @@ struct MessageCodecTests {
         let table = MessageType.allCases.map { String($0.rawValue, radix: 16) + " \($0)" }
         #expect(table == [
             "1 hello", "2 render", "3 cancel", "4 setPriority", "5 prefetch", "6 stopPrefetch", "7 stopPrefetchAll",
-            "8 invalidate", "9 stats", "a ping", "b trim", "c info",
+            "8 invalidate", "9 stats", "a ping", "b trim", "c info", "d layout",
             "81 welcome", "82 result", "83 preview", "84 error", "85 cancelled", "86 statsReply", "87 pong", "88 ack",
-            "89 infoReply",
+            "89 infoReply", "8a layoutItems",
         ])
     }
 
@@ -399,9 +408,9 @@ struct MessageCodecTests {
         #expect(!Message.preview(RenderResult(format: .jpeg, width: 1, height: 1, fromCache: false, bytes: [])).isTerminal)
     }
 
-    @Test("isTerminal is true exactly for the server → client types other than PREVIEW", arguments: messages)
+    @Test("isTerminal is true exactly for the server → client types other than PREVIEW and LAYOUT_ITEMS", arguments: messages)
     func terminalByType(_ message: Message) {
         let serverToClient = message.type.rawValue >= 0x80
-        #expect(message.isTerminal == (serverToClient && message.type != .preview))
+        #expect(message.isTerminal == (serverToClient && message.type != .preview && message.type != .layoutItems))
     }
 }

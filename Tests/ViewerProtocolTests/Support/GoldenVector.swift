@@ -119,6 +119,13 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
             kind: .photo, width: 4000, height: 3000, format: "jpeg",
             placeholder: [0x5F, 0x17, 0x06, 0x55, 0x8E, 0x7C, 0x05, 0x7B, 0x66, 0x77, 0x77, 0x91, 0x78, 0xB7, 0x76, 0x74,
                           0x83, 0x70, 0x55, 0xF7, 0xE9]))),
+        GoldenVector("layout", requestID: 25, .layout(LayoutRequest(folder: "/pictures/2026", order: .modifiedNewestFirst, limit: 500))),
+        GoldenVector("layout-paths", requestID: 26, .layout(LayoutRequest(paths: ["/pictures/a.jpg", "/videos/clip.mp4"]))),
+        GoldenVector("layout-items", requestID: 25, .layoutItems(LayoutItems(total: 3, items: [
+            LayoutItem(index: 0, path: "/pictures/2026/b.jpg", outcome: .info(MediaInfo(kind: .photo, width: 4000, height: 3000, format: "jpeg"))),
+            LayoutItem(index: 1, path: "/pictures/2026/a.jpg", outcome: .failed(ErrorReply(.corruptImage, "corrupt image"))),
+            LayoutItem(index: 2, path: "/pictures/2026/c.heic", outcome: .pending),
+        ]))),
     ]
 
     /// Every vector file back to back, as a peer would send them on one connection.

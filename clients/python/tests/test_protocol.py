@@ -15,7 +15,8 @@ VECTOR_ORDER = ["hello", "welcome", "render", "render-minimal", "result", "error
                 "trim", "stop-prefetch", "stop-prefetch-all", "invalidate", "render-video", "info", "info-reply",
                 "info-reply-hdr",
                 "render-region", "render-tile", "render-source-info", "result-source", "result-partial",
-                "render-shared-memory", "result-shared-memory", "info-reply-placeholder"]
+                "render-shared-memory", "result-shared-memory", "info-reply-placeholder", "layout", "layout-paths",
+                "layout-items"]
 # The vectors whose header carries the descriptor flag.
 FLAGGED = {"render-descriptor", "result-shared-memory"}
 
@@ -60,6 +61,12 @@ EXPECTED = {
     "result-shared-memory": (24, p.Result(p.Format.RAW, 2560, 1440, b"", True, shared_bytes=2560 * 1440 * 4)),
     "info-reply-placeholder": (24, p.InfoReply(p.MediaKind.PHOTO, 4000, 3000, format="jpeg",
                                                placeholder=bytes.fromhex("5f1706558e7c057b6677779178b77674837055f7e9"))),
+    "layout": (25, p.Layout(folder="/pictures/2026", order=p.LayoutOrder.MODIFIED, limit=500)),
+    "layout-paths": (26, p.Layout(paths=["/pictures/a.jpg", "/videos/clip.mp4"])),
+    "layout-items": (25, p.LayoutItems(3, [
+        p.LayoutItem(0, "/pictures/2026/b.jpg", info=p.InfoReply(p.MediaKind.PHOTO, 4000, 3000, format="jpeg")),
+        p.LayoutItem(1, "/pictures/2026/a.jpg", error=p.Error(301, "corrupt image")),
+        p.LayoutItem(2, "/pictures/2026/c.heic", info_pending=True)])),
 }
 
 

@@ -5,16 +5,16 @@
 ...     thumb = client.render("/home/me/Pictures/a.jpg", 256, 256)
 >>> thumb.width, thumb.height, len(thumb.data)
 """
-from .aio import AsyncClient, AsyncRenderRequest
-from .client import Cancelled, Client, RenderRequest
+from .aio import AsyncClient, AsyncLayoutRequest, AsyncRenderRequest
+from .client import Cancelled, Client, LayoutRequest, RenderRequest
 from .errors import ERROR_NAMES, ConnectionLost, DaemonUnavailable, UntrustedSocket, ViewerError
-from .protocol import (Capability, Crop, Delivery, Fit, Format, InfoReply, MediaKind, Preview, Priority, Region, Result,
-                       TileAddress, Welcome)
+from .protocol import (Capability, Crop, Delivery, Fit, Format, InfoReply, LayoutItem, LayoutItems, LayoutOrder, MediaKind,
+                       Preview, Priority, Region, Result, TileAddress, Welcome)
 from .pyramid import Tile, TilePyramid
 from .socketpath import default_socket
 
-__all__ = ["AsyncClient", "AsyncRenderRequest", "Cancelled", "Client", "RenderRequest", "ERROR_NAMES",
+__all__ = ["AsyncClient", "AsyncLayoutRequest", "AsyncRenderRequest", "Cancelled", "Client", "LayoutRequest", "RenderRequest", "ERROR_NAMES",
            "ConnectionLost", "DaemonUnavailable", "UntrustedSocket", "ViewerError", "Capability", "Crop", "Delivery", "Fit",
-           "Format", "InfoReply", "MediaKind", "Preview", "Priority", "Region", "Result", "Tile", "TileAddress",
+           "Format", "InfoReply", "LayoutItem", "LayoutItems", "LayoutOrder", "MediaKind", "Preview", "Priority", "Region", "Result", "Tile", "TileAddress",
            "TilePyramid", "Welcome", "default_socket"]
 __version__ = "0.1.0"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Optional, Tuple, Union
+from typing import Any, List, Optional, Tuple, Union
 
 from . import protocol as p
 from .errors import ViewerError
@@ -92,3 +92,12 @@ class IdCounter:
         rid = self._next
         self._next = 1 if rid == 0xFFFFFFFF else rid + 1
         return rid
+
+
+def make_layout(paths: Optional[List[str]], folder: Optional[str], order: Any, offset: int, limit: int) -> "p.Layout":
+    """A LAYOUT of ``paths`` or of ``folder`` (relative ones resolved as by ``absolute``)."""
+    if (paths is None) == (folder is None):
+        raise ValueError("layout needs either paths or a folder")
+    if paths is not None:
+        return p.Layout(paths=[absolute(path) for path in paths], limit=limit)
+    return p.Layout(folder=absolute(folder or ""), order=_enum(p.LayoutOrder, order, "order"), offset=offset, limit=limit)

@@ -7,7 +7,7 @@ import time
 from typing import AsyncIterator, Callable, Dict, List, Optional, Tuple, Union
 
 from . import protocol as p
-from ._common import IdCounter, expect, absolute, make_render, make_spec, raise_if_error, _enum
+from ._common import make_layout, IdCounter, expect, absolute, make_render, make_spec, raise_if_error, _enum
 from .client import Cancelled
 from .errors import ConnectionLost, DaemonUnavailable, ViewerError
 from .socketpath import connect_trusted, default_socket
@@ -177,6 +177,38 @@ class AsyncRenderRequest:
         await self._connection.send(p.encode(p.SetPriority(_enum(p.Priority, priority, "priority")), self.request_id))
 
 
+class AsyncLayoutRequest:
+    """A LAYOUT on its way, for asyncio: ``async for batch in request.batches()``."""
+
+    def __init__(self, connection: _AsyncConnection, request_id: int) -> None:
+        self._connection = connection
+        self.request_id = request_id
+        self.count: Optional[int] = None
+
+    async def batches(self) -> AsyncIterator[p.LayoutItems]:
+        """Each LAYOUT_ITEMS, until the ACK (see :meth:`viewerd.LayoutRequest.batches`)."""
+        while self.count is None:
+            message = await self._connection.next_answer(self.request_id)
+            if isinstance(message, p.LayoutItems):
+                yield message
+                continue
+            self._connection.forget(self.request_id)
+            if isinstance(message, p.Cancelled):
+                raise Cancelled(self.request_id)
+            self.count = expect(message, p.Ack, self.request_id).count
+
+    async def items(self) -> Dict[int, p.LayoutItem]:
+        """Every item by index, each its last one, once the LAYOUT has ended."""
+        final: Dict[int, p.LayoutItem] = {}
+        async for batch in self.batches():
+            for item in batch.items:
+                final[item.index] = item
+        return final
+
+    async def cancel(self) -> None:
+        await self._connection.send(p.encode(p.Cancel(), self.request_id))
+
+
 class AsyncClient:
     """An asyncio connection to viewerd, with the methods of :class:`viewerd.Client` as
     coroutines. Use it from one event loop.
@@ -277,6 +309,25 @@ class AsyncClient:
             raise ValueError("info needs a path or a descriptor")
         named = absolute(path) if fd is None and path is not None else path or ""
         return expect(await self._request(p.Info(named), fd), p.InfoReply, 0)
+
+    async def start_layout(self, paths: Optional[List[str]] = None, *, folder: Optional[str] = None, order="name",
+                           offset: int = 0, limit: int = 0) -> AsyncLayoutRequest:  # type: ignore[no-untyped-def]
+        """Sends a LAYOUT (see :meth:`viewerd.Client.start_layout`); returns at once."""
+        message = make_layout(paths, folder, order, offset, limit)
+        connection = await self._current()
+        rid = connection.register()
+        try:
+            await connection.send(p.encode(message, rid))
+        except BaseException:
+            connection.forget(rid)
+            raise
+        return AsyncLayoutRequest(connection, rid)
+
+    async def layout(self, paths: Optional[List[str]] = None, *, folder: Optional[str] = None, order="name",
+                     offset: int = 0, limit: int = 0) -> Dict[int, p.LayoutItem]:  # type: ignore[no-untyped-def]
+        """Every item of a LAYOUT by index, once each is final."""
+        request = await self.start_layout(paths, folder=folder, order=order, offset=offset, limit=limit)
+        return await request.items()
 
     async def stats(self) -> Dict[str, int]:
         return expect(await self._request(p.Stats()), p.StatsReply, 0).counters

@@ -11,7 +11,7 @@ import time
 from typing import Callable, Deque, Dict, Iterator, List, Optional, Tuple, Union
 
 from . import protocol as p
-from ._common import IdCounter, expect, absolute, make_render, make_spec, raise_if_error, _enum
+from ._common import make_layout, IdCounter, expect, absolute, make_render, make_spec, raise_if_error, _enum
 from .errors import ConnectionLost, DaemonUnavailable, ViewerError
 from .socketpath import connect_trusted, default_socket
 
@@ -218,6 +218,41 @@ class RenderRequest:
         self._connection.send(p.encode(p.SetPriority(_enum(p.Priority, priority, "priority")), self.request_id))
 
 
+class LayoutRequest:
+    """A LAYOUT on its way: its batches of items as they come, and the means to cancel it.
+    Obtained from :meth:`Client.start_layout`."""
+
+    def __init__(self, connection: _Connection, request_id: int) -> None:
+        self._connection = connection
+        self.request_id = request_id
+        self.count: Optional[int] = None
+
+    def batches(self) -> Iterator[p.LayoutItems]:
+        """Yields each LAYOUT_ITEMS; ends at the ACK (``count`` is then the items answered);
+        raises :class:`ViewerError` when the LAYOUT fails whole, :class:`Cancelled` after CANCEL."""
+        while self.count is None:
+            message = self._connection.next_answer(self.request_id)
+            if isinstance(message, p.LayoutItems):
+                yield message
+                continue
+            self._connection.forget(self.request_id)
+            if isinstance(message, p.Cancelled):
+                raise Cancelled(self.request_id)
+            self.count = expect(message, p.Ack, self.request_id).count
+
+    def items(self) -> Dict[int, p.LayoutItem]:
+        """Every item by index, each its last (final) one, once the LAYOUT has ended."""
+        final: Dict[int, p.LayoutItem] = {}
+        for batch in self.batches():
+            for item in batch.items:
+                final[item.index] = item
+        return final
+
+    def cancel(self) -> None:
+        """Sends CANCEL: the LAYOUT ends with CANCELLED (unless its ACK is already on its way)."""
+        self._connection.send(p.encode(p.Cancel(), self.request_id))
+
+
 class Cancelled(Exception):
     """The RENDER was cancelled (its terminal answer was CANCELLED)."""
 
@@ -367,6 +402,31 @@ class Client:
             raise ValueError("info needs a path or a descriptor")
         named = absolute(path) if fd is None and path is not None else path or ""
         return expect(self._request(p.Info(named), fd), p.InfoReply, 0)
+
+    def start_layout(self, paths: Optional[List[str]] = None, *, folder: Optional[str] = None, order="name",
+                     offset: int = 0, limit: int = 0) -> LayoutRequest:  # type: ignore[no-untyped-def]
+        """Sends a LAYOUT (PROTOCOL.md): the media info of ``paths``, or of ``folder``'s files in
+        ``order`` (``"name"`` or ``"modified"``, newest first) from ``offset``, at most ``limit``
+        (0: the daemon's maximum, 10,000); returns at once. Stored info comes at once; files the
+        daemon reads come first ``info_pending``, then again."""
+        message = make_layout(paths, folder, order, offset, limit)
+        connection = self._current()
+        rid = connection.register()
+        try:
+            connection.send(p.encode(message, rid))
+        except BaseException:
+            connection.forget(rid)
+            raise
+        return LayoutRequest(connection, rid)
+
+    def layout(self, paths: Optional[List[str]] = None, *, folder: Optional[str] = None, order="name",
+               offset: int = 0, limit: int = 0) -> Dict[int, p.LayoutItem]:  # type: ignore[no-untyped-def]
+        """Every item of a LAYOUT (see :meth:`start_layout`) by index, once each is final.
+
+        >>> items = client.layout(folder="/home/me/Pictures", order="modified", limit=500)
+        >>> items[0].info.width, items[0].info.placeholder_image()
+        """
+        return self.start_layout(paths, folder=folder, order=order, offset=offset, limit=limit).items()
 
     def stats(self) -> Dict[str, int]:
         """The daemon's counters by name (unknown names included; look up what you need)."""

@@ -61,6 +61,7 @@ class MessageType(_Named, enum.IntEnum):
     PING = 0x0A
     TRIM = 0x0B
     INFO = 0x0C
+    LAYOUT = 0x0D
     WELCOME = 0x81
     RESULT = 0x82
     PREVIEW = 0x83
@@ -70,6 +71,7 @@ class MessageType(_Named, enum.IntEnum):
     PONG = 0x87
     ACK = 0x88
     INFO_REPLY = 0x89
+    LAYOUT_ITEMS = 0x8A
 
 
 class Fit(_Named, enum.IntEnum):
@@ -113,6 +115,7 @@ class Capability(enum.IntFlag):
     CANCELLATION = 0x10
     MEDIA_INFO = 0x20
     ZOOM = 0x40
+    LAYOUT = 0x80
     #: A raw rendition asked with ``shared_memory`` comes as a sealed memfd (bit 8).
     SHARED_MEMORY = 0x100
 
@@ -140,6 +143,12 @@ class MediaKind(_Named, enum.IntEnum):
     VIDEO = 1
     VECTOR = 2
     ANIMATED = 3
+
+
+class LayoutOrder(_Named, enum.IntEnum):
+    """The order of a folder's files in a LAYOUT: by name (UTF-8 bytes), or newest modified first."""
+    NAME = 0
+    MODIFIED = 1
 
 
 class HDRTransfer(_Named, enum.IntEnum):
@@ -595,6 +604,41 @@ class InfoReply:
 
 
 @dataclass
+class Layout:
+    """The media info of many files (PROTOCOL.md, LAYOUT): ``paths``, or the files of ``folder`` in
+    ``order`` from ``offset``; at most ``limit`` items (0: the server's maximum)."""
+    paths: Optional[List[str]] = None
+    folder: Optional[str] = None
+    order: LayoutOrder = LayoutOrder.NAME
+    offset: int = 0
+    limit: int = 0
+
+
+@dataclass
+class LayoutItem:
+    """One file of a LAYOUT: its ``info``, or its ``error`` (code and message), or ``info_pending``
+    (the same index comes again). ``path`` in folder mode. A later item of an index replaces it."""
+    index: int
+    path: Optional[str] = None
+    info: Optional[InfoReply] = None
+    error: Optional["Error"] = None
+    info_pending: bool = False
+    placeholder_pending: bool = False
+
+    @property
+    def final(self) -> bool:
+        """Whether no later item of this index follows."""
+        return not self.info_pending and not self.placeholder_pending
+
+
+@dataclass
+class LayoutItems:
+    """Some items of a LAYOUT (not terminal); ``total``: the files the LAYOUT covers."""
+    total: int
+    items: List[LayoutItem] = field(default_factory=list)
+
+
+@dataclass
 class HDR:
     """How a source is HDR: its transfer, H.273 primaries (9 BT.2020, 12 P3, 1 BT.709) and the
     peak it says in nits (None when it does not)."""
@@ -624,12 +668,13 @@ class Pong:
 
 
 Message = Union[Hello, Welcome, Render, Result, Preview, Error, Cancel, Cancelled, SetPriority, Prefetch,
-                StopPrefetch, StopPrefetchAll, Invalidate, Trim, Ack, Stats, StatsReply, Ping, Pong, Info, InfoReply]
+                StopPrefetch, StopPrefetchAll, Invalidate, Trim, Ack, Stats, StatsReply, Ping, Pong, Info, InfoReply,
+                Layout, LayoutItems]
 
 _EMPTY = {Cancel: MessageType.CANCEL, Cancelled: MessageType.CANCELLED, StopPrefetchAll: MessageType.STOP_PREFETCH_ALL,
           Stats: MessageType.STATS, Ping: MessageType.PING, Pong: MessageType.PONG}
 
-#: The answers that end a request; PREVIEW is the only server → client message that does not.
+#: The answers that end a request; PREVIEW and LAYOUT_ITEMS are the server → client messages that do not.
 TERMINAL = (Result, Error, Cancelled, Ack, StatsReply, Pong, Welcome, InfoReply)
 
 
@@ -700,6 +745,33 @@ def encode_body(message: Message) -> Tuple[MessageType, bytes]:
         if message.placeholder is not None:
             w.raw(12, message.placeholder)
         return MessageType.INFO_REPLY, w.bytes()
+    if isinstance(message, Layout):
+        if (message.paths is None) == (message.folder is None):
+            raise ValueError("a LAYOUT names either paths or a folder")
+        if message.paths is not None:
+            w.raw(1, encode_paths(message.paths))
+        else:
+            w.string(2, message.folder or "").u8(3, message.order).u32(4, message.offset)
+        w.u32(5, message.limit)
+        return MessageType.LAYOUT, w.bytes()
+    if isinstance(message, LayoutItems):
+        packed = []
+        for item in message.items:
+            iw = _Writer().u32(1, item.index)
+            if item.path is not None:
+                iw.string(2, item.path)
+            if item.info is not None:
+                iw.raw(3, encode_body(item.info)[1])
+            if item.error is not None:
+                iw.u16(4, item.error.code).string(5, item.error.message)
+            if item.info_pending:
+                iw.u8(6, 1)
+            if item.placeholder_pending:
+                iw.u8(7, 1)
+            body = iw.bytes()
+            packed.append(struct.pack("<I", len(body)) + body)
+        w.u32(1, message.total).raw(2, b"".join(packed))
+        return MessageType.LAYOUT_ITEMS, w.bytes()
     if isinstance(message, StatsReply):
         w.raw(1, encode_counters(message.counters))
         return MessageType.STATS_REPLY, w.bytes()
@@ -757,7 +829,36 @@ def decode(frame: Frame) -> Message:
         return Info(r.string(1))
     if t == MessageType.INFO_REPLY:
         return _read_info(r)
+    if t == MessageType.LAYOUT:
+        if (1 in r.fields) == (2 in r.fields):
+            raise MalformedFrame("a LAYOUT needs exactly one of paths (tag 1) and folder (tag 2)")
+        if 1 in r.fields:
+            return Layout(paths=decode_paths(r.raw(1)), limit=r.u32(5, 0))
+        return Layout(folder=r.string(2), order=r.enum(3, LayoutOrder, 0), offset=r.u32(4, 0), limit=r.u32(5, 0))
+    if t == MessageType.LAYOUT_ITEMS:
+        return LayoutItems(r.u32(1), _read_layout_items(r.raw(2)))
     raise ValueError(f"unassigned message type 0x{t:02x}")
+
+
+def _read_layout_items(packed: bytes) -> List[LayoutItem]:
+    """LAYOUT_ITEMS' ``items``: each a u32 length and the item's own fields."""
+    items, offset = [], 0
+    while offset < len(packed):
+        if len(packed) - offset < 4:
+            raise MalformedFrame("layout item cut short")
+        (n,) = struct.unpack_from("<I", packed, offset)
+        offset += 4
+        if n > len(packed) - offset:
+            raise MalformedFrame("layout item runs past the end")
+        r = _Reader(packed[offset:offset + n])
+        offset += n
+        info = _read_info(_Reader(r.raw(3))) if 3 in r.fields else None
+        error = Error(r.u16(4), r.string(5, "")) if 4 in r.fields else None
+        pending = r.bool(6)
+        if (info is not None) + (error is not None) + pending != 1:
+            raise MalformedFrame("a layout item needs exactly one of info, error_code and info_pending")
+        items.append(LayoutItem(r.u32(1), r.string(2) if 2 in r.fields else None, info, error, pending, r.bool(7)))
+    return items
 
 
 def _read_info(r: _Reader) -> InfoReply:
