@@ -47,6 +47,28 @@ struct StoredRenditionsTests {
                                          original: squareOriginal) == nil)
     }
 
+    /// A pager's page while the grid's thumbnail is stored: that thumbnail is its PREVIEW as it
+    /// is, from the store, when it has the page's format.
+    @Test("a stored preview is the preview base in the requested format; none beside a derivation's base")
+    func storedPreview() {
+        let grid = stored(box(256, 256), 256, 192), webp = stored(box(256, 256, .webp), 256, 192)
+        let page = box(2560, 1440)
+        func preview(_ candidates: [StoredRenditions.Candidate], _ spec: RenditionSpec = page) -> StoredRenditions.Candidate? {
+            StoredRenditions(candidates: candidates, bytes: { _ in nil }).storedPreview(for: spec)
+        }
+        #expect(preview([grid]) == grid)
+        // Of two as large, the one in the page's format; another format alone is the lane's to re-encode
+        #expect(preview([webp, grid]) == grid && preview([grid, webp]) == grid)
+        #expect(preview([webp]) == nil)
+        #expect(StoredRenditions.smaller(among: [grid, webp], than: box(2560, 1440, .webp), original: nil) == webp)
+        // A larger one is a derivation's base: its RESULT comes quickly, with no PREVIEW
+        #expect(preview([grid, stored(box(3000, 3000), 3000, 2250)]) == nil)
+        // No part of a picture is previewed from the whole
+        var tile = page
+        tile.region = PixelRegion(x: 0, y: 0, width: 100, height: 100)
+        #expect(preview([grid], tile) == nil)
+    }
+
     @Test("a base must equal the request but for the box: format, background and quality")
     func baseEqualsButBox() {
         // Given a 500 box stored in each of several outputs
