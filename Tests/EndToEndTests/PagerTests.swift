@@ -38,25 +38,30 @@ struct PagerTests {
 
     /// Before, the stored rendition was a preview's source only when scaling it to the final's
     /// size cost at most 1/16 of the original's pixels: a 2560×1440 page of a 4000×3000 photo
-    /// (1920×1440) never had one, and its first image waited for the final.
-    @Test("a pager's PREVIEW after a grid's RENDER is the grid's stored rendition, its size and its bytes, before its RESULT")
-    func gridRenditionIsThePreview() throws {
+    /// (1920×1440) never had one, and its first image waited for the final. A viewer that uploads
+    /// raw RGBA to its textures asks both in `raw` (before, a raw request never had a stored
+    /// rendition as its PREVIEW).
+    @Test("a pager's PREVIEW after a grid's RENDER is the grid's stored rendition, its size and its bytes, before its RESULT",
+          arguments: [OutputFormat.jpeg, .raw])
+    func gridRenditionIsThePreview(format: OutputFormat) throws {
         let daemon = try DaemonProcess()
         defer { daemon.stop() }
         let photo = try Fixtures.write(daemon.directory + "/photo.jpg", width: 4000, height: 3000)
         let connection = try RawSocket.greeted(path: daemon.socketPath)
-        try connection.send(.render(RenderRequest(path: photo, spec: RenditionSpec(width: 256, height: 256))), id: 1)
+        try connection.send(.render(RenderRequest(path: photo, spec: RenditionSpec(width: 256, height: 256, format: format))), id: 1)
         guard case .result(let grid) = try connection.read().message else { Issue.record("expected the grid's RESULT"); return }
         try #require(eventually { try daemon.connect().stats()["store_entries"] == 2 })
 
-        try connection.send(.render(RenderRequest(path: photo, spec: Self.screen, priority: .visible, delivery: .opportunistic)), id: 2)
+        var page = Self.screen
+        page.format = format
+        try connection.send(.render(RenderRequest(path: photo, spec: page, priority: .visible, delivery: .opportunistic)), id: 2)
         let first = try connection.read(timeout: .seconds(30)), second = try connection.read(timeout: .seconds(30))
         guard case .preview(let preview)? = first?.message, case .result(let final)? = second?.message else {
             Issue.record("expected PREVIEW then RESULT, got \(String(describing: first?.message.type)) then \(String(describing: second?.message.type))")
             return
         }
         #expect((preview.width, preview.height) == (grid.width, grid.height))
-        #expect((preview.width, preview.height) == (256, 192))
+        #expect((preview.width, preview.height, preview.format) == (256, 192, format))
         #expect(preview.bytes == grid.bytes, "the stored rendition's bytes, as they are")
         #expect((final.width, final.height, final.fromCache) == (1920, 1440, false))
         let stats = try daemon.connect().stats()

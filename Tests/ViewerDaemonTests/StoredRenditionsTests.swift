@@ -26,7 +26,7 @@ struct StoredRenditionsTests {
 
     // MARK: Preview bases
 
-    @Test("a preview base is the largest smaller rendition of the same picture, in any format but raw and AVIF")
+    @Test("a preview base is the largest smaller rendition of the same picture, in any format but AVIF; raw for raw")
     func previewBase() {
         let candidates = [stored(box(128, 128), 128, 128), stored(box(256, 256, .webp, quality: 30), 256, 256),
                           stored(box(300, 300, .raw), 300, 300), stored(box(320, 320, .avif), 320, 320),
@@ -34,9 +34,12 @@ struct StoredRenditionsTests {
         // Then a 500 box previews from the 256 WebP (format and quality do not matter), not the
         // raw, AVIF or filled ones, nor the larger one (a derivation's base)
         #expect(StoredRenditions.smaller(among: candidates, than: box(500, 500, .png), original: squareOriginal) == candidates[1])
-        // And nothing is smaller than a 100 box; nothing previews a raw request
+        // And nothing is smaller than a 100 box; a raw request previews from the raw one (sent as
+        // it is), or from any other format the lane decodes
         #expect(StoredRenditions.smaller(among: candidates, than: box(100, 100), original: squareOriginal) == nil)
-        #expect(StoredRenditions.smaller(among: candidates, than: box(500, 500, .raw), original: squareOriginal) == nil)
+        #expect(StoredRenditions.smaller(among: candidates, than: box(500, 500, .raw), original: squareOriginal) == candidates[2])
+        #expect(StoredRenditions.smaller(among: candidates.filter { $0.spec.format != .raw }, than: box(500, 500, .raw),
+                                         original: squareOriginal) == candidates[1])
         // A fill previews from a fill of the box's aspect ratio only
         #expect(StoredRenditions.smaller(among: candidates, than: box(400, 400, fit: .fill), original: squareOriginal) == candidates[4])
         #expect(StoredRenditions.smaller(among: candidates, than: box(400, 300, fit: .fill), original: squareOriginal) == nil)

@@ -158,15 +158,16 @@ struct StoredRenditions {
     /// The largest candidate a preview of `spec` may be made from (of two as large, the one in
     /// `spec`'s format: it is sent as it is, `storedPreview`): the same picture (fit,
     /// crop, page, background and upscale equal; format and quality may differ, a preview is
-    /// degraded anyway) in a format the worker reads back (not raw, not AVIF: its decode is
-    /// not cheap), for `fill` the box's aspect ratio, and smaller than what `spec` makes
-    /// (a larger one is a derivation's base, which needs no preview).
+    /// degraded anyway) in a format the worker reads back (not AVIF: its decode is not cheap;
+    /// raw only for a raw request, which gets it as it is), for `fill` the box's aspect ratio,
+    /// and smaller than what `spec` makes (a larger one is a derivation's base, which needs no
+    /// preview).
     static func smaller(among candidates: [Candidate], than spec: RenditionSpec, original: SourceHeader?) -> Candidate? {
         let spec = spec.normalized()
-        guard spec.format != .raw else { return nil }
         return candidates.filter { candidate in
             var picture = candidate.spec.normalized()
-            guard picture.format != .raw, picture.format != .avif, candidate.width > 0, candidate.height > 0 else { return false }
+            guard picture.format != .raw || spec.format == .raw, picture.format != .avif,
+                  candidate.width > 0, candidate.height > 0 else { return false }
             (picture.width, picture.height, picture.format, picture.quality) = (spec.width, spec.height, spec.format, spec.quality)
             guard picture.normalized() == spec else { return false }
             if spec.fit == .fill {
