@@ -91,8 +91,8 @@ extension Renderer {
     /// scaled down to fit the source (a preview is never larger than what it is made from:
     /// the client scales it up, for nothing). A smaller stored rendition is the same picture
     /// already: its own size, so it is re-encoded and not resampled.
-    public static func previewSize(of source: (width: Int, height: Int), final: (width: Int, height: Int),
-                                   kind: PreviewSource) -> (width: Int, height: Int, pixels: Int) {
+    static func previewSize(of source: (width: Int, height: Int), final: (width: Int, height: Int),
+                            kind: PreviewSource) -> (width: Int, height: Int, pixels: Int) {
         let scale = min(1, Double(source.width) / Double(max(final.width, 1)), Double(source.height) / Double(max(final.height, 1)))
         guard scale < 1 else { return (final.width, final.height, final.width * final.height) }
         if kind == .storedRendition { return (source.width, source.height, source.width * source.height) }
