@@ -31,9 +31,11 @@ extension Renderer {
     public static let previewCostFraction = 16
 
     /// A fast, degraded rendition to show while the final one renders, from the cheapest
-    /// source there is (`PreviewSource`, in its order), brought to exactly the final
-    /// rendition's size (libvips' plan) with a cheap kernel, upright, as PROTOCOL.md
-    /// promises. Nil when no source is cheap enough: what it decodes plus the preview's own
+    /// source there is (`PreviewSource`, in its order), upright, as PROTOCOL.md promises:
+    /// the final rendition's size (libvips' plan) when its source has that many pixels,
+    /// else its source's own size at the final's proportions (`previewSize`: never scaled
+    /// up here; the client scales it, as Photos shows the grid's thumbnail when a cell is
+    /// tapped). Nil when no source is cheap enough: what it decodes plus the preview's own
     /// pixels must be at most 1/`previewCostFraction` of the source's pixels.
     ///
     /// - Parameters:
@@ -56,15 +58,19 @@ extension Renderer {
             // The budget needs the output's pixels to within a pixel (`outputSize`); the exact
             // size, libvips' plan (3.5 ms), only once there is a preview to make.
             let out = Self.outputSize(header, spec: spec)
-            let budget = decoder(for: format).previewBudget(source, header: header, spec: spec, output: out)
+            let budget = decoder(for: format).previewBudget(source, header: header, spec: spec)
             for kind in [.storedRendition] + Self.decoderType(for: format).previewSources(format) {
                 guard let image = previewImage(kind, source: source, header: header, decoder: decoder(for: format),
-                                               stored: stored, budget: budget, cancellation: cancellation) else { continue }
+                                               stored: stored, cancellation: cancellation) else { continue }
+                let size = image.size
+                guard size.width * size.height + Self.previewSize(of: (size.width, size.height), final: out, kind: kind).pixels
+                        <= budget else { continue }
                 // The final's sides are rounded along libvips' shrink-on-load path, not from the
                 // ratio (4000x3001 into 203 is 203x153, not 203x152): its plan, no pixel decoded.
                 let planned = try planUngated(source, spec: spec, admitted: header)
+                let target = Self.previewSize(of: (size.width, size.height), final: planned, kind: kind)
                 var fitted: OpaquePointer?
-                guard vs_fit_exact(image.pointer, Int32(planned.width), Int32(planned.height), spec.fit == .fill ? 1 : 0,
+                guard vs_fit_exact(image.pointer, Int32(target.width), Int32(target.height), spec.fit == .fill ? 1 : 0,
                                    &fitted) == 0, let fitted else {
                     throw .corrupt(path: source.path, detail: takeVipsError())
                 }
@@ -74,17 +80,31 @@ extension Renderer {
         }
     }
 
-    /// The pixels a preview may decode: 1/`previewCostFraction` of the source's, less the
-    /// output's (`MediaDecoder.previewBudget`'s default).
-    static func previewBudget(_ header: SourceHeader, output: (width: Int, height: Int)) -> Int {
-        max(header.width, 0) * max(header.height, 0) / previewCostFraction - output.width * output.height
+    /// The pixels a preview may decode and encode: 1/`previewCostFraction` of the source's
+    /// (`MediaDecoder.previewBudget`'s default).
+    static func previewBudget(_ header: SourceHeader) -> Int {
+        max(header.width, 0) * max(header.height, 0) / previewCostFraction
     }
 
-    /// One source's preview image, lazily, when the source has it and it decodes at most
-    /// `budget` pixels; nil otherwise. A source that fails (a broken EXIF thumbnail) is
-    /// passed over: the final render says what is wrong with the file, if anything.
+    /// A preview's size, from a source image of `source` pixels for a final of `final`: the
+    /// final's, or, when the source has fewer pixels on a side, the final's proportions
+    /// scaled down to fit the source (a preview is never larger than what it is made from:
+    /// the client scales it up, for nothing). A smaller stored rendition is the same picture
+    /// already: its own size, so it is re-encoded and not resampled.
+    static func previewSize(of source: (width: Int, height: Int), final: (width: Int, height: Int),
+                            kind: PreviewSource) -> (width: Int, height: Int, pixels: Int) {
+        let scale = min(1, Double(source.width) / Double(max(final.width, 1)), Double(source.height) / Double(max(final.height, 1)))
+        guard scale < 1 else { return (final.width, final.height, final.width * final.height) }
+        if kind == .storedRendition { return (source.width, source.height, source.width * source.height) }
+        let w = max(1, Int((Double(final.width) * scale).rounded())), h = max(1, Int((Double(final.height) * scale).rounded()))
+        return (w, h, w * h)
+    }
+
+    /// One source's preview image, lazily, when the source has it; nil otherwise. A source
+    /// that fails (a broken EXIF thumbnail) is passed over: the final render says what is
+    /// wrong with the file, if anything.
     private func previewImage(_ kind: PreviewSource, source: SourceFile, header: SourceHeader, decoder: any MediaDecoder,
-                              stored: [UInt8]?, budget: Int, cancellation: RenderCancellation?) -> VipsImageRef? {
+                              stored: [UInt8]?, cancellation: RenderCancellation?) -> VipsImageRef? {
         let image: VipsImageRef
         if kind == .storedRendition {
             var loaded: OpaquePointer?
@@ -98,7 +118,6 @@ extension Renderer {
             guard let embedded = decoder.preview(kind, source: source, header: header, cancellation: cancellation) else { return nil }
             image = embedded
         }
-        let size = image.size
-        return size.width * size.height <= budget ? image : nil
+        return image
     }
 }

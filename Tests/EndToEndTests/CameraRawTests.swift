@@ -121,7 +121,8 @@ struct CameraRawTests {
             Issue.record("expected a RESULT after the PREVIEW")
             return
         }
-        #expect((preview.width, preview.height) == (256, 171) && (final.width, final.height) == (256, 171))
+        // The 150 × 100 embedded preview at its own size: a PREVIEW is never scaled up.
+        #expect((preview.width, preview.height) == (150, 100) && (final.width, final.height) == (256, 171))
         // The preview shows the preview's white corner; the final, developed, does not.
         #expect(try Self.mean(preview.bytes, x: 0.6..<0.95, y: 0.6..<0.95).allSatisfy { $0 > 235 })
         #expect(try Self.mean(final.bytes, x: 0.6..<0.95, y: 0.6..<0.95)[2] < 150)

@@ -164,7 +164,9 @@ struct RequestLifecycleTests {
 
     /// libvips rounds the final's sides along its shrink-on-load path; a preview fitted into
     /// the box by the ratio came out a pixel off (203x152 for 203x153, 999x562 for 1000x562).
-    @Test("a PREVIEW is exactly the size of its final rendition",
+    /// A thumbnail smaller than the final is not scaled up: the PREVIEW is then the thumbnail,
+    /// cut to the final's proportions.
+    @Test("a PREVIEW is exactly the size of its final rendition, or its smaller thumbnail's at the final's proportions",
           arguments: [(4000, 3001, 203), (4000, 2248, 500), (4001, 2250, 400), (2400, 1601, 300), (1001, 4000, 97)])
     func previewSize(width: Int, height: Int, box: UInt32) throws {
         let daemon = try DaemonProcess()
@@ -181,13 +183,21 @@ struct RequestLifecycleTests {
             Issue.record("expected RESULT, got \(second.message.type)")
             return
         }
-        #expect((preview.width, preview.height) == (final.width, final.height))
+        // The fixture's thumbnail is 160 × 120.
+        if final.width <= 160 && final.height <= 120 {
+            #expect((preview.width, preview.height) == (final.width, final.height))
+        } else {
+            #expect(preview.width <= final.width && preview.height <= final.height && preview.width <= 160 && preview.height <= 120)
+            #expect(preview.width == 160 || preview.height == 120, "as large as the thumbnail allows: \(preview.width)x\(preview.height)")
+            #expect(abs(Int(preview.width) * Int(final.height) - Int(preview.height) * Int(final.width)) <= Int(max(final.width, final.height)),
+                    "the final's proportions to a pixel: \(preview.width)x\(preview.height) for \(final.width)x\(final.height)")
+        }
         daemon.stop()
     }
 
     /// A JPEG without an EXIF thumbnail has no cheap preview until a smaller rendition of it
-    /// is stored: then that one, scaled, is the PREVIEW of a larger box (the pager's while
-    /// the grid's thumbnail is in the store).
+    /// is stored: then that one, at its own size, is the PREVIEW of a larger box (the pager's
+    /// while the grid's thumbnail is in the store: `PagerTests`).
     ///
     /// The preview lane has not run in this daemon, so it does not claim the preview: the
     /// render worker makes it, before the final, and the order is certain. (With the lane
@@ -211,7 +221,7 @@ struct RequestLifecycleTests {
             Issue.record("expected PREVIEW then RESULT, got \(String(describing: first?.message.type)) then \(String(describing: second?.message.type))")
             return
         }
-        #expect((preview.width, preview.height) == (final.width, final.height))
+        #expect((preview.width, preview.height) == (128, 85))
         #expect((final.width, final.height, final.fromCache) == (500, 333, false))
         #expect(try daemon.connect().stats()["previews"] == 1)
 
@@ -225,22 +235,25 @@ struct RequestLifecycleTests {
     /// The preview lane: with every render worker busy (here the only one, on a job that
     /// hangs), a photo scrolled into view still gets its PREVIEW at once; its RESULT waits
     /// for a render worker. Before the lane, the PREVIEW waited with the final. Its source: a
-    /// camera JPEG's EXIF thumbnail, or a smaller rendition in the store (the lane's
-    /// `previewOnlyWithBase`).
+    /// camera JPEG's EXIF thumbnail, or a smaller rendition in the store in another format (the
+    /// lane's `previewOnlyWithBase`; one in the requested format is sent from the store with no
+    /// worker at all).
     @Test("a PREVIEW comes while every render worker is busy; the RESULT after", arguments: [false, true])
     func previewWhileBusy(fromStore: Bool) throws {
         let daemon = try DaemonProcess(executable: DaemonProcess.testing, extraArguments: ["--workers", "1", "--job-timeout", "4"])
         defer { daemon.stop() }
         let hang = try Fixtures.write(daemon.directory + "/viewerd-test-hang.jpg", width: 300, height: 200)
         let connection = try RawSocket.greeted(path: daemon.socketPath)
-        let photo: String, box: UInt32, size: (UInt32, UInt32)
+        let photo: String, box: UInt32, size: (UInt32, UInt32), previewSize: (UInt32, UInt32)
         if fromStore {
             (photo, box, size) = (try Fixtures.write(daemon.directory + "/gridded.jpg", width: 2400, height: 1600), 500, (500, 333))
-            try connection.send(.render(RenderRequest(path: photo, spec: RenditionSpec(width: 128, height: 128))), id: 9)
+            previewSize = (128, 85)
+            try connection.send(.render(RenderRequest(path: photo, spec: RenditionSpec(width: 128, height: 128, format: .webp))), id: 9)
             guard case .result = try connection.read().message else { Issue.record("expected the grid's RESULT"); return }
             try #require(eventually { try daemon.connect().stats()["store_entries"] == 2 })
         } else {
             (photo, box, size) = (try Fixtures.cameraJPEG(daemon.directory + "/camera.jpg", width: 3000, height: 2000), 256, (256, 171))
+            previewSize = (160, 107)  // the 160 × 120 thumbnail cut to 3:2, not scaled up
         }
         try connection.send(.render(RenderRequest(path: hang, spec: RenditionSpec(width: 64, height: 64))), id: 1)
         try #require(eventually { (try? daemon.connect().stats()["jobs_running"]) == 1 })
@@ -254,7 +267,7 @@ struct RequestLifecycleTests {
             return
         }
         #expect(waited < .seconds(2), "the PREVIEW came after \(waited), not while the worker was busy")
-        #expect((preview.width, preview.height) == size)
+        #expect((preview.width, preview.height) == previewSize)
         // Then the hang times out (an ERROR for 1) and the render worker makes the RESULT, with
         // no second PREVIEW.
         var answers: [UInt32: Message] = [:]

@@ -35,13 +35,15 @@ struct CostAndPreviewTests {
         #expect((size.width, size.height) == (200, 300))
     }
 
-    /// PROTOCOL.md: a PREVIEW has its final rendition's size. libvips rounds the final's sides
-    /// along its shrink-on-load path, so the preview must follow that plan, not the ratio.
-    @Test("a preview is exactly the size of the final rendition",
+    /// PROTOCOL.md: a PREVIEW from a source with the final's pixels has its final rendition's
+    /// size. libvips rounds the final's sides along its shrink-on-load path, so the preview
+    /// must follow that plan, not the ratio. (A smaller source gives a smaller PREVIEW:
+    /// `PreviewSourceTests`.)
+    @Test("a preview from a large enough source is exactly the size of the final rendition",
           arguments: [(4000, 3001, 203), (4000, 2248, 500), (4001, 2250, 400), (2400, 1601, 300), (1001, 4000, 97)])
     func previewSize(width: Int, height: Int, box: UInt32) throws {
         let scratch = try Scratch()
-        let thumbnail = Grid(width: 160, height: 120, pixels: Paint.solid(160, 120, [0, 0, 255]))
+        let thumbnail = Grid(width: 512, height: 384, pixels: Paint.solid(512, 384, [0, 0, 255]))
         let source = try SourceFile(path: try PreviewSourceTests.cameraJPEG(scratch, "odd.jpg", width: width, height: height,
                                                                              thumbnail: thumbnail))
         let spec = RenditionSpec(width: box, height: box)

@@ -26,7 +26,7 @@ struct PreviewSourceTests {
 
     static func read(_ path: String) throws -> [UInt8] { Array(try Data(contentsOf: URL(fileURLWithPath: path))) }
 
-    @Test("the EXIF thumbnail is the preview, turned by the photo's orientation, exactly the final's size", arguments: 1...8)
+    @Test("the EXIF thumbnail is the preview, turned by the photo's orientation, at its own size", arguments: 1...8)
     func exifThumbnail(_ orientation: Int) throws {
         let scratch = try Scratch()
         // Upright: 2400 × 1600 and a 150 × 100 thumbnail, red at its top-left on blue.
@@ -39,12 +39,13 @@ struct PreviewSourceTests {
         let made = try #require(try renderer.previewWithSource(source, spec: spec))
         #expect(made.from == .exifThumbnail)
         let final = try renderer.render(source, spec: spec)
-        #expect((made.rendition.width, made.rendition.height) == (final.width, final.height))
+        // Smaller than the final: never scaled up (the client scales it).
+        #expect((made.rendition.width, made.rendition.height) == (150, 100))
         #expect((final.width, final.height) == (240, 160))
         let image = try ImageFixtures.decode(made.rendition.bytes)
         #expect(Paint.close(Paint.at(image, 5, 5), [255, 0, 0], within: 60), "top-left is red: \(Paint.at(image, 5, 5))")
-        #expect(Paint.close(Paint.at(image, 234, 5), [0, 0, 255], within: 60), "top-right is blue")
-        #expect(Paint.close(Paint.at(image, 5, 154), [0, 0, 255], within: 60), "bottom-left is blue")
+        #expect(Paint.close(Paint.at(image, 145, 5), [0, 0, 255], within: 60), "top-right is blue")
+        #expect(Paint.close(Paint.at(image, 5, 95), [0, 0, 255], within: 60), "bottom-left is blue")
         // The final is the main image's, green: the preview came from the thumbnail.
         #expect(Paint.close(Paint.at(try ImageFixtures.decode(final.bytes), 5, 5), [0, 200, 0], within: 30))
     }
@@ -58,14 +59,14 @@ struct PreviewSourceTests {
         let source = try SourceFile(path: try Self.cameraJPEG(scratch, "bars.jpg", width: 3000, height: 2000,
                                                                thumbnail: Grid(width: 160, height: 120, pixels: pixels)))
         let preview = try #require(try renderer.preview(source, spec: RenditionSpec(width: 300, height: 300, format: .png)))
-        #expect((preview.width, preview.height) == (300, 200))
+        #expect((preview.width, preview.height) == (160, 107))
         let image = try ImageFixtures.decode(preview.bytes)
-        for y in [0, 1, 198, 199] {
-            #expect(Paint.close(Paint.at(image, 150, y), [255, 0, 0], within: 80), "row \(y) is the photo's, not a bar: \(Paint.at(image, 150, y))")
+        for y in [0, 1, 105, 106] {
+            #expect(Paint.close(Paint.at(image, 80, y), [255, 0, 0], within: 80), "row \(y) is the photo's, not a bar: \(Paint.at(image, 80, y))")
         }
     }
 
-    @Test("a smaller stored rendition comes first and is scaled to the final's size")
+    @Test("a smaller stored rendition comes first, at its own size")
     func storedRendition() throws {
         let scratch = try Scratch()
         let thumbnail = Grid(width: 150, height: 100, pixels: Paint.solid(150, 100, [0, 0, 255]))
@@ -74,8 +75,8 @@ struct PreviewSourceTests {
         let spec = RenditionSpec(width: 300, height: 300, format: .png)
         let made = try #require(try renderer.previewWithSource(source, spec: spec, stored: try Self.read(smaller)))
         #expect(made.from == .storedRendition)
-        #expect((made.rendition.width, made.rendition.height) == (300, 200))
-        #expect(Paint.close(Paint.at(try ImageFixtures.decode(made.rendition.bytes), 150, 100), [255, 0, 0], within: 30))
+        #expect((made.rendition.width, made.rendition.height) == (120, 80))
+        #expect(Paint.close(Paint.at(try ImageFixtures.decode(made.rendition.bytes), 60, 40), [255, 0, 0], within: 30))
     }
 
     @Test("no preview when it would cost more than a small fraction of the final")
@@ -85,9 +86,10 @@ struct PreviewSourceTests {
         // A small photo: its final is about as quick as decoding its thumbnail.
         let small = try SourceFile(path: try Self.cameraJPEG(scratch, "small.jpg", width: 640, height: 480, thumbnail: thumbnail))
         #expect(try renderer.preview(small, spec: RenditionSpec(width: 256, height: 256)) == nil)
-        // A large box: the preview would encode as many pixels as the final.
+        // A large box: the thumbnail at its own size, never scaled up to the final's (which
+        // would encode as many pixels as the final).
         let large = try SourceFile(path: try Self.cameraJPEG(scratch, "large.jpg", width: 2400, height: 1800, thumbnail: thumbnail))
-        #expect(try renderer.preview(large, spec: RenditionSpec(width: 2000, height: 2000)) == nil)
+        #expect(try renderer.preview(large, spec: RenditionSpec(width: 2000, height: 2000)).map { ($0.width, $0.height) } ?? (0, 0) == (160, 120))
         #expect(try renderer.preview(large, spec: RenditionSpec(width: 256, height: 256)) != nil)
         // A stored rendition nearly as large as the source.
         let stored = try scratch.pixels("big-stored.png", Paint.solid(1200, 900, [255, 0, 0]), width: 1200, height: 900)
@@ -111,9 +113,11 @@ struct PreviewSourceTests {
         let made = try #require(try renderer.previewWithSource(SourceFile(path: with), spec: spec))
         #expect(made.from == .heifThumbnail)
         let final = try renderer.render(SourceFile(path: with), spec: spec)
-        #expect((made.rendition.width, made.rendition.height) == (final.width, final.height))
+        // A 160-pixel thumbnail item into a 256 box: its own size.
+        #expect((made.rendition.width, made.rendition.height) == (160, 120))
+        #expect((final.width, final.height) == (256, 192))
         let image = try ImageFixtures.decode(made.rendition.bytes)
-        #expect(Paint.close(Paint.at(image, 10, 10), [255, 0, 0], within: 60) && Paint.close(Paint.at(image, 200, 150), [0, 0, 255], within: 60))
+        #expect(Paint.close(Paint.at(image, 10, 10), [255, 0, 0], within: 60) && Paint.close(Paint.at(image, 125, 94), [0, 0, 255], within: 60))
         #expect(try renderer.preview(SourceFile(path: without), spec: spec) == nil)
     }
 

@@ -74,6 +74,32 @@ struct RequestTableTests {
         #expect(h.liveJobs.isEmpty && h.violations.isEmpty)
     }
 
+    @Test("a RENDER that had its PREVIEW from the store waits for its job as final: no preview wanted, none sent again")
+    func previewedFromStore() {
+        var h = RequestTableHarness()
+        let a = Self.ref(1, 1), b = Self.ref(2, 1)
+        h.storedPreviews = ["/a@256"]
+        h.render(a, path: "/a", spec: Self.thumb, delivery: .opportunistic)
+        h.opened(a)
+        guard case .preview("stored")? = h.lastAnswer(a) else { Issue.record("no PREVIEW from the store"); return }
+        h.sniffed(a)
+        guard case .waiting(let job, nil)? = h.table.phase(of: a) else { Issue.record("not waiting"); return }
+        #expect(h.wantedPreview[job] == false, "its job asks the preview lane for nothing")
+        // Another viewer joins the job wanting a preview (nothing stored for it now): it alone gets the job's.
+        h.storedPreviews = []
+        h.render(b, path: "/a", spec: Self.thumb, delivery: .opportunistic)
+        h.opened(b)
+        h.sniffed(b)
+        h.preview(job)
+        guard case .preview? = h.lastAnswer(b), case .preview("stored")? = h.lastAnswer(a) else {
+            Issue.record("the job's PREVIEW goes to the other viewer only")
+            return
+        }
+        h.finish(job, .rendered("pixels"))
+        #expect(h.terminalCount(a) == 1 && h.terminalCount(b) == 1)
+        #expect(h.violations.isEmpty, "\(h.violations)")
+    }
+
     @Test("a request id outstanding in any phase is refused; the outstanding request carries on")
     func duplicateID() {
         var h = RequestTableHarness()
@@ -242,6 +268,7 @@ struct RequestTableTests {
     func randomEvents(seed: UInt64) {
         var rng = SeededGenerator(seed: seed)
         var h = RequestTableHarness()
+        h.storedPreviews = ["/b@256", "/c@128"]  // the grid's thumbnail is stored: a PREVIEW at the first look
         var connections: [UInt64] = [1, 2, 3]
         var nextConnection: UInt64 = 4
         var nextID: UInt32 = 1

@@ -26,7 +26,7 @@ struct StoredRenditionsTests {
 
     // MARK: Preview bases
 
-    @Test("a preview base is the largest smaller rendition of the same picture, in any format but raw and AVIF")
+    @Test("a preview base is the largest smaller rendition of the same picture, in any format but AVIF; raw for raw")
     func previewBase() {
         let candidates = [stored(box(128, 128), 128, 128), stored(box(256, 256, .webp, quality: 30), 256, 256),
                           stored(box(300, 300, .raw), 300, 300), stored(box(320, 320, .avif), 320, 320),
@@ -34,9 +34,12 @@ struct StoredRenditionsTests {
         // Then a 500 box previews from the 256 WebP (format and quality do not matter), not the
         // raw, AVIF or filled ones, nor the larger one (a derivation's base)
         #expect(StoredRenditions.smaller(among: candidates, than: box(500, 500, .png), original: squareOriginal) == candidates[1])
-        // And nothing is smaller than a 100 box; nothing previews a raw request
+        // And nothing is smaller than a 100 box; a raw request previews from the raw one (sent as
+        // it is), or from any other format the lane decodes
         #expect(StoredRenditions.smaller(among: candidates, than: box(100, 100), original: squareOriginal) == nil)
-        #expect(StoredRenditions.smaller(among: candidates, than: box(500, 500, .raw), original: squareOriginal) == nil)
+        #expect(StoredRenditions.smaller(among: candidates, than: box(500, 500, .raw), original: squareOriginal) == candidates[2])
+        #expect(StoredRenditions.smaller(among: candidates.filter { $0.spec.format != .raw }, than: box(500, 500, .raw),
+                                         original: squareOriginal) == candidates[1])
         // A fill previews from a fill of the box's aspect ratio only
         #expect(StoredRenditions.smaller(among: candidates, than: box(400, 400, fit: .fill), original: squareOriginal) == candidates[4])
         #expect(StoredRenditions.smaller(among: candidates, than: box(400, 300, fit: .fill), original: squareOriginal) == nil)
@@ -45,6 +48,28 @@ struct StoredRenditionsTests {
         // A box larger than the original makes the original's size: a rendition that size is not smaller
         #expect(StoredRenditions.smaller(among: [stored(box(1000, 1000), 1000, 1000)], than: box(2000, 2000),
                                          original: squareOriginal) == nil)
+    }
+
+    /// A pager's page while the grid's thumbnail is stored: that thumbnail is its PREVIEW as it
+    /// is, from the store, when it has the page's format.
+    @Test("a stored preview is the preview base in the requested format; none beside a derivation's base")
+    func storedPreview() {
+        let grid = stored(box(256, 256), 256, 192), webp = stored(box(256, 256, .webp), 256, 192)
+        let page = box(2560, 1440)
+        func preview(_ candidates: [StoredRenditions.Candidate], _ spec: RenditionSpec = page) -> StoredRenditions.Candidate? {
+            StoredRenditions(candidates: candidates, bytes: { _ in nil }).storedPreview(for: spec)
+        }
+        #expect(preview([grid]) == grid)
+        // Of two as large, the one in the page's format; another format alone is the lane's to re-encode
+        #expect(preview([webp, grid]) == grid && preview([grid, webp]) == grid)
+        #expect(preview([webp]) == nil)
+        #expect(StoredRenditions.smaller(among: [grid, webp], than: box(2560, 1440, .webp), original: nil) == webp)
+        // A larger one is a derivation's base: its RESULT comes quickly, with no PREVIEW
+        #expect(preview([grid, stored(box(3000, 3000), 3000, 2250)]) == nil)
+        // No part of a picture is previewed from the whole
+        var tile = page
+        tile.region = PixelRegion(x: 0, y: 0, width: 100, height: 100)
+        #expect(preview([grid], tile) == nil)
     }
 
     @Test("a base must equal the request but for the box: format, background and quality")

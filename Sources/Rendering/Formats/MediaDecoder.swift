@@ -76,17 +76,15 @@ protocol MediaDecoder: Sendable {
     func preview(_ kind: PreviewSource, source: SourceFile, header: SourceHeader,
                  cancellation: RenderCancellation?) -> VipsImageRef?
 
-    /// The pixels a PREVIEW of the source to the normalized `spec` may decode; the preview's
-    /// own pixels (`output`) included. By default 1/`Renderer.previewCostFraction` of the
-    /// source's, less the output's (`Renderer.previewBudget`).
-    func previewBudget(_ source: SourceFile, header: SourceHeader, spec: RenditionSpec,
-                       output: (width: Int, height: Int)) -> Int
+    /// The pixels a PREVIEW of the source to the normalized `spec` may decode and encode (the
+    /// picture it comes from and its own). By default 1/`Renderer.previewCostFraction` of the
+    /// source's (`Renderer.previewBudget`).
+    func previewBudget(_ source: SourceFile, header: SourceHeader, spec: RenditionSpec) -> Int
 }
 
 extension MediaDecoder {
-    func previewBudget(_ source: SourceFile, header: SourceHeader, spec: RenditionSpec,
-                       output: (width: Int, height: Int)) -> Int {
-        Renderer.previewBudget(header, output: output)
+    func previewBudget(_ source: SourceFile, header: SourceHeader, spec: RenditionSpec) -> Int {
+        Renderer.previewBudget(header)
     }
 }
 

@@ -168,10 +168,9 @@ struct RawDecoder: MediaDecoder {
     /// Not held to the pixel budget: a development costs 10 to 100 times the decode of a JPEG
     /// of its pixels. But none when the final is made from the embedded preview itself (it
     /// would be the final, twice), judged by the preview's declared size.
-    func previewBudget(_ source: SourceFile, header: SourceHeader, spec: RenditionSpec,
-                       output: (width: Int, height: Int)) -> Int {
+    func previewBudget(_ source: SourceFile, header: SourceHeader, spec: RenditionSpec) -> Int {
         guard header.loader == Self.loader, let info = try? info(source), let planned = try? renderer.videoPlan(header, spec: spec) else {
-            return Renderer.previewBudget(header, output: output)
+            return Renderer.previewBudget(header)
         }
         let declared = info.previewWidth > 0 && info.previewHeight > 0 ? (info.previewWidth, info.previewHeight) : nil
         return Self.pixels(for: planned, info: info, preview: declared) == .preview ? 0 : Int.max

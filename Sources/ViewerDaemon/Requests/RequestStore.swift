@@ -55,7 +55,9 @@ final class RequestStore {
             if case .hit(true) = found { return hit(on: connection) }
             counters.misses += 1
             guard case .miss(let miss) = found else { return .miss(failure: nil, stored: StoreMiss()) }  // a format this build lacks
-            return .miss(failure: miss.failure.map(Self.reply), stored: miss)
+            let failure = miss.failure.map(Self.reply)
+            return .miss(failure: failure, stored: miss,
+                         previewed: failure == nil && storedPreview(opened, miss, requestID: requestID, on: connection))
         case .larger:
             let stored = opened.stored ?? StoreMiss()
             if let larger = StoredRenditions(stored, reader: reader).slightlyLarger(than: opened.render.spec, original: opened.sniffed?.header),
@@ -108,6 +110,17 @@ final class RequestStore {
     private func answerContext(_ requestID: UInt32, on connection: Connection) -> (deferring: Bool, source: MediaInfo?) {
         let deferring = answers.mustDefer(connection)
         return (deferring, deferring ? nil : answers.sourceInfo(for: requestID, on: connection))
+    }
+
+    /// Sends an `opportunistic` RENDER's PREVIEW straight from the store on the path that found
+    /// its miss, with no worker, when a smaller stored rendition in its format is one
+    /// (`StoredRenditions.storedPreview`). Not for `allow_larger` (a stored one a little larger
+    /// may answer it), a cache-only miss (answered at once), nor a part of a picture.
+    private func storedPreview(_ opened: Requests.Opened, _ miss: StoreMiss, requestID: UInt32, on connection: Connection) -> Bool {
+        let request = opened.render.request
+        guard request.delivery == .opportunistic, !request.allowLarger, !miss.siblings.isEmpty,
+              let candidate = StoredRenditions(miss, reader: reader).storedPreview(for: opened.render.spec) else { return false }
+        return answers.sendStoredPreview(candidate.key, requestID: requestID, on: connection)
     }
 
     /// Whether a RENDER's miss is planned from the file's other stored renditions: not a

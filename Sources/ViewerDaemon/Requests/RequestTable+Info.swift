@@ -34,7 +34,7 @@ extension RequestTable {
             setPhase(ref, nil)
             return [.servedFromStore(ref)]
         }
-        if case .miss(let failure?, _) = verdict, failure.code != .tooLarge && failure.code != .timeout {
+        if case .miss(let failure?, _, _) = verdict, failure.code != .tooLarge && failure.code != .timeout {
             setPhase(ref, nil)
             counters.negativeHits += 1
             return [.answer(ref, .error(failure))]

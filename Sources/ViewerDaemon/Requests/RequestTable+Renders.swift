@@ -56,17 +56,17 @@ extension RequestTable {
             setPhase(ref, nil)
             if lookUp == .larger { counters.largerServed += 1 }
             return [.servedFromStore(ref), .decided(ref, request, lookUp == .larger ? .hitLarger : .hit)]
-        case (.exact, .miss(let failure, let stored)):
+        case (.exact, .miss(let failure, let stored, let previewed)):
             // The header is read at most once per miss (allow_larger, the pixel limit, the
             // job's cost), and not at all for a recorded failure or a cache-only miss.
             if !request.allowLarger, let answered = answeredWithoutRender(ref, opened, failure) { return answered }
-            opened.stored = stored
+            (opened.stored, opened.previewed) = (stored, previewed)
             setPhase(ref, .sniffing(opened))
             return [.sniff(ref, opened.source, opened.render.priority)]
-        case (.larger, .miss(let failure, _)):
+        case (.larger, .miss(let failure, _, _)):
             if let answered = answeredWithoutRender(ref, opened, failure) { return answered }
             return beforeJoining(ref, opened)
-        case (.again, .miss(_, let stored)):
+        case (.again, .miss(_, let stored, _)):
             // What was stored while it was sniffed (a grid's thumbnail, now a base) plans it.
             if let stored { opened.stored = stored }
             return join(ref, opened, makeJob: makeJob)
@@ -123,9 +123,11 @@ extension RequestTable {
     private mutating func join(_ ref: RequestRef, _ opened: Opened,
                                makeJob: (JobID, Opened, Bool) -> Kinds.Job) -> [Action] {
         let request = opened.render.request, priority = opened.render.priority
+        // A request that had its PREVIEW from the store waits for the final only.
+        let delivery = opened.previewed ? .final : request.delivery
         setPhase(ref, nil)
         var actions = renders.request(ref, key: opened.jobKey, part: opened.part, priority: priority,
-                                      delivery: request.delivery) { makeJob($0, opened, request.delivery == .opportunistic) }
+                                      delivery: delivery) { makeJob($0, opened, delivery == .opportunistic) }
         if let id = renders.entries[opened.jobKey]?.id { setPhase(ref, .waiting(id, part: opened.part)) }
         if opened.part != nil && renders.isPending(ref) && renders.prefetchCount(of: ref.connection) < limits.maxOutstanding {
             actions += renders.prefetch(opened.jobKey, by: ref.connection, priority: max(priority, .prefetch)) {

@@ -130,6 +130,9 @@ struct RequestTable<Kinds: RequestKinds> {
         var refusal: ErrorReply?
         /// What its first store read found besides the miss, once looked up.
         var stored: Kinds.Stored?
+        /// The daemon sent its PREVIEW from the store at its first look (`StoreVerdict.miss`):
+        /// it joins its job as `final`, so it gets no other and asks the preview lane for none.
+        var previewed = false
 
         /// The one output of the job it wants, when the job makes several (a tile of a level).
         var part: Key? { jobKey == key ? nil : key }
@@ -174,9 +177,10 @@ struct RequestTable<Kinds: RequestKinds> {
     enum StoreVerdict {
         /// Stored: the daemon answered it from there.
         case hit
-        /// Not stored; the failure recorded for the file, if any, and what the read found
-        /// for planning the render (`Opened.stored`).
-        case miss(failure: ErrorReply?, stored: Kinds.Stored? = nil)
+        /// Not stored; the failure recorded for the file, if any, what the read found for
+        /// planning the render (`Opened.stored`), and whether the daemon sent the request's
+        /// PREVIEW from there (a smaller stored rendition in its format: `Opened.previewed`).
+        case miss(failure: ErrorReply?, stored: Kinds.Stored? = nil, previewed: Bool = false)
     }
 
     /// PREFETCH, STOP_PREFETCH and STOP_PREFETCH_ALL of one connection take effect in the

@@ -84,6 +84,21 @@ struct StoredRenditions {
         Self.smaller(among: candidates, than: spec, original: original).flatMap { bytes($0.key) }
     }
 
+    /// The stored rendition that is itself the PREVIEW of `spec`, sent as it is from the store
+    /// on the path that found the miss, with no worker (a pager's page while the grid's
+    /// thumbnail is stored): the preview base (`smaller`) when it has the requested format;
+    /// nil when it has another (the preview lane re-encodes it), or when a larger stored
+    /// rendition may be a derivation's base (a derived RESULT comes quickly, with no PREVIEW).
+    /// Judged before the original's header is read: `smaller` then takes what is not larger
+    /// than the box, and `base` any larger one, the stricter rules of the header aside.
+    func storedPreview(for spec: RenditionSpec) -> Candidate? {
+        let spec = spec.normalized()
+        guard spec.region == nil, spec.tile == nil, Self.base(among: candidates, for: spec, original: nil) == nil,
+              let candidate = Self.smaller(among: candidates, than: spec, original: nil),
+              candidate.spec.format == spec.format else { return nil }
+        return candidate
+    }
+
     /// The key of a stored rendition that may answer `spec` for a client that set
     /// `allow_larger` (PROTOCOL.md, RENDER field 13); nil when there is none. Serving it is a
     /// use of it: read it with `StoreReader.withRendition` (a hit).
@@ -140,17 +155,19 @@ struct StoredRenditions {
         }.min { $0.pixels < $1.pixels }
     }
 
-    /// The largest candidate a preview of `spec` may be made from: the same picture (fit,
+    /// The largest candidate a preview of `spec` may be made from (of two as large, the one in
+    /// `spec`'s format: it is sent as it is, `storedPreview`): the same picture (fit,
     /// crop, page, background and upscale equal; format and quality may differ, a preview is
-    /// degraded anyway) in a format the worker reads back (not raw, not AVIF: its decode is
-    /// not cheap), for `fill` the box's aspect ratio, and smaller than what `spec` makes
-    /// (a larger one is a derivation's base, which needs no preview).
+    /// degraded anyway) in a format the worker reads back (not AVIF: its decode is not cheap;
+    /// raw only for a raw request, which gets it as it is), for `fill` the box's aspect ratio,
+    /// and smaller than what `spec` makes (a larger one is a derivation's base, which needs no
+    /// preview).
     static func smaller(among candidates: [Candidate], than spec: RenditionSpec, original: SourceHeader?) -> Candidate? {
         let spec = spec.normalized()
-        guard spec.format != .raw else { return nil }
         return candidates.filter { candidate in
             var picture = candidate.spec.normalized()
-            guard picture.format != .raw, picture.format != .avif, candidate.width > 0, candidate.height > 0 else { return false }
+            guard picture.format != .raw || spec.format == .raw, picture.format != .avif,
+                  candidate.width > 0, candidate.height > 0 else { return false }
             (picture.width, picture.height, picture.format, picture.quality) = (spec.width, spec.height, spec.format, spec.quality)
             guard picture.normalized() == spec else { return false }
             if spec.fit == .fill {
@@ -160,7 +177,7 @@ struct StoredRenditions {
             guard let original else { return true }
             let direct = Renderer.outputSize(upright(original, like: candidate, fit: spec.fit), spec: spec)
             return candidate.width < direct.width || candidate.height < direct.height
-        }.max { $0.pixels < $1.pixels }
+        }.max { ($0.pixels, $0.spec.format == spec.format ? 1 : 0) < ($1.pixels, $1.spec.format == spec.format ? 1 : 0) }
     }
 
     /// The smallest candidate a region of `spec` may be cut from: a `fit` rendition of the whole

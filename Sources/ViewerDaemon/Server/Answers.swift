@@ -17,6 +17,8 @@ final class Answers {
         /// Error answers by wire code.
         var errorsByCode: [UInt16: UInt64] = [:]
         var previews: UInt64 = 0
+        /// PREVIEWs sent as a stored rendition's bytes, from the store, with no worker.
+        var previewsStored: UInt64 = 0
         /// PREVIEWs not sent because their client was not reading.
         var previewsDropped: UInt64 = 0
         /// RESULTs held back because their client was not reading (sent once it caught up).
@@ -146,6 +148,29 @@ final class Answers {
         guard !deferring, connection.sharedMemoryAsked.contains(requestID), sharedRenditions.has(key),
               reader.served(copyOf: key) else { return false }
         return connection.enqueueKeptShared(key, requestID: requestID, source: source, kept: sharedRenditions)
+    }
+
+    /// Queues a stored rendition as the PREVIEW of a RENDER that missed, from the mapped page
+    /// (one copy, as a hit; no worker, no decode): a pager's page gets the grid's thumbnail at
+    /// its own size (`StoredRenditions.storedPreview`). A peek: the preview is no use of it.
+    /// True when the request has had its one PREVIEW (or, to a client that is not reading, had
+    /// it dropped: the final answer will do); false when the rendition is gone.
+    func sendStoredPreview(_ key: RenditionKey, requestID: UInt32, on connection: Connection) -> Bool {
+        if connection.mustDefer(limit: outboundLimit) {
+            counters.previewsDropped += 1
+            return true
+        }
+        let sent = reader.peek(key) { meta, payload -> Bool in
+            guard let format = OutputFormat(rawValue: meta.format) else { return false }
+            connection.enqueueRendition(.preview, requestID: requestID, format: format, width: meta.width,
+                                        height: meta.height, fromCache: false, payload: payload)
+            return true
+        } ?? false
+        guard sent else { return false }
+        counters.previews += 1
+        counters.previewsStored += 1
+        connections.touch(connection)
+        return true
     }
 
     /// Queues the stored rendition of an answer held back as its key as a RESULT; false when

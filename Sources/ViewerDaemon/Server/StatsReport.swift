@@ -62,6 +62,7 @@ struct StatsReport {
             ("tiles", stats.tiles),
             ("coalesced", inFlight.coalesced),
             ("previews", answers.previews),
+            ("previews_stored", answers.previewsStored),
             ("derivations", stored.derivations),
             ("larger_served", requests.largerServed),
             ("prefetched", requests.prefetched),

@@ -41,6 +41,13 @@ struct RequestTableHarness {
     /// The fake store: keys stored (a larger rendition of `k` is stored as `k+`), files that failed.
     var stored: Set<String> = []
     var failed: Set<String> = []
+    /// Keys whose first look-up finds a smaller stored rendition in their format: the daemon
+    /// sends an `opportunistic` request's PREVIEW from the store then (`.preview("stored")`).
+    var storedPreviews: Set<String> = []
+    /// Whether each job, when submitted, wanted a preview.
+    private(set) var wantedPreview: [JobID: Bool] = [:]
+    /// Requests that had their PREVIEW from the store: any other PREVIEW for them is a violation.
+    private(set) var previewedFromStore: Set<RequestRef> = []
     /// Render jobs and info reads submitted and not ended.
     private(set) var pool: [JobID: String] = [:]
     private(set) var infoPool: Set<JobID> = []
@@ -204,6 +211,7 @@ struct RequestTableHarness {
             violations.append("\(ref) answered \(answer) after its terminal answer")
         }
         if closed.contains(ref.connection) { violations.append("\(ref) answered \(answer) after its connection closed") }
+        if case .preview = answer, previewedFromStore.contains(ref) { violations.append("\(ref) got a second PREVIEW: \(answer)") }
         answers[ref, default: []].append(answer)
     }
 
@@ -221,17 +229,26 @@ struct RequestTableHarness {
             case .lookUp(let ref, let opened, let lookUp):
                 phasesSeen.insert("lookingUp(\(lookUp))")
                 let key = lookUp == .larger ? opened.key + "+" : opened.key
-                let verdict: Table.StoreVerdict = stored.contains(key) ? .hit
-                    : .miss(failure: failed.contains(opened.source) ? ErrorReply(.corruptImage, "failed before") : nil)
+                let failure = failed.contains(opened.source) ? ErrorReply(.corruptImage, "failed before") : nil
+                // As `RequestStore.storedPreview`: at the first look, for an opportunistic request only.
+                let request = opened.render.request
+                let previewed = lookUp == .exact && failure == nil && !stored.contains(key) && storedPreviews.contains(key)
+                    && request.delivery == .opportunistic && !request.allowLarger
+                if previewed {
+                    record(ref, .preview("stored"))
+                    previewedFromStore.insert(ref)
+                }
+                let verdict: Table.StoreVerdict = stored.contains(key) ? .hit : .miss(failure: failure, previewed: previewed)
                 apply(table.lookedUp(ref, verdict) { id, opened, _ in "job \(id) for \(opened.jobKey)" })
             case .sniff(let ref, _, _): sniffs.insert(ref)
             case .startLayout, .layoutInfo: break  // the daemon's LayoutRun
             case .job(let job):
                 switch job {
                 case .answer: violations.append("an answer left unlifted")
-                case .submit(let id, let job, _, _, _):
+                case .submit(let id, let job, _, let wantsPreview, _):
                     if pool[id] != nil { violations.append("job \(id) submitted while live") }
                     pool[id] = job
+                    wantedPreview[id] = wantsPreview
                 case .abandon(let id, _):
                     if pool.removeValue(forKey: id) == nil { violations.append("abandoned job \(id) is not live") }
                 case .update(let id, _, _, _, _):

@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 import unittest
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE_ROOT = os.path.dirname(HERE)
@@ -18,18 +18,20 @@ REPO = os.path.dirname(os.path.dirname(PACKAGE_ROOT))
 sys.path.insert(0, PACKAGE_ROOT)
 
 
-def daemon_executable() -> Optional[str]:
-    """``$VIEWERD_BUILD_DIR/viewerd``, else the repository's ``.build/debug/viewerd``."""
+def daemon_executable(name: str = "viewerd") -> Optional[str]:
+    """``$VIEWERD_BUILD_DIR/viewerd``, else the repository's ``.build/debug/viewerd`` (``name``:
+    ``viewerd-testing``, the build with the test hooks: a file named ``viewerd-test-hang.*`` hangs
+    its worker until ``--job-timeout``)."""
     build = os.environ.get("VIEWERD_BUILD_DIR") or os.path.join(REPO, ".build", "debug")
-    path = os.path.join(build, "viewerd")
+    path = os.path.join(build, name)
     return path if os.access(path, os.X_OK) else None
 
 
 class Daemon:
     """A viewerd started for a test on its own socket and cache directory."""
 
-    def __init__(self, root: Optional[str] = None) -> None:
-        executable = daemon_executable()
+    def __init__(self, root: Optional[str] = None, name: str = "viewerd", arguments: Sequence[str] = ()) -> None:
+        executable = daemon_executable(name)
         if executable is None:
             raise unittest.SkipTest("no viewerd build: set VIEWERD_BUILD_DIR or run swift build")
         self.executable = executable
@@ -38,13 +40,14 @@ class Daemon:
         self.socket = os.path.join(self.root, "run", "viewerd.sock")
         self.cache = os.path.join(self.root, "cache")
         self.log = os.path.join(self.root, "daemon.log")
+        self.arguments = list(arguments)
         self.process: Optional[subprocess.Popen] = None  # type: ignore[type-arg]
 
     def start(self) -> "Daemon":
         os.makedirs(os.path.dirname(self.socket), mode=0o700, exist_ok=True)
         log = open(self.log, "ab")
         self.process = subprocess.Popen(
-            [self.executable, "--config", "/dev/null", "--socket", self.socket, "--cache-dir", self.cache],
+            [self.executable, "--config", "/dev/null", "--socket", self.socket, "--cache-dir", self.cache] + self.arguments,
             stdout=log, stderr=log, stdin=subprocess.DEVNULL)
         log.close()
         deadline = time.monotonic() + 20

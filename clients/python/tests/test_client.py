@@ -139,30 +139,33 @@ class ClientTests(DaemonTestCase):
 
     def test_opportunistic_delivery_sends_a_preview_before_the_result(self) -> None:
         """PROTOCOL.md, PREVIEW: with a smaller rendition of the file stored (the grid's), a larger
-        box (the pager's) gets a PREVIEW made from it, the final's size, before the RESULT."""
+        box (the pager's) gets it as its PREVIEW, at its own size and with its bytes, before the
+        RESULT: the client takes the preview's size from the PREVIEW."""
         source = self.image("big.jpg", 2400, 1800)
-        self.client.render(source, 100)
+        grid = self.client.render(source, 100)
         events = list(self.client.start_render(source, 300, 300, delivery="opportunistic").events())
         self.assertIsInstance(events[-1], p.Result)
         previews = events[:-1]
         self.assertEqual(len(previews), 1)
-        self.assertEqual((previews[0].width, previews[0].height), (events[-1].width, events[-1].height))
+        self.assertEqual((previews[0].width, previews[0].height, previews[0].data), (100, 75, grid.data))
+        self.assertEqual((events[-1].width, events[-1].height), (300, 225))
         # final: none
         events = list(self.client.start_render(source, 310, 310, delivery="final").events())
         self.assertEqual([type(e) for e in events], [p.Result])
 
     def test_no_preview_that_would_cost_a_large_part_of_the_final(self) -> None:
-        """The preview's pixels (the stored 64-wide rendition's, and its own) must be at most a
-        16th of the source's: 2400x1800 into 300 has one, 640x480 into 256 and 2400x1800 into
-        1200 (as many pixels to encode as the final) have none; nor has a plain JPEG without
-        anything stored (a decode of the source itself is never cheap)."""
-        for name, width, height, box, expected in (("a", 2400, 1800, 300, 1), ("b", 640, 480, 256, 0),
-                                                   ("c", 2400, 1800, 1200, 0)):
+        """A stored rendition in another format is re-encoded, at its own size, only when its
+        pixels and the preview's (the same) are at most a 16th of the source's: a 64-wide WebP
+        of 2400x1800 into 300 or 1200 has one (never scaled up: 64 wide), a 128-wide WebP of
+        640x480 into 256 none; nor has a plain JPEG without anything stored (a decode of the
+        source itself is never cheap). (One in the requested format costs nothing: it is sent.)"""
+        for name, width, height, stored, box, expected in (("a", 2400, 1800, 64, 300, 1), ("b", 640, 480, 128, 256, 0),
+                                                           ("c", 2400, 1800, 64, 1200, 1)):
             source = self.image(f"cost-{name}.jpg", width, height)
-            self.client.render(source, 64)
+            self.client.render(source, stored, format="webp")
             seen: list = []
             self.client.render(source, box, 0, delivery="opportunistic", on_preview=seen.append)
-            self.assertEqual(len(seen), expected, f"{width}x{height} into {box}")
+            self.assertEqual([preview.width for preview in seen], [stored] * expected, f"{width}x{height} into {box}")
         seen = []
         self.client.render(self.image("cost-plain.jpg", 2400, 1800), 300, delivery="opportunistic", on_preview=seen.append)
         self.assertEqual(seen, [])

@@ -28,6 +28,8 @@ class _Connection:
         self.cond = threading.Condition()
         self.send_lock = threading.Lock()
         self.inbox: Dict[int, Deque[p.Message]] = {}
+        #: Requests abandoned (``RenderRequest.abandon``): answers dropped until the terminal one.
+        self.abandoned: set = set()
         self.reading = False
         self.failure: Optional[BaseException] = None
         self.ids = IdCounter()
@@ -74,6 +76,20 @@ class _Connection:
         with self.cond:
             self.inbox.pop(rid, None)
 
+    def abandon(self, rid: int) -> None:
+        """Drops ``rid``'s answers from now on and forgets it at its terminal one; a thread
+        waiting for it raises :class:`Cancelled`."""
+        with self.cond:
+            queue = self.inbox.get(rid)
+            if queue is None:
+                return
+            if any(not isinstance(message, p.Preview) for message in queue):
+                del self.inbox[rid]
+            else:
+                queue.clear()
+                self.abandoned.add(rid)
+            self.cond.notify_all()
+
     def fail(self, failure: BaseException) -> None:
         with self.cond:
             if self.failure is None:
@@ -90,6 +106,8 @@ class _Connection:
             with self.cond:
                 while True:
                     queue = self.inbox.get(rid)
+                    if queue is None or rid in self.abandoned:
+                        raise Cancelled(rid)
                     if queue:
                         return queue.popleft()
                     if self.failure is not None:
@@ -138,6 +156,11 @@ class _Connection:
         if frame.request_id == 0 and isinstance(message, p.Error) and 0 not in self.inbox:
             # About the connection, which the daemon closes: every request fails.
             self.failure = ViewerError.from_code(message.code, message.message)
+            return
+        if frame.request_id in self.abandoned:
+            if not isinstance(message, p.Preview):
+                self.abandoned.discard(frame.request_id)
+                self.inbox.pop(frame.request_id, None)
             return
         queue = self.inbox.get(frame.request_id)
         if queue is not None:
@@ -212,6 +235,13 @@ class RenderRequest:
     def cancel(self) -> None:
         """Sends CANCEL. The answer (CANCELLED, or a RESULT already on its way) still comes."""
         self._connection.send(p.encode(p.Cancel(), self.request_id))
+
+    def abandon(self) -> None:
+        """Sends CANCEL and drops whatever answer comes (a page swiped past that nobody will
+        read): nothing of it stays in the client. A thread reading its events raises
+        :class:`Cancelled`."""
+        self.cancel()
+        self._connection.abandon(self.request_id)
 
     def set_priority(self, priority: Union[p.Priority, int, str]) -> None:
         """Sends SET_PRIORITY; it is never answered."""
