@@ -56,8 +56,9 @@ public struct MediaInfo: Sendable, Equatable, Hashable {
     /// `ViewerClient`'s `placeholderImage` decodes it to RGBA.
     public var placeholder: [UInt8]?
 
-    /// The longest placeholder INFO_REPLY carries: a ThumbHash is 25 bytes at most without
-    /// alpha, 30 with it; longer is malformed.
+    /// The longest placeholder INFO_REPLY carries: a ThumbHash is 24 bytes at most without
+    /// alpha, 25 with it (a photo's is usually 21); longer is malformed, room left for a
+    /// later encoding.
     public static let maxPlaceholderBytes = 64
 
     /// What makes a source HDR, as its own tags say (a video stream's, an HEIF's nclx box).

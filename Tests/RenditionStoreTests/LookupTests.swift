@@ -122,3 +122,31 @@ struct LookupTests {
         store.close()
     }
 }
+
+extension LookupTests {
+    /// A file's media info is replaced under its key when a render adds its placeholder: a
+    /// snapshot holds the old value until the writer commits, and readers looked there first,
+    /// so an INFO right after the render answered the record without it.
+    @Test("a value replaced in place (`replacing`) is read new before the writer commits it; then from the snapshot")
+    func replacedValueBeforeCommit() throws {
+        // Given a committed value under a key
+        let dir = try StoreDirectory()
+        let store = try RenditionStore(configuration(dir))
+        let reader = store.makeReader()
+        store.put(key(1, spec: 9), path: "/p/1.jpg", metadata: meta, bytes: [1])
+        store.flush()
+
+        // When it is replaced while the writer cannot commit (this test holds LMDB's write lock)
+        let seen = try store.environment.write { _ -> [UInt8]? in
+            store.put(key(1, spec: 9), path: "/p/1.jpg", metadata: meta, bytes: [2], replacing: true)
+            return reader.peek(key(1, spec: 9)) { _, bytes in Array(bytes.suffix(1)) }
+        }
+
+        // Then the read saw the new value, and still does once it is committed
+        #expect(seen == [2], "the snapshot's old value was read before the queued replacement")
+        store.flush()
+        #expect(store.writer.replacementsPending.load(ordering: .relaxed) == 0)
+        #expect(reader.peek(key(1, spec: 9)) { _, bytes in Array(bytes.suffix(1)) } == [2])
+        store.close()
+    }
+}

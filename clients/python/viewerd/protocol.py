@@ -876,4 +876,4 @@ def _read_info(r: _Reader) -> InfoReply:
 
 
 MAX_PLACEHOLDER_BYTES = 64
-"""The longest INFO_REPLY ``placeholder``: a ThumbHash is at most 25 bytes, 30 with alpha."""
+"""The longest INFO_REPLY ``placeholder``: a ThumbHash is at most 24 bytes, 25 with alpha."""
