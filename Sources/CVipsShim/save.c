@@ -114,8 +114,11 @@ int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t backgroun
     int result = -1;
     switch (format) {
     case VS_FORMAT_JPEG:
-        result = vips_jpegsave_buffer(img, buf, len, "Q", quality, "optimize_coding", !fast,
-                                      "interlace", FALSE, "strip", TRUE, NULL);
+        // On this thread, without libvips' thread pool and its wake-ups (direct_save.c).
+        result = shim_save_jpeg_direct(img, quality, !fast, cancel, buf, len);
+        if (result == 1)
+            result = vips_jpegsave_buffer(img, buf, len, "Q", quality, "optimize_coding", !fast,
+                                          "interlace", FALSE, "strip", TRUE, NULL);
         break;
     case VS_FORMAT_WEBP:
         result = vips_webpsave_buffer(img, buf, len, "Q", quality, "strip", TRUE, NULL);
@@ -142,13 +145,8 @@ int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t backgroun
         } else if (vips_bandjoin_const1(img, &rgba, 255.0, NULL)) {
             break;
         }
-        size_t size = 0;
-        void *pixels = vips_image_write_to_memory(rgba, &size);
-        if (pixels) {
-            *buf = pixels;
-            *len = size;
-            result = 0;
-        }
+        // On this thread, without libvips' thread pool (direct_save.c).
+        result = shim_save_raw_direct(rgba, cancel, buf, len);
         g_object_unref(rgba);
         break;
     }

@@ -2,6 +2,7 @@
 // One file per concern: shim.c (start, errors, cancel, gate), source.c (the descriptor's
 // source), header.c, thumbnail.c (thumbnails, plans, fits, crops, joins), preview.c,
 // alpha_shrink.c, tiles.c (sink_bands), save.c (encode, load a rendition, the tests' writer),
+// direct_save.c (JPEG and RAW computed and written on the calling thread),
 // jpeg_partial.c (the DC-only progressive JPEG decode), placeholder.c (a ThumbHash's pixels).
 #ifndef VIEWERD_SHIM_PRIVATE_H
 #define VIEWERD_SHIM_PRIVATE_H
@@ -20,5 +21,15 @@ void shim_on_eval(VipsImage *image, VipsProgress *progress, void *user);
 
 /// The image as 8-bit sRGB (alpha kept), a new reference in *out (save.c).
 int shim_to_srgb8(VipsImage *in, VipsImage **out);
+
+/// `in`, 8-bit sRGB or B_W without alpha, computed on this thread and encoded as libvips'
+/// jpegsave_buffer would with Q `quality`, `optimize_coding`, strip and no interlace, byte for
+/// byte (direct_save.c). Returns 0 with *buf g_malloc'd, -1 with libvips' error, or 1 when the
+/// image is not one it writes (the caller uses libvips' saver).
+int shim_save_jpeg_direct(VipsImage *in, int quality, int optimize_coding, vs_cancel *cancel, void **buf,
+                          size_t *len);
+
+/// `in`'s pixels, computed on this thread, packed rows in a g_malloc'd buffer (direct_save.c).
+int shim_save_raw_direct(VipsImage *in, vs_cancel *cancel, void **buf, size_t *len);
 
 #endif

@@ -101,13 +101,21 @@ int vs_plan_fd(int fd, int width, int height, int crop, int size, int page, int 
 }
 
 // The size vips_thumbnail_image makes of a lazy black image_width x image_height image for
-// an unturned box (nothing is computed).
+// an unturned box (nothing is computed). Float sRGB pixels: the sizes are those of 8-bit ones,
+// and libvips compiles no vector code for resampling them (an 8-bit plan spent half its time
+// compiling Orc programs for a reducev that never runs).
 static int plan_blank(int image_width, int image_height, int box_width, int box_height, int crop, int size, int *out_width,
                       int *out_height) {
-    VipsImage *blank = NULL, *planned = NULL;
-    if (vips_black(&blank, image_width, image_height, "bands", 3, NULL)) return -1;
-    int result = vips_thumbnail_image(blank, &planned, box_width, "height", box_height, "crop", interesting_of(crop),
-                                      "size", (VipsSize)size, NULL);
+    VipsImage *black = NULL, *cast = NULL, *blank = NULL, *planned = NULL;
+    if (vips_black(&black, image_width, image_height, "bands", 3, NULL)) return -1;
+    int result = vips_cast_float(black, &cast, NULL);
+    g_object_unref(black);
+    if (result) return result;
+    result = vips_copy(cast, &blank, "interpretation", VIPS_INTERPRETATION_sRGB, NULL);
+    g_object_unref(cast);
+    if (result) return result;
+    result = vips_thumbnail_image(blank, &planned, box_width, "height", box_height, "crop", interesting_of(crop),
+                                  "size", (VipsSize)size, NULL);
     g_object_unref(blank);
     if (result) return result;
     *out_width = vips_image_get_width(planned);
@@ -122,6 +130,50 @@ int vs_plan_size(int image_width, int image_height, int width, int height, int c
     int swap = orientation >= 5 && orientation <= 8;
     int w, h;
     int result = plan_blank(image_width, image_height, swap ? height : width, swap ? width : height, crop, size, &w, &h);
+    if (result) return result;
+    *out_width = swap ? h : w;
+    *out_height = swap ? w : h;
+    return 0;
+}
+
+// libvips 8.14's choice of a JPEG's shrink-on-load in vips_thumbnail (thumbnail.c:
+// vips_thumbnail_calculate_shrink, vips_thumbnail_find_jpegshrink) for an unturned box, not
+// linear: the common shrink of both axes, then 8, 4 or 2 while leaving at least 2 to resize.
+static int jpeg_load_shrink(int width, int height, int box_width, int box_height, int crop, int size) {
+    double hshrink = (double)width / box_width, vshrink = (double)height / box_height;
+    // Fill binds the smaller shrink, fit the larger; FORCE keeps both.
+    int horizontal = crop != VS_CROP_NONE ? hshrink < vshrink : !(hshrink < vshrink);
+    if (size != VIPS_SIZE_FORCE) {
+        if (horizontal) vshrink = hshrink;
+        else hshrink = vshrink;
+    }
+    if (size == VIPS_SIZE_UP) {
+        hshrink = VIPS_MIN(1, hshrink);
+        vshrink = VIPS_MIN(1, vshrink);
+    } else if (size == VIPS_SIZE_DOWN) {
+        hshrink = VIPS_MAX(1, hshrink);
+        vshrink = VIPS_MAX(1, vshrink);
+    }
+    hshrink = VIPS_MIN(hshrink, width);
+    vshrink = VIPS_MIN(vshrink, height);
+    double shrink = VIPS_MIN(hshrink, vshrink);
+    return shrink >= 16 ? 8 : shrink >= 8 ? 4 : shrink >= 4 ? 2 : 1;
+}
+
+int vs_plan_jpeg(int image_width, int image_height, int width, int height, int crop, int size, int orientation,
+                 int *out_width, int *out_height) {
+    if (image_width < 1 || image_height < 1 || width < 1 || height < 1) {
+        vips_error("viewerd", "no plan for a %dx%d JPEG into %dx%d", image_width, image_height, width, height);
+        return -1;
+    }
+    int swap = orientation >= 5 && orientation <= 8;
+    int box_width = swap ? height : width, box_height = swap ? width : height;
+    // 8.14's jpegload crops libjpeg's scaled image (whose sides round up) to the floor of
+    // the shrink: 1001 at shrink 2 loads as 500.
+    int k = jpeg_load_shrink(image_width, image_height, box_width, box_height, crop, size);
+    int w, h;
+    int result = plan_blank(VIPS_MAX(image_width / k, 1), VIPS_MAX(image_height / k, 1), box_width, box_height, crop, size,
+                            &w, &h);
     if (result) return result;
     *out_width = swap ? h : w;
     *out_height = swap ? w : h;

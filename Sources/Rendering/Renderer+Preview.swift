@@ -56,7 +56,7 @@ extension Renderer {
             let header = try admitUngated(source, spec: spec)
             let format = try Self.format(of: source)
             // The budget needs the output's pixels to within a pixel (`outputSize`); the exact
-            // size, libvips' plan (3.5 ms), only once there is a preview to make.
+            // size, libvips' plan (0.8 ms for a JPEG, more for others), only once there is a preview to make.
             let out = Self.outputSize(header, spec: spec)
             let budget = decoder(for: format).previewBudget(source, header: header, spec: spec)
             for kind in [.storedRendition] + Self.decoderType(for: format).previewSources(format) {

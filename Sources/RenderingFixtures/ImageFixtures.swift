@@ -56,6 +56,38 @@ public enum ImageFixtures {
         return (pixels, Int(w), Int(h), Int(b))
     }
 
+    /// What libvips' own jpegsave writes of 8-bit pixels (1-4 bands, packed rows; alpha
+    /// flattened onto `background`, 0xRRGGBB) with the savers' settings of a rendition:
+    /// Q `quality`, Huffman tables optimized unless `fast`, no metadata, no interlace.
+    public static func libvipsJPEG(_ pixels: [UInt8], width: Int, height: Int, bands: Int, quality: Int, fast: Bool,
+                                   background: UInt32 = 0) throws(RenderError) -> [UInt8] {
+        try startLibvips()
+        var buffer: UnsafeMutableRawPointer?
+        var length = 0
+        let status = pixels.withUnsafeBufferPointer { buf in
+            vs_fixture_jpegsave(buf.baseAddress, Int32(width), Int32(height), Int32(bands), Int32(quality), fast ? 0 : 1,
+                                background, &buffer, &length)
+        }
+        guard status == 0, let buffer else { throw .corrupt(path: "<memory>", detail: takeVipsError()) }
+        defer { vs_free(buffer) }
+        return [UInt8](UnsafeRawBufferPointer(start: buffer, count: length))
+    }
+
+    /// A lazy width x height sRGB image computed on demand, which counts the strips computed
+    /// by a thread other than the caller's (`stripsComputedElsewhere`); one at a time. The
+    /// caller owns the reference (`VipsImageRef`). Tests that use it run `.serialized`.
+    public static func threadRecordingImage(width: Int, height: Int) throws(RenderError) -> OpaquePointer {
+        try startLibvips()
+        var out: OpaquePointer?
+        guard vs_fixture_recording_image(Int32(width), Int32(height), &out) == 0, let out else {
+            throw .corrupt(path: "<memory>", detail: takeVipsError())
+        }
+        return out
+    }
+
+    /// Strips of the last `threadRecordingImage` computed off the thread that made it.
+    public static var stripsComputedElsewhere: Int { Int(vs_fixture_strips_generated_elsewhere()) }
+
     /// A JPEG as a camera writes it: `jpeg` with its APP1 Exif segments replaced by one that
     /// holds `orientation` (IFD0) and `thumbnail`, a small JPEG, as the EXIF thumbnail (IFD1:
     /// JPEGInterchangeFormat and its length). Little-endian TIFF, as most cameras write.

@@ -117,6 +117,11 @@ int vs_image_from_pixels(uint8_t *pixels, int width, int height, int bands, size
 int vs_plan_fd(int fd, int width, int height, int crop, int size, int page, int orientation, int *out_width,
                int *out_height);
 
+/// The size vs_plan_fd gives for a JPEG of image_width x image_height (its header's sides,
+/// unturned), without reading the file: libvips' shrink-on-load choice for JPEG, then the plan
+/// of the image it loads (a thumbnail of a lazy blank of that size).
+int vs_plan_jpeg(int image_width, int image_height, int width, int height, int crop, int size, int orientation,
+                 int *out_width, int *out_height);
 /// The size vs_thumbnail_image makes for the same box of a width x height image of EXIF
 /// `orientation` (a video's frame, before it is decoded), with no pixel computed.
 int vs_plan_size(int image_width, int image_height, int width, int height, int crop, int size, int orientation,

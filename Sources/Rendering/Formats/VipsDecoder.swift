@@ -102,8 +102,15 @@ struct VipsDecoder: MediaDecoder {
     func plan(_ source: SourceFile, header: SourceHeader, spec: RenditionSpec) throws(RenderError) -> (width: Int, height: Int) {
         let box = Self.pyramidBox(Renderer.thumbnailBox(spec, vector: header.isVector), header: header)  // JPEG2000.swift
         var width: Int32 = 0, height: Int32 = 0
-        guard vs_plan_fd(source.descriptor, box.width, box.height, box.crop, box.size, Int32(spec.page),
-                         Int32(header.orientation), &width, &height) == 0 else {
+        // A JPEG's plan from its header's sides: libvips' shrink-on-load rule, and no pipeline
+        // built on the file (3.3 times fewer instructions, issue 32). Other loaders have rules
+        // of their own (pyramids, HEIF thumbnails, pages): their plan is libvips' pipeline.
+        let status = header.signature == .jpeg
+            ? vs_plan_jpeg(Int32(clamping: header.width), Int32(clamping: header.height), box.width, box.height, box.crop,
+                           box.size, Int32(header.orientation), &width, &height)
+            : vs_plan_fd(source.descriptor, box.width, box.height, box.crop, box.size, Int32(spec.page),
+                         Int32(header.orientation), &width, &height)
+        guard status == 0 else {
             throw .corrupt(path: source.path, detail: takeVipsError())
         }
         return (Int(width), Int(height))
