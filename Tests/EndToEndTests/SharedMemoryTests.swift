@@ -204,6 +204,44 @@ struct SharedMemoryTests {
         #expect(answered.count == count)
     }
 
+    @Test("a client that never reads has at most 64 memfds queued or unread, however small; the rest of its answers come inline")
+    func tinyUnreadMemfdsAreBounded() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--client-write-timeout", "600"])
+        defer { daemon.stop() }
+        let photo = try Fixtures.write(daemon.directory + "/p.png", width: 16, height: 16)
+        let socket = try RawSocket.greeted(path: daemon.socketPath)
+        socket.receivesDescriptors = true
+        let other = try daemon.connect()
+        let spec = RenditionSpec(width: 1, height: 1, format: .raw)  // 4 bytes each
+        try socket.send(.render(RenderRequest(path: photo, spec: spec)), id: 1)
+        _ = try socket.readMessage()  // stored: the rest are hits
+        let hits = try other.stats()["store_hits"] ?? 0
+
+        // When it asks for 300 in shared memory and reads nothing until all are answered
+        let count = 300
+        var frames: [UInt8] = []
+        for i in 0..<count {
+            frames += Message.render(RenderRequest(path: photo, spec: spec, sharedMemory: true)).frame(requestID: UInt32(i + 2)).bytes
+        }
+        try socket.write(frames)
+        #expect(try eventually(.seconds(30)) { try other.stats()["store_hits"] == hits + UInt64(count) })
+
+        // Then at most 64 came with a memfd, and every one has its RESULT
+        var (answered, shared) = (Set<UInt32>(), 0)
+        while answered.count < count, let frame = try socket.readFrame(timeout: .seconds(30)) {
+            guard case .result(let result) = try Message(frame: frame) else { Issue.record("not a RESULT"); continue }
+            if frame.flags & FrameFlags.descriptor != 0 {
+                shared += 1
+                if let fd = socket.takeDescriptor() { Posix.close(fd) } else { Issue.record("no descriptor for \(frame.requestID)") }
+            } else {
+                #expect(result.bytes.count == 4)
+            }
+            answered.insert(frame.requestID)
+        }
+        #expect(answered.count == count)
+        #expect(shared <= 64, "\(shared) memfds sent to a client that read nothing")
+    }
+
     @Test("a raw PREVIEW comes in shared memory too, before its RESULT, each with its own sealed memfd")
     func previewInSharedMemory() throws {
         let daemon = try DaemonProcess()
