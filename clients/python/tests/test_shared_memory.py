@@ -79,18 +79,23 @@ class LyingServerTests(unittest.TestCase):
         threading.Thread(target=run, daemon=True).start()
         return path
 
-    def test_a_shared_bytes_other_than_width_height_4_fails_its_request(self) -> None:
+    def client_answered(self, frame, memfd_size: int) -> viewerd.Client:
+        """A client of a server that answers each request with ``frame(request id)`` and a sealed
+        memfd of ``memfd_size`` bytes, connected."""
         def answer(conn: socket.socket, rid: int) -> None:
-            fd = sealed_memfd(bytes(64))
+            fd = sealed_memfd(bytes(memfd_size))
             try:
-                body = p.encode(p.Result(p.Format.RAW, 1, 1, b"", shared_bytes=64), rid, flags=1)
-                socket.send_fds(conn, [body], [fd])
+                socket.send_fds(conn, [frame(rid)], [fd])
             finally:
                 os.close(fd)
 
         client = viewerd.Client(self.serve(answer), client_name="lied-to")
         self.addCleanup(client.close)
         client.connect()
+        return client
+
+    def test_a_shared_bytes_other_than_width_height_4_fails_its_request(self) -> None:
+        client = self.client_answered(lambda rid: p.encode(p.Result(p.Format.RAW, 1, 1, b"", shared_bytes=64), rid, flags=1), 64)
         before = own_descriptors()
         with self.assertRaises(viewerd.ViewerError) as raised:
             client.render("/x.jpg", 1, 1, format="raw", shared_memory=True)
@@ -98,16 +103,7 @@ class LyingServerTests(unittest.TestCase):
         self.assertLessEqual(own_descriptors(), before, "its descriptor closed")
 
     def test_a_descriptor_with_a_frame_not_flagged_for_one_is_closed(self) -> None:
-        def answer(conn: socket.socket, rid: int) -> None:
-            fd = sealed_memfd(bytes(4))
-            try:
-                socket.send_fds(conn, [p.encode(p.Result(p.Format.RAW, 1, 1, bytes(4)), rid)], [fd])
-            finally:
-                os.close(fd)
-
-        client = viewerd.Client(self.serve(answer), client_name="lied-to")
-        self.addCleanup(client.close)
-        client.connect()
+        client = self.client_answered(lambda rid: p.encode(p.Result(p.Format.RAW, 1, 1, bytes(4)), rid), 4)
         before = own_descriptors()
         for _ in range(5):
             self.assertEqual(client.render("/x.jpg", 1, 1, format="raw", shared_memory=True).data, bytes(4))
