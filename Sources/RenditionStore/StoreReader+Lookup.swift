@@ -152,4 +152,10 @@ extension StoredValue {
         return RenditionMetadata(format: raw[4], width: raw.loadLE(UInt32.self, at: 8), height: raw.loadLE(UInt32.self, at: 12),
                                  created: UInt64(raw.loadLE(UInt32.self, at: 16)))
     }
+
+    /// The CRC-32C of a value's bytes as its header records it, unchecked; nil for what is not
+    /// a value of this layout.
+    static func payloadChecksum(_ raw: UnsafeRawBufferPointer) -> UInt32? {
+        metadata(raw).map { _ in raw.loadLE(UInt32.self, at: 28) }
+    }
 }

@@ -74,12 +74,29 @@ public final class StoreReader {
 
     /// Counts `key` served from a copy of it checked when the copy was made (the daemon's sealed
     /// memfd of a raw rendition), as `withRendition` would count serving it, when the store still
-    /// has the key; the payload is neither read nor checked again. False, and counted neither
-    /// way, when it is absent: the caller's usual read follows and counts the miss.
-    public func served(copyOf key: RenditionKey, use: ReadUse = .served) -> Bool {
+    /// has the key with the same bytes: its value's header records `checksum` (the CRC-32C of its
+    /// bytes, `storedChecksum`; the payload is neither read nor hashed again). False, and counted
+    /// neither way, when it is absent or its bytes changed (a rewrite that kept the file's
+    /// identity, or a render after an INVALIDATE): the caller's usual read follows and counts.
+    public func served(copyOf key: RenditionKey, checksum: UInt32, use: ReadUse = .served) -> Bool {
         lookUp(key) { found in
-            if case .absent = found { return false }
+            guard Self.checksum(found) == checksum else { return false }
             return hit(key, use, true)
+        }
+    }
+
+    /// The CRC-32C of `key`'s stored bytes as its value's header records it (nothing hashed:
+    /// the bytes were checked when they were read), or nil when the store lacks the key.
+    /// Neither a hit nor a miss.
+    public func storedChecksum(_ key: RenditionKey) -> UInt32? {
+        lookUp(key) { Self.checksum($0) }
+    }
+
+    private static func checksum(_ found: Found) -> UInt32? {
+        switch found {
+        case .committed(let value): StoredValue.payloadChecksum(value)
+        case .pending(let value): value.withUnsafeBytes { StoredValue.payloadChecksum($0) }
+        case .absent: nil
         }
     }
 

@@ -113,7 +113,13 @@ extension ClientConnection {
         while true {
             let frame: Frame
             do throws(ProtocolError) {
-                guard let next = try decoder.next() else { return nil }
+                guard let next = try decoder.next() else {
+                    // A descriptor comes with its frame's first byte, and such a frame starts
+                    // its own send: only a frame begun and not yet whole may have one waiting.
+                    // Any other came with a frame not flagged for it: closed, never kept.
+                    descriptors.closeStray(keeping: decoder.bufferedCount > 0 ? 1 : 0)
+                    return nil
+                }
                 frame = next
             } catch {
                 return .protocolViolation("\(error)")
@@ -154,7 +160,13 @@ extension ClientConnection {
                     throw .protocolViolation("a shared-memory rendition for request \(frame.requestID) came without its descriptor")
                 }
                 descriptor = nil
-                mapped.shared = try SharedRendition(taking: taken, count: Int(result.sharedByteCount ?? 0))
+                let count = Int(result.sharedByteCount ?? 0)
+                guard count == Int(result.width) * Int(result.height) * 4, count <= Int(Self.maxResponseBody) else {
+                    Posix.close(taken)
+                    throw .protocolViolation("a shared-memory rendition of \(result.width)×\(result.height) for request " +
+                                             "\(frame.requestID) claims \(count) bytes")
+                }
+                mapped.shared = try SharedRendition(taking: taken, count: count)
             } catch {
                 let sink = state.withLock { $0.pending.removeValue(forKey: frame.requestID) }
                 sink?.fail(error)
@@ -247,6 +259,13 @@ struct ReceivedDescriptors {
     var queue: [Int32] = []
 
     mutating func take() -> Int32? { queue.isEmpty ? nil : queue.removeFirst() }
+
+    /// Closes all but the newest `keeping` (those of a frame begun, not yet whole).
+    mutating func closeStray(keeping: Int) {
+        guard queue.count > keeping else { return }
+        for fd in queue.dropLast(keeping) { Posix.close(fd) }
+        queue.removeFirst(queue.count - keeping)
+    }
 
     mutating func closeAll() {
         for fd in queue { Posix.close(fd) }

@@ -105,6 +105,68 @@ struct SharedMemoryTests {
         #expect(shared.withUnsafeBytes { $0.elementsEqual(pixels) }, "the same pixels as inline")
     }
 
+    /// Asks `spec` of `path` in shared memory and returns the RESULT and a copy of its pixels.
+    private static func sharedPixels(_ socket: RawSocket, _ path: String, _ spec: RenditionSpec, id: UInt32) throws
+        -> (RenderResult, [UInt8]) {
+        try socket.send(.render(RenderRequest(path: path, spec: spec, sharedMemory: true)), id: id)
+        guard case .result(let result) = try socket.readMessage(), let fd = socket.takeDescriptor() else {
+            throw POSIXError(.EBADMSG)
+        }
+        defer { Posix.close(fd) }
+        let mapping = try Posix.mapReadOnly(fd, count: Int(result.sharedByteCount ?? 0))
+        defer { Posix.unmap(mapping) }
+        return (result, Array(mapping))
+    }
+
+    @Test("a kept memfd is not sent for a key whose stored pixels changed: a rewrite keeping the identity, rendered inline by another client")
+    func keptMemfdFollowsTheStore() throws {
+        // Given a dark photo asked in shared memory twice (a render, then the kept memfd)
+        let daemon = try RenamedSourceTests.daemon()
+        defer { daemon.stop() }
+        let path = daemon.directory + "/photo.png"
+        let (darkPNG, brightPNG) = (try CoarseTimestampTests.png(20, in: daemon.directory),
+                                    try CoarseTimestampTests.png(230, in: daemon.directory))
+        try #require(darkPNG.count == brightPNG.count, "the two PNGs must be the same size")
+        try CoarseTimestampTests.rewrite(path, darkPNG)
+        usleep(50_000)  // clear of the coarse-timestamp guard (a whole-10 ms ctime within 3 s)
+        var before = stat()
+        stat(path, &before)
+        let socket = try RawSocket.greeted(path: daemon.socketPath)
+        socket.receivesDescriptors = true
+        let other = try daemon.connect()
+        let spec = RenamedSourceTests.spec
+        #expect(CoarseTimestampTests.mean(try Self.sharedPixels(socket, path, spec, id: 1).1) < 100)
+        #expect(try eventually { try other.stats()["store_entries"] == 2 })
+        let (hit, dark) = try Self.sharedPixels(socket, path, spec, id: 2)
+        #expect(hit.fromCache && CoarseTimestampTests.mean(dark) < 100)
+
+        // When it is rewritten bright in place, same size, its modification time put back, and
+        // another client renders it inline (stored under the same key)
+        try CoarseTimestampTests.rewrite(path, brightPNG)
+        var times = [before.st_atim, before.st_mtim]
+        #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        let inline = try other.render(RenderRequest(path: path, spec: spec))
+        #expect(!inline.fromCache && CoarseTimestampTests.mean(inline.bytes) > 200)
+        #expect(try eventually { try other.render(RenderRequest(path: path, spec: spec)).fromCache })
+
+        // Then a hit in shared memory has the new pixels, not the kept memfd's old ones
+        let (again, bright) = try Self.sharedPixels(socket, path, spec, id: 3)
+        #expect(again.fromCache)
+        let same = bright == inline.bytes
+        #expect(same, "the kept memfd's old pixels (mean \(CoarseTimestampTests.mean(bright)))")
+
+        // And the same after an INVALIDATE and an inline render by the other client
+        #expect(try other.invalidate(path) >= 1)
+        try CoarseTimestampTests.rewrite(path, darkPNG)
+        #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        let darkAgain = try other.render(RenderRequest(path: path, spec: spec))
+        #expect(!darkAgain.fromCache && CoarseTimestampTests.mean(darkAgain.bytes) < 100)
+        #expect(try eventually { try other.render(RenderRequest(path: path, spec: spec)).fromCache })
+        let (last, pixels) = try Self.sharedPixels(socket, path, spec, id: 4)
+        let sameAgain = pixels == darkAgain.bytes
+        #expect(last.fromCache && sameAgain, "the kept memfd's old pixels after INVALIDATE (mean \(CoarseTimestampTests.mean(pixels)))")
+    }
+
     @Test("a client that never reads gets no more shared memory than the outbound limit in its socket; reading, it gets every RESULT")
     func unreadSharedMemoryIsBounded() throws {
         let daemon = try DaemonProcess(extraArguments: ["--client-write-timeout", "600"])
@@ -140,6 +202,44 @@ struct SharedMemoryTests {
             answered.insert(frame.requestID)
         }
         #expect(answered.count == count)
+    }
+
+    @Test("a client that never reads has at most 64 memfds queued or unread, however small; the rest of its answers come inline")
+    func tinyUnreadMemfdsAreBounded() throws {
+        let daemon = try DaemonProcess(extraArguments: ["--client-write-timeout", "600"])
+        defer { daemon.stop() }
+        let photo = try Fixtures.write(daemon.directory + "/p.png", width: 16, height: 16)
+        let socket = try RawSocket.greeted(path: daemon.socketPath)
+        socket.receivesDescriptors = true
+        let other = try daemon.connect()
+        let spec = RenditionSpec(width: 1, height: 1, format: .raw)  // 4 bytes each
+        try socket.send(.render(RenderRequest(path: photo, spec: spec)), id: 1)
+        _ = try socket.readMessage()  // stored: the rest are hits
+        let hits = try other.stats()["store_hits"] ?? 0
+
+        // When it asks for 300 in shared memory and reads nothing until all are answered
+        let count = 300
+        var frames: [UInt8] = []
+        for i in 0..<count {
+            frames += Message.render(RenderRequest(path: photo, spec: spec, sharedMemory: true)).frame(requestID: UInt32(i + 2)).bytes
+        }
+        try socket.write(frames)
+        #expect(try eventually(.seconds(30)) { try other.stats()["store_hits"] == hits + UInt64(count) })
+
+        // Then at most 64 came with a memfd, and every one has its RESULT
+        var (answered, shared) = (Set<UInt32>(), 0)
+        while answered.count < count, let frame = try socket.readFrame(timeout: .seconds(30)) {
+            guard case .result(let result) = try Message(frame: frame) else { Issue.record("not a RESULT"); continue }
+            if frame.flags & FrameFlags.descriptor != 0 {
+                shared += 1
+                if let fd = socket.takeDescriptor() { Posix.close(fd) } else { Issue.record("no descriptor for \(frame.requestID)") }
+            } else {
+                #expect(result.bytes.count == 4)
+            }
+            answered.insert(frame.requestID)
+        }
+        #expect(answered.count == count)
+        #expect(shared <= 64, "\(shared) memfds sent to a client that read nothing")
     }
 
     @Test("a raw PREVIEW comes in shared memory too, before its RESULT, each with its own sealed memfd")

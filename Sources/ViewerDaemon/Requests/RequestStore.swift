@@ -41,7 +41,7 @@ final class RequestStore {
             if opened.render.request.sourceInfo {
                 connection.sourceInfoAsked[requestID] = MediaInfoRecord.key(for: opened.source)
             }
-            if opened.render.request.sharedMemory && opened.render.spec.format == .raw {
+            if opened.render.request.sharedMemory && opened.render.spec.format == .raw && connection.mayShareMemory {
                 connection.sharedMemoryAsked.insert(requestID)
             }
             // The request's one store read: a hit, or a miss with what planning needs.

@@ -1,5 +1,6 @@
 import Rendering
 import RenditionStore
+import SystemCalls
 import ViewerLog
 import ViewerProtocol
 
@@ -36,11 +37,12 @@ final class Answers {
     private(set) var heldBack: HeldBackBudget
     private(set) var counters = Counters()
     /// The memfds of raw renditions sent in shared memory lately, sent again to the next hit.
-    let sharedRenditions = SharedRenditions(budget: 64 << 20)
+    let sharedRenditions: SharedRenditions
 
     init(connections: ConnectionSet, reader: StoreReader, outboundLimit: Int) {
         (self.connections, self.reader, self.outboundLimit) = (connections, reader, outboundLimit)
         heldBack = HeldBackBudget(outboundLimit: outboundLimit)
+        sharedRenditions = SharedRenditions(budget: SharedRenditions.defaultBudget) { [reader] in reader.storedChecksum($0) }
     }
 
     /// Queues one answer.
@@ -139,15 +141,24 @@ final class Answers {
     }
 
     /// Answers a hit of a raw rendition asked in shared memory from the memfd kept for its key
-    /// (`SharedRenditions`), when the store still has the key: counted as a hit, the payload
-    /// neither read nor checked again (it was when the memfd was made: its CRC-32C alone costs
-    /// 3.4 ms for 14.7 MB). False when there is none, or the client is not reading (the usual
-    /// read then holds it back).
+    /// (`SharedRenditions`), when the store still has the key with the bytes the memfd was made
+    /// from (their CRC-32C in its value's header): counted as a hit, the payload neither read
+    /// nor checked again (it was when the memfd was made: its CRC-32C alone costs 3.4 ms for
+    /// 14.7 MB). False when there is none, the stored value changed (the kept memfd is dropped),
+    /// or the client is not reading or has its share of memfds queued (the usual read follows).
     func serveKeptShared(_ key: RenditionKey, requestID: UInt32, on connection: Connection, deferring: Bool,
                          source: MediaInfo?) -> Bool {
-        guard !deferring, connection.sharedMemoryAsked.contains(requestID), sharedRenditions.has(key),
-              reader.served(copyOf: key) else { return false }
-        return connection.enqueueKeptShared(key, requestID: requestID, source: source, kept: sharedRenditions)
+        guard !deferring, connection.sharedMemoryAsked.contains(requestID), connection.mayQueueShared,
+              let found = sharedRenditions.kept(key) else { return false }
+        // The descriptor first: a hit is counted only for an answer that goes.
+        guard reader.served(copyOf: key, checksum: found.checksum) else {
+            Posix.close(found.descriptor)
+            sharedRenditions.forget(key)
+            return false
+        }
+        connection.enqueueKeptShared(requestID: requestID, source: source, descriptor: found.descriptor,
+                                     byteCount: found.byteCount, width: found.width, height: found.height)
+        return true
     }
 
     /// Queues a stored rendition as the PREVIEW of a RENDER that missed, from the mapped page

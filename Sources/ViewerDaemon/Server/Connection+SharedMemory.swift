@@ -1,3 +1,4 @@
+import Glibc
 import RenditionStore
 import SystemCalls
 import ViewerLog
@@ -9,21 +10,31 @@ import ViewerProtocol
 /// from where the rendition lives (the store's mapped page, or the render's bytes) into the
 /// memfd; the client maps it read-only, so the socket carries a 60-byte frame, not 14 MiB.
 extension Connection {
+    /// Whether this client's RENDERs may be answered in shared memory: only a client of the
+    /// daemon's own uid. A memfd's pages are charged to the cgroup of the process that made
+    /// them, the daemon, for as long as any client holds them: another user's client would
+    /// hold the daemon's memory, so it gets its pixels inline.
+    var mayShareMemory: Bool { peerUID == Self.daemonUID }
+
+    private static let daemonUID = UInt32(getuid())
+
     /// Queues a `raw` answer as a sealed memfd when its RENDER asked for one; false when it did
-    /// not, or when the memfd could not be made (then the caller sends the bytes inline: the
-    /// client loses nothing but the saving).
-    /// `kept`: the memfds of renditions sent lately, to send again for `key` (a hit, `fromCache`)
-    /// or to keep a new one in (a render replaces what is kept under its key).
+    /// not, when the connection has its share of memfd frames unread (`mayQueueShared`), or
+    /// when the memfd could not be made (then the caller sends the bytes inline: the client
+    /// loses nothing but the saving).
+    /// `kept`: the memfds of renditions sent lately, to send again for `key` when made from
+    /// the same stored value, or to keep a new one in (`SharedRenditions.descriptor`).
     func enqueueShared(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
                        fromCache: Bool, source: MediaInfo?, sourcePartial: Bool, payload: UnsafeRawBufferPointer,
                        key: RenditionKey?, kept: SharedRenditions?) -> Bool {
         guard format == .raw, !sharedMemoryAsked.isEmpty, sharedMemoryAsked.contains(requestID),
               let byteCount = UInt32(exactly: payload.count) else { return false }
         if type == .result { sharedMemoryAsked.remove(requestID) }
+        guard mayQueueShared else { return false }
         let descriptor: Int32
         do throws(SystemError) {
             if let kept, !sourcePartial {
-                descriptor = try kept.descriptor(for: key, payload: payload, reuse: fromCache, width: width, height: height)
+                descriptor = try kept.descriptor(for: key, payload: payload, width: width, height: height)
             } else {
                 descriptor = try Posix.sealedMemoryFile("viewerd-rendition", payload)
             }
@@ -36,16 +47,14 @@ extension Connection {
         return true
     }
 
-    /// Queues a RESULT from a memfd kept for its key (`SharedRenditions.kept`), when its RENDER
-    /// asked for shared memory: the hit reads nothing but the key. False when it did not ask.
-    func enqueueKeptShared(_ key: RenditionKey, requestID: UInt32, source: MediaInfo?, kept: SharedRenditions) -> Bool {
-        guard sharedMemoryAsked.contains(requestID), let found = kept.kept(key),
-              let byteCount = UInt32(exactly: found.byteCount) else { return false }
+    /// Queues a RESULT from a memfd kept for its key (`SharedRenditions.kept`), `descriptor`
+    /// now the queue's: the hit reads nothing but the key.
+    func enqueueKeptShared(requestID: UInt32, source: MediaInfo?, descriptor: Int32, byteCount: Int, width: UInt32,
+                           height: UInt32) {
         sharedMemoryAsked.remove(requestID)
         sourceInfoAsked[requestID] = nil
-        enqueueShared(.result, requestID: requestID, format: .raw, width: found.width, height: found.height, fromCache: true,
-                      source: source, sourcePartial: false, descriptor: found.descriptor, byteCount: byteCount)
-        return true
+        enqueueShared(.result, requestID: requestID, format: .raw, width: width, height: height, fromCache: true,
+                      source: source, sourcePartial: false, descriptor: descriptor, byteCount: UInt32(byteCount))
     }
 
     private func enqueueShared(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,

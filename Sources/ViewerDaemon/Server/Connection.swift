@@ -138,6 +138,13 @@ final class Connection {
         outbound.append(frame: frame, descriptor: descriptor, sharedBytes: sharedBytes)
     }
 
+    /// Frames with a memfd a connection may have queued or unread at once (each a descriptor
+    /// open in the daemon or in flight to its client); beyond, its answers go inline.
+    static let sharedFrameLimit = 64
+
+    /// Whether another frame with a memfd may be queued (`sharedFrameLimit`).
+    var mayQueueShared: Bool { outbound.sharedFrames < Self.sharedFrameLimit }
+
     /// Stops counting the shared-memory renditions the client has read (SIOCOUTQ says how far
     /// it has read). Returns whether any is still counted.
     func releaseReadSharedMemory() -> Bool {
@@ -309,14 +316,22 @@ struct OutboundQueue {
 
     /// Appends a whole frame that carries `descriptor` (which the queue now owns) standing for
     /// `sharedBytes` bytes of rendition: a chunk of its own, nothing packed behind it.
+    /// Each counts as at least `minimumSharedCharge` bytes: a descriptor held for the client
+    /// costs more than its pages (ten thousand 1×1 renditions are ten thousand open files).
     mutating func append(frame: [UInt8], descriptor: Int32, sharedBytes: Int) {
         byteCount += frame.count
         chunks.append(frame)
         shared.append(true)
         attached.append(descriptor)
-        inFlightBytes += sharedBytes
-        inFlight.append((end: sentCount + UInt64(byteCount), bytes: sharedBytes))
+        let charge = max(sharedBytes, Self.minimumSharedCharge)
+        inFlightBytes += charge
+        inFlight.append((end: sentCount + UInt64(byteCount), bytes: charge))
     }
+
+    /// What a frame with a descriptor counts against the outbound limit at least.
+    static let minimumSharedCharge = 64 * 1024
+    /// Frames with a descriptor queued or perhaps not read yet.
+    var sharedFrames: Int { inFlight.count - inFlightHead }
 
     /// Sends until the socket would block or the queue is empty. Returns false when the
     /// socket failed (the peer is gone).

@@ -28,6 +28,10 @@ final class ConnectionSet {
     /// (`Connection.sharedMemoryInFlight`): nothing wakes the loop when a client reads those
     /// frames, so they are looked at each turn, and soon while one holds its client's answers back.
     private var sharedMemoryWatch: [UInt64: Connection] = [:]
+    /// How soon (ms) to look again while one of them holds its client's answers back: 2 ms
+    /// after a look that found something read, doubled after each that found nothing, up to
+    /// 100 ms (a client away for long costs the loop ten wake-ups a second, not five hundred).
+    private var sharedMemoryRecheck: Int32 = 2
     /// Called once for each connection closed, after its socket is.
     var onClose: (Connection) -> Void = { _ in }
 
@@ -66,7 +70,7 @@ final class ConnectionSet {
         var limited = isEmpty ? timeout : (timeout < 0 ? 1000 : min(timeout, 1000))
         // A client held back by shared memory it may have read: look again soon.
         if sharedMemoryWatch.values.contains(where: { $0.readPaused || !$0.deferred.isEmpty }) {
-            limited = limited < 0 ? 2 : min(limited, 2)
+            limited = limited < 0 ? sharedMemoryRecheck : min(limited, sharedMemoryRecheck)
         }
         guard let left = acceptThrottle.millisecondsLeft(at: .now) else { return limited }
         return limited < 0 ? left : min(limited, left)
@@ -141,10 +145,16 @@ final class ConnectionSet {
     /// for a connection whose client caught up on its answers while it had reading paused or
     /// answers held back: it may queue more and touch more connections, flushed in turn.
     func flush(outboundLimit: Int, caughtUp: (Connection) -> Void) {
-        for (id, connection) in sharedMemoryWatch where !connection.releaseReadSharedMemory() {
+        var read = false
+        for (id, connection) in sharedMemoryWatch {
+            let before = connection.sharedMemoryInFlight
+            let unread = connection.releaseReadSharedMemory()
+            read = read || connection.sharedMemoryInFlight < before
+            guard !unread else { continue }
             sharedMemoryWatch[id] = nil
             touch(connection)  // what its client read may let held-back answers go
         }
+        if !sharedMemoryWatch.isEmpty { sharedMemoryRecheck = read ? 2 : min(sharedMemoryRecheck * 2, 100) }
         while !dirty.isEmpty {
             var batch = spare
             swap(&batch, &dirty)

@@ -174,6 +174,18 @@ final class ServerConnection: Sendable {
         }
     }
 
+    /// Writes one frame of `message` with `flags` in its header and `descriptor` (the caller's
+    /// still) on its first byte, as the daemon sends a shared-memory rendition.
+    func send(_ message: Message, id: UInt32, flags: UInt16, descriptor: Int32) {
+        let frame = Frame(type: message.type.rawValue, flags: flags, requestID: id, body: message.body())
+        open.withLock { open in
+            guard open else { return }
+            let bytes = frame.bytes
+            let sent = bytes.withUnsafeBytes { (try? Posix.send(fd, $0, descriptors: [descriptor])) ?? 0 }
+            if sent < bytes.count { try? Posix.sendAll(fd, Array(bytes[sent...])) }
+        }
+    }
+
     /// Ends the connection as a daemon exiting would: the client reads the end of the stream.
     func close() {
         open.withLock { open in

@@ -7,6 +7,10 @@ import gc
 import mmap
 import os
 import socket
+import tempfile
+import threading
+import time
+import unittest
 
 from support import DaemonTestCase
 import viewerd
@@ -27,6 +31,83 @@ def rendition_mappings() -> int:
 
 def daemon_descriptors(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def eventually(condition, seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def sealed_memfd(data: bytes) -> int:
+    fd = os.memfd_create("fake-rendition", os.MFD_ALLOW_SEALING | os.MFD_CLOEXEC)
+    os.write(fd, data)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
+    return fd
+
+
+class LyingServerTests(unittest.TestCase):
+    """The client's checks of what a server sends with a descriptor (PROTOCOL.md: a client MUST
+    check ``shared_bytes``), against a server of this test's own that lies."""
+
+    def serve(self, answer) -> str:
+        directory = tempfile.mkdtemp()
+        path = os.path.join(directory, "fake.sock")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        listener.listen(1)
+        self.addCleanup(listener.close)
+
+        def run() -> None:
+            conn, _ = listener.accept()
+            with conn:
+                decoder = p.FrameDecoder()
+                frames = []
+                while True:
+                    data = conn.recv(1 << 16)
+                    if not data:
+                        return
+                    for frame in decoder.feed(data):
+                        if frame.type == p.MessageType.HELLO:
+                            conn.sendall(p.encode(p.Welcome(1, 1 << 20, 1 << 20, "fake", p.Capability.SHARED_MEMORY), 0))
+                        else:
+                            answer(conn, frame.request_id)
+
+        threading.Thread(target=run, daemon=True).start()
+        return path
+
+    def client_answered(self, frame, memfd_size: int) -> viewerd.Client:
+        """A client of a server that answers each request with ``frame(request id)`` and a sealed
+        memfd of ``memfd_size`` bytes, connected."""
+        def answer(conn: socket.socket, rid: int) -> None:
+            fd = sealed_memfd(bytes(memfd_size))
+            try:
+                socket.send_fds(conn, [frame(rid)], [fd])
+            finally:
+                os.close(fd)
+
+        client = viewerd.Client(self.serve(answer), client_name="lied-to")
+        self.addCleanup(client.close)
+        client.connect()
+        return client
+
+    def test_a_shared_bytes_other_than_width_height_4_fails_its_request(self) -> None:
+        client = self.client_answered(lambda rid: p.encode(p.Result(p.Format.RAW, 1, 1, b"", shared_bytes=64), rid, flags=1), 64)
+        before = own_descriptors()
+        with self.assertRaises(viewerd.ViewerError) as raised:
+            client.render("/x.jpg", 1, 1, format="raw", shared_memory=True)
+        self.assertIn("64 bytes", str(raised.exception))
+        self.assertLessEqual(own_descriptors(), before, "its descriptor closed")
+
+    def test_a_descriptor_with_a_frame_not_flagged_for_one_is_closed(self) -> None:
+        client = self.client_answered(lambda rid: p.encode(p.Result(p.Format.RAW, 1, 1, bytes(4)), rid), 4)
+        before = own_descriptors()
+        for _ in range(5):
+            self.assertEqual(client.render("/x.jpg", 1, 1, format="raw", shared_memory=True).data, bytes(4))
+        self.assertLessEqual(own_descriptors(), before, "stray descriptors closed")
 
 
 class SharedMemoryTests(DaemonTestCase):
@@ -98,4 +179,6 @@ class SharedMemoryTests(DaemonTestCase):
         gc.collect()
         self.assertLessEqual(own_descriptors(), ours, "descriptors closed once mapped")
         self.assertEqual(rendition_mappings(), 0)
-        self.assertLessEqual(daemon_descriptors(self.daemon.process.pid), theirs, "the daemon closes its copies")
+        # (the last request's source is closed off the daemon's loop, a moment after its answer)
+        self.assertTrue(eventually(lambda: daemon_descriptors(self.daemon.process.pid) <= theirs),
+                        "the daemon closes its copies")

@@ -6,6 +6,7 @@ import fcntl
 import mmap
 import os
 import socket
+import sys
 import threading
 import time
 from typing import Callable, Deque, Dict, Iterator, List, Optional, Tuple, Union
@@ -122,7 +123,8 @@ class _Connection:
             try:
                 # A descriptor comes with the first byte of its frame (a shared-memory rendition).
                 data, fds, _, _ = socket.recv_fds(self.sock, 1 << 20, 16, getattr(socket, "MSG_CMSG_CLOEXEC", 0))
-                self.descriptors.extend(fds)
+                with self.cond:  # close() empties it from another thread
+                    self.descriptors.extend(fds)
                 frames = self.decoder.feed(data) if data else None
             except (OSError, p.MalformedFrame) as error:
                 frames, data = None, b""
@@ -135,7 +137,16 @@ class _Connection:
                 else:
                     for frame in frames:
                         self._file(frame)
+                    self._close_stray()
                 self.cond.notify_all()
+
+    def _close_stray(self) -> None:
+        """Closes descriptors that came with frames not flagged for one. A descriptor comes with
+        its frame's first byte, and such a frame starts its own send: only a frame begun and not
+        yet whole may have one waiting (the newest)."""
+        keep = 1 if self.decoder.buffered else 0
+        while len(self.descriptors) > keep:
+            os.close(self.descriptors.popleft())
 
     def _file(self, frame: p.Frame) -> None:
         fd = self.descriptors.popleft() if frame.carries_descriptor and self.descriptors else None
@@ -145,7 +156,8 @@ class _Connection:
             message = None  # a newer server's message type: skipped by its length
         if isinstance(message, p.Rendition) and message.shared_bytes is not None:
             try:
-                message.data = _map_shared(fd, message.shared_bytes)
+                message.data = _map_shared(fd, message.shared_bytes,
+                                           message.width * message.height * 4, self.decoder.max_body)
             except (OSError, ValueError) as error:
                 message = p.Error(100, f"cannot map the shared-memory rendition: {error}")
             fd = None  # _map_shared closed it
@@ -178,13 +190,20 @@ class _Connection:
 _SEALS = 0x1 | 0x2 | 0x4 | 0x8
 
 
-def _map_shared(fd: Optional[int], count: int) -> memoryview:
+def _map_shared(fd: Optional[int], count: int, expected: int, limit: int) -> memoryview:
     """Maps the first ``count`` bytes of a shared-memory rendition's memfd read-only (populated) and closes
     the descriptor; the mapping goes with the last reference to the view. Refuses a descriptor
-    missing, not sealed as the daemon seals it, or too short."""
+    missing, not sealed as the daemon seals it, or too short, and a ``count`` other than the
+    rendition's ``expected`` size (width × height × 4) or over ``limit`` (``max_response_body``).
+
+    CPython's ``mmap`` keeps a duplicate of the descriptor for the mapping's life; from Python
+    3.13 ``trackfd=False`` spares it. Before 3.13 each live mapping holds one descriptor open,
+    closed with it (``mmap.close`` or the last reference going)."""
     if fd is None:
         raise ValueError("a shared-memory rendition came without its descriptor")
     try:
+        if count != expected or count > limit:
+            raise ValueError(f"it claims {count} bytes for {expected} of pixels (limit {limit})")
         seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
         if seals & _SEALS != _SEALS:
             raise ValueError(f"its descriptor is not sealed (seals 0x{seals:x})")
@@ -195,7 +214,8 @@ def _map_shared(fd: Optional[int], count: int) -> memoryview:
         # Populated: the pages are the daemon's, already in memory; mapping them all now spares
         # the first reader a fault per page.
         populate = getattr(mmap, "MAP_POPULATE", 0x8000)
-        return memoryview(mmap.mmap(fd, count, mmap.MAP_SHARED | populate, mmap.PROT_READ))
+        untracked = {"trackfd": False} if sys.version_info >= (3, 13) else {}
+        return memoryview(mmap.mmap(fd, count, mmap.MAP_SHARED | populate, mmap.PROT_READ, **untracked))
     finally:
         os.close(fd)
 
