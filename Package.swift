@@ -68,7 +68,8 @@ let package = Package(
         // decoder, renderer version): no C, so the clients read it without linking libvips.
         .target(name: "MediaFormats"),
         // The only product module that talks to libvips (RenderingFixtures, test-only, writes with it too).
-        .target(name: "Rendering", dependencies: ["ViewerProtocol", "MediaFormats", "CVipsShim", "CFFmpegShim", "CLibRawShim", "Locking"]),
+        .target(name: "Rendering", dependencies: ["ViewerProtocol", "MediaFormats", "ThumbHash", "CVipsShim", "CFFmpegShim", "CLibRawShim",
+                                                 "Locking"]),
         // The only module that talks to LMDB.
         .target(name: "RenditionStore", dependencies: ["CLMDB", "CChecksum", "Locking"]),
         // CRC-32C with the CPU's instruction, for verifying stored renditions.

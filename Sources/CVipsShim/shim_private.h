@@ -2,7 +2,7 @@
 // One file per concern: shim.c (start, errors, cancel, gate), source.c (the descriptor's
 // source), header.c, thumbnail.c (thumbnails, plans, fits, crops, joins), preview.c,
 // alpha_shrink.c, tiles.c (sink_bands), save.c (encode, load a rendition, the tests' writer),
-// jpeg_partial.c (the DC-only progressive JPEG decode).
+// jpeg_partial.c (the DC-only progressive JPEG decode), placeholder.c (a ThumbHash's pixels).
 #ifndef VIEWERD_SHIM_PRIVATE_H
 #define VIEWERD_SHIM_PRIVATE_H
 

@@ -196,15 +196,23 @@ public struct Renderer: Sendable {
     /// `cancellation` lets another thread stop it (it then fails).
     /// A source whose data ends early (a photo still being copied) is rendered as far as it
     /// goes and the rendition says so (`Rendition.sourcePartial`).
+    /// A rendition of the whole picture from a whole source carries, in its source's media
+    /// info, the placeholder made from its own pixels (`placeholder(of:spec:original:)`).
     public func render(_ source: SourceFile, spec: RenditionSpec, cancellation: RenderCancellation? = nil) throws(RenderError) -> Rendition {
         try Self.attributingErrors { () throws(RenderError) in
+            var rendition: Rendition
             do throws(RenderError) {
-                return try renderAcceptingTruncation(cancellation) { renderer throws(RenderError) in
+                rendition = try renderAcceptingTruncation(cancellation) { renderer throws(RenderError) in
                     try renderer.renderUngated(source, spec: spec, cancellation: cancellation)
                 }
             } catch {
                 throw Self.namingTruncation(error, of: source)
             }
+            if !rendition.sourcePartial, var original = rendition.source, original.placeholder == nil {
+                original.placeholder = placeholder(of: rendition, spec: spec.normalized(), original: original)
+                rendition.source = original
+            }
+            return rendition
         }
     }
 

@@ -133,8 +133,11 @@ public final class RenditionStore: Sendable {
     ///   - source: what the file was when it was rendered: its change time and content
     ///     fingerprint (`SourceRecord`), so that a later change of the change time alone can
     ///     be told a rename from a rewrite. Without it nothing is recorded.
+    ///   - replacing: the key may hold a value already (a file's media info, updated): readers
+    ///     then see the new one at once too, not the old one until the commit. Renditions,
+    ///     immutable under their keys, need not say so; a read of one costs no lock.
     public func put(_ key: RenditionKey, path: String, metadata: RenditionMetadata, bytes: [UInt8],
-                    source: SourceStamp? = nil) {
+                    source: SourceStamp? = nil, replacing: Bool = false) {
         let size = StoredValue.headerSize + bytes.count
         let charge = EntryRecord.charge(valueSize: size, pathKeyCount: PathIndex.key(for: Array(path.utf8)).count,
                                         pageSize: environment.pageSize)
@@ -146,7 +149,7 @@ public final class RenditionStore: Sendable {
             return
         }
         writer.put(key, path: Array(path.utf8), value: StoredValue.encode(metadata, source: key.source, bytes: bytes),
-                   source: source)
+                   source: source, replacing: replacing)
     }
 
     /// Queues the removal of one rendition.

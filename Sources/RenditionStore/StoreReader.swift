@@ -98,6 +98,10 @@ public final class StoreReader {
     /// both missed: `lookup(_:siblingsAt:)` reads the miss's failure and siblings in it.
     func lookUp<R>(_ key: RenditionKey, beforeSecondSnapshot: () -> Void, _ body: (Found) -> R,
                    absent: (Transaction?) -> R) -> R {
+        // A value replaced in place is newer in the queue than in any snapshot (`put(replacing:)`).
+        if store.writer.replacementsPending.load(ordering: .acquiring) > 0, let pending = store.pendingValue(for: key) {
+            return body(.pending(pending))
+        }
         let env = store.environment
         // The writer may remap a larger map; it waits until no reader is inside.
         env.gate.enter()

@@ -50,6 +50,9 @@ final class StoreWriter: Sendable {
         var pendingFailures: [[UInt8]: (generation: UInt64, record: FailureRecord)] = [:]
         /// The source records a queued put or failure will write (their references aside).
         var pendingSources: [[UInt8]: (generation: UInt64, record: SourceRecord)] = [:]
+        /// The queued puts that replace a value in place (`put(replacing:)`), by key: their
+        /// generation. Readers read these from the queue first (`replacementsPending`).
+        var replacing: [[UInt8]: UInt64] = [:]
         var generation: UInt64 = 0
     }
 
@@ -81,6 +84,9 @@ final class StoreWriter: Sendable {
     /// The persisted counters as they were at open; `counters` adds what this process saw.
     let base: PolicyState
     private let queue = Locked<Queue>(Queue())
+    /// How many queued puts replace a value in place (`Queue.replacing`): while there are
+    /// none, which is nearly always, a read takes no lock before its snapshot.
+    let replacementsPending = Atomic<Int>(0)
     private let hits = Locked<HitBuffer>(HitBuffer())
     let status: Locked<Status>
     private let wakeup = DispatchSemaphore(value: 0)
@@ -119,10 +125,16 @@ final class StoreWriter: Sendable {
 
     // MARK: Enqueueing (any thread)
 
-    func put(_ key: RenditionKey, path: [UInt8], value: [UInt8], source: SourceStamp?) {
+    /// `replacing`: the key may hold a committed value already, which a snapshot would show
+    /// until this one is committed: readers are to look in the queue first.
+    func put(_ key: RenditionKey, path: [UInt8], value: [UInt8], source: SourceStamp?, replacing: Bool = false) {
         queue.withLock { q in
             q.generation += 1
             q.pendingValues[key.bytes] = PendingPut(generation: q.generation, key: key, path: path, value: value)
+            if replacing {
+                q.replacing[key.bytes] = q.generation
+                replacementsPending.store(q.replacing.count, ordering: .releasing)
+            }
             if let source { q.pendingSources[Array(key.source)] = (q.generation, SourceRecord(stamp: source, path: path)) }
             q.operations.append(.put(key, path: path, value: value, source: source, generation: q.generation))
         }
@@ -132,6 +144,7 @@ final class StoreWriter: Sendable {
     func delete(key: [UInt8]) {
         queue.withLock { q in
             q.pendingValues[key] = nil
+            if q.replacing.removeValue(forKey: key) != nil { replacementsPending.store(q.replacing.count, ordering: .releasing) }
             q.operations.append(.delete(key))
         }
         wakeup.signal()
@@ -246,6 +259,10 @@ final class StoreWriter: Sendable {
                     switch op {
                     case .put(let key, _, _, _, let generation):
                         if q.pendingValues[key.bytes]?.generation == generation { q.pendingValues[key.bytes] = nil }
+                        if q.replacing[key.bytes] == generation {
+                            q.replacing[key.bytes] = nil
+                            replacementsPending.store(q.replacing.count, ordering: .releasing)
+                        }
                         let identity = Array(key.source)
                         if q.pendingSources[identity]?.generation == generation { q.pendingSources[identity] = nil }
                     case .recordFailure(let identity, _, _, _, let generation):

@@ -205,9 +205,15 @@ public enum ThumbHash {
             while cx * ny < nx * (ny - cy) {
                 var f = 0.0
                 for x in 0..<w { fx[x] = cos(Double.pi / Double(w) * Double(cx) * (Double(x) + 0.5)) }
-                for y in 0..<h {
-                    let fy = cos(Double.pi / Double(h) * Double(cy) * (Double(y) + 0.5))
-                    for x in 0..<w { f += channel[x + y * w] * fx[x] * fy }
+                // The sum in the reference's order (bit-exact); unchecked: the hot loop.
+                channel.withUnsafeBufferPointer { pixels in
+                    fx.withUnsafeBufferPointer { fx in
+                        for y in 0..<h {
+                            let fy = cos(Double.pi / Double(h) * Double(cy) * (Double(y) + 0.5))
+                            let row = y * w
+                            for x in 0..<w { f += pixels[row + x] * fx[x] * fy }
+                        }
+                    }
                 }
                 f /= Double(w * h)
                 if cx != 0 || cy != 0 {

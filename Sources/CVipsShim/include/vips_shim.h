@@ -156,6 +156,13 @@ int vs_load_rendition(const void *buf, size_t len, VipsImage **out);
 /// sides are scaled each to its length.
 int vs_fit_exact(VipsImage *in, int width, int height, int fill, VipsImage **out);
 
+/// A placeholder's pixels (placeholder.c): `in` shrunk to fit `max_side` (never enlarged),
+/// turned by its orientation, 8-bit sRGB (through its profile unless `profile_is_srgb`, as
+/// vs_save_buffer), with alpha (255 when it has none): *width x *height RGBA pixels, packed
+/// rows, in *pixels (free with vs_free). `in` should be small already (an embedded
+/// thumbnail, a rendition): it is computed whole. Returns 0, or -1 with libvips' error.
+int vs_placeholder_pixels(VipsImage *in, int max_side, int profile_is_srgb, void **pixels, int *width, int *height);
+
 /// Error attribution gate. libvips' error buffer is global to the process: renders hold the
 /// gate shared; to learn the exact message of a failure, the failing render is repeated
 /// holding it exclusively (no other render runs, so the buffer holds only its messages).

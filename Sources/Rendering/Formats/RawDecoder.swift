@@ -111,9 +111,22 @@ struct RawDecoder: MediaDecoder {
                      loader: loader)
     }
 
+    /// With a placeholder from the embedded preview, decoded at 1/8, when it is small as it is
+    /// stored (`Renderer.placeholderPictureFraction` of the photo: the entropy decoding of a
+    /// full-size JPEG does not shrink) and has the photo's proportions.
     func mediaInfo(_ source: SourceFile, format: MediaFormat) throws(RenderError) -> MediaInfo {
         guard let info = try info(source) else { return try tiff.decoder.mediaInfo(source, format: tiff.format) }
-        return Self.mediaInfo(info, format: format)
+        var media = Self.mediaInfo(info, format: format)
+        let photo = (width: info.width, height: info.height)
+        let budget = photo.width * photo.height / Renderer.placeholderPictureFraction
+        media.placeholder = renderer.placeholder(among: [{
+            // The directory's word first: a full-size preview is not even read out.
+            guard info.previewWidth * info.previewHeight <= budget,
+                  let preview = embeddedPreview(source, info: info, atLeast: (Renderer.placeholderSide, Renderer.placeholderSide)),
+                  preview.size.width * preview.size.height <= budget, Self.proportional(preview.size, photo) else { return nil }
+            return preview.image
+        }], photo: photo)
+        return media
     }
 
     /// INFO of a RAW: the developed photo, upright; its format "raw/" and the container

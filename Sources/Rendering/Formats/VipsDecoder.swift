@@ -68,9 +68,15 @@ struct VipsDecoder: MediaDecoder {
         return header
     }
 
+    /// With a placeholder from the first embedded picture of `previewSources` that is small
+    /// (`Renderer.placeholder(among:photo:)`): a JPEG's EXIF thumbnail, a HEIF's thumbnail item.
     func mediaInfo(_ source: SourceFile, format: MediaFormat) throws(RenderError) -> MediaInfo {
-        var info = Self.mediaInfo(try header(source, format: format), format: format)
+        let header = try header(source, format: format)
+        var info = Self.mediaInfo(header, format: format)
         info.hdr = Renderer.stillHDR(source, format: format)
+        info.placeholder = renderer.placeholder(among: Self.previewSources(format).map { kind in
+            { preview(kind, source: source, header: header, cancellation: nil) }
+        }, photo: (header.width, header.height))
         return info
     }
 

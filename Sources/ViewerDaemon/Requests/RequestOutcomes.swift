@@ -35,13 +35,24 @@ struct RequestOutcomes: Sendable {
     /// finds it stored: one header read per file, not one per question.
     /// A rendition of a truncated source (`Rendition.sourcePartial`) is not kept, nor counted
     /// a failure: the file is still being written, and its next render reads more of it.
+    /// The media info carries the placeholder the worker made from a whole picture's output;
+    /// a render that made none (a region, a tile, a cell's crop) keeps the one stored.
     func rendered(_ rendition: Rendition, of job: RenderJob) {
         guard !job.isWholeLevel, let stamp = Self.storableStamp(of: job) else { return }
         if !rendition.sourcePartial { put(rendition, key: job.key, of: job, stamp: stamp) }
-        if let info = rendition.source {
-            store.put(MediaInfoRecord.key(for: job.source), path: job.source.path,
-                      metadata: MediaInfoRecord.metadata(info, now: Self.now()), bytes: MediaInfoRecord.encoded(info), source: stamp)
+        if var info = rendition.source {
+            let key = MediaInfoRecord.key(for: job.source)
+            if info.placeholder == nil { info.placeholder = storedPlaceholder(key) }
+            store.put(key, path: job.source.path, metadata: MediaInfoRecord.metadata(info, now: Self.now()),
+                      bytes: MediaInfoRecord.encoded(info), source: stamp, replacing: true)
         }
+    }
+
+    /// The placeholder kept with the file's media info under `key` (the same identity: a
+    /// rewritten file's is under another key), if any. Queued writes count: the store's reader
+    /// sees them.
+    private func storedPlaceholder(_ key: RenditionKey) -> [UInt8]? {
+        store.makeReader().peek(key) { _, bytes in MediaInfoRecord.decode(bytes)?.placeholder } ?? nil
     }
 
     /// One tile of a level's job, under its own key.
