@@ -231,6 +231,28 @@ struct LayoutTests {
         }
     }
 
+    @Test("placeholders come with the items: a camera JPEG's from its EXIF thumbnail, a rendered PNG's from its render; each of the image's colour")
+    func placeholders() throws {
+        // Given a camera JPEG (EXIF thumbnail) never seen, and a PNG rendered once
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "1"])
+        defer { daemon.stop() }
+        let dir = daemon.directory + "/colours"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let orange: PlaceholderInfoTests.Colour = (220, 120, 40), green: PlaceholderInfoTests.Colour = (60, 180, 90)
+        _ = try PlaceholderInfoTests.cameraJPEG(dir + "/a-orange.jpg", orange)
+        let png = try PlaceholderInfoTests.picture(dir + "/b-green.png", width: 600, height: 400, green)
+        let connection = try daemon.connect()
+        _ = try connection.render(RenderRequest(path: png, spec: RenditionSpec(width: 128, height: 128)))
+
+        // When the folder is laid out
+        let outcome = try Self.layout(connection, LayoutRequest(folder: dir))
+
+        // Then each item's info carries a placeholder whose mean is the image's colour
+        try PlaceholderInfoTests.expectColour(try #require(outcome.final[0]?.info), orange, "of the camera JPEG (read cold)")
+        try PlaceholderInfoTests.expectColour(try #require(outcome.final[1]?.info), green, "of the rendered PNG (stored)")
+        #expect(outcome.final[1]?.info?.placeholderImage != nil)
+    }
+
     @Test("another user's peer lays out a folder under a shared root, and is refused one outside it",
           .enabled(if: OtherUserClient.unavailableReason == nil))
     func otherUser() throws {

@@ -29,7 +29,7 @@ extension SourceAccess {
         // Another user's listing never follows a symlink to sort (its target may be outside
         // the roots); each file's open then decides.
         let statFlags = other ? AT_SYMLINK_NOFOLLOW : 0
-        var entries: [(name: String, modified: Int64)] = []
+        var entries: [(name: [UInt8], modified: Int64)] = []
         var seen = 0
         while let entry = readdir(dir) {
             seen += 1
@@ -38,15 +38,19 @@ extension SourceAccess {
             }
             let type = entry.pointee.d_type
             guard type != UInt8(DT_DIR) else { continue }
-            let name: String? = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+            // Names are kept as bytes until sorted (a String comparison costs far more).
+            let name: [UInt8]? = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 let bytes = raw.prefix { $0 != 0 }
-                return bytes.first == UInt8(ascii: ".") ? nil : String(validating: bytes, as: UTF8.self)
+                return bytes.first == UInt8(ascii: ".") || String(validating: bytes, as: UTF8.self) == nil ? nil : Array(bytes)
             }
             guard let name else { continue }
             var modified: Int64 = 0
             if order == .modifiedNewestFirst || type == UInt8(DT_UNKNOWN) {
                 var st = stat()
-                guard fstatat(dirfd(dir), name, &st, statFlags) == 0 else { continue }  // gone since
+                let found = name.withUnsafeBufferPointer { bytes in
+                    String(decoding: bytes, as: UTF8.self).withCString { fstatat(dirfd(dir), $0, &st, statFlags) }
+                }
+                guard found == 0 else { continue }  // gone since
                 let format = st.st_mode & S_IFMT
                 guard format == S_IFREG || format == S_IFLNK else { continue }
                 modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
@@ -54,12 +58,19 @@ extension SourceAccess {
             entries.append((name, modified))
         }
         switch order {
-        case .name: entries.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        case .name: entries.sort { Self.precedes($0.name, $1.name) }
         case .modifiedNewestFirst:
-            entries.sort { $0.modified != $1.modified ? $0.modified > $1.modified : $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+            entries.sort { $0.modified != $1.modified ? $0.modified > $1.modified : Self.precedes($0.name, $1.name) }
         }
         let base = normalized == "/" ? "" : normalized
-        return entries.map { base + "/" + $0.name }
+        return entries.map { base + "/" + String(decoding: $0.name, as: UTF8.self) }
+    }
+
+    /// Byte order of two names (`memcmp`, then the shorter first).
+    private static func precedes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        let common = min(a.count, b.count)
+        let order = common == 0 ? 0 : a.withUnsafeBytes { x in b.withUnsafeBytes { y in memcmp(x.baseAddress!, y.baseAddress!, common) } }
+        return order != 0 ? order < 0 : a.count < b.count
     }
 
     private static func openFolder(_ path: String) throws(RenderError) -> Int32 {
