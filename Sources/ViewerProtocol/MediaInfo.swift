@@ -142,3 +142,18 @@ extension MediaInfo {
         return parts.joined(separator: " ")
     }
 }
+
+extension MediaInfo {
+    /// Whether an INFO_REPLY body carries a placeholder, read without decoding the rest (a
+    /// LAYOUT asks it of every stored file's info).
+    public static func hasPlaceholder(body: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0
+        while offset + 6 <= body.count {
+            let tag = UInt16(body[offset]) | UInt16(body[offset + 1]) << 8
+            let length = (0..<4).reduce(0) { $0 | Int(body[offset + 2 + $1]) << (8 * $1) }
+            if tag == Tag.InfoReply.placeholder { return true }
+            offset += 6 + length
+        }
+        return false
+    }
+}

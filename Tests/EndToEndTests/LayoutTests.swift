@@ -205,7 +205,13 @@ struct LayoutTests {
         let fifth = try Self.terminal(of: 14, on: raw)
         guard case .error(let busy) = fifth else { Issue.record("expected busy, got \(fifth)"); return }
         #expect(busy.code == .busy)
-        for id in UInt32(10)..<14 { #expect(try Self.terminal(of: id, on: raw) == .ack(count: 200)) }
+        // (in any order: the newest LAYOUT's placeholders are rendered first)
+        var terminals: [UInt32: Message] = [:]
+        while terminals.count < 4 {
+            let (id, message) = try raw.read()
+            if message.isTerminal { terminals[id] = message }
+        }
+        #expect(terminals == Dictionary(uniqueKeysWithValues: (UInt32(10)..<14).map { ($0, Message.ack(count: 200)) }))
 
         // Both forms, or neither: malformed-frame
         var both = Message.layout(LayoutRequest(folder: dir)).body()
@@ -251,6 +257,87 @@ struct LayoutTests {
         try PlaceholderInfoTests.expectColour(try #require(outcome.final[0]?.info), orange, "of the camera JPEG (read cold)")
         try PlaceholderInfoTests.expectColour(try #require(outcome.final[1]?.info), green, "of the rendered PNG (stored)")
         #expect(outcome.final[1]?.info?.placeholderImage != nil)
+    }
+
+    @Test("files without a placeholder come placeholder_pending, then again with one rendered in the background, each of its image's colour; then the ACK")
+    func placeholdersRenderedInTheBackground() throws {
+        // Given three PNGs (no embedded thumbnail) of three colours, the first's info stored already
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "1"])
+        defer { daemon.stop() }
+        let dir = daemon.directory + "/pngs"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let colours: [PlaceholderInfoTests.Colour] = [(200, 40, 40), (40, 170, 60), (50, 70, 210)]
+        let paths = try colours.enumerated().map { i, colour in
+            try PlaceholderInfoTests.picture(dir + "/p-\(i).png", width: 600 - 100 * i, height: 400, colour)
+        }
+        let connection = try daemon.connect()
+        #expect(try connection.info(path: paths[0]).placeholder == nil, "a PNG's INFO has no placeholder")
+
+        // When the folder is laid out
+        let outcome = try Self.layout(connection, LayoutRequest(folder: dir))
+
+        // Then each index came placeholder_pending first, then with a placeholder of its colour, before the ACK
+        let items = outcome.batches.flatMap(\.items)
+        for index in UInt32(0)..<3 {
+            let mine = items.filter { $0.index == index && $0.info != nil }
+            #expect(mine.first?.placeholderPending == true, "item \(index) came pending first")
+            #expect(mine.last?.placeholderPending == false, "item \(index) came final")
+            try PlaceholderInfoTests.expectColour(try #require(mine.last?.info), colours[Int(index)], "of item \(index)")
+        }
+        #expect(outcome.count == 3)
+
+        // And laid out again, every placeholder is stored: one batch, none pending, no render
+        let renders = try connection.stats()["renders"]
+        let again = try Self.layout(connection, LayoutRequest(folder: dir))
+        #expect(again.batches.count == 1)
+        #expect(again.batches.flatMap(\.items).allSatisfy { !$0.placeholderPending && $0.info?.placeholder != nil })
+        #expect(try connection.stats()["renders"] == renders)
+    }
+
+    @Test("CANCEL while placeholders are pending stops their renders: CANCELLED, nothing after it, the queued renders cancelled")
+    func cancelWhilePlaceholdersPending() throws {
+        // Given 40 PNGs whose info is stored, without placeholders
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "1"])
+        defer { daemon.stop() }
+        let dir = daemon.directory + "/many"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let paths = try (0..<40).map { i in
+            try PlaceholderInfoTests.picture(dir + "/q-\(String(format: "%02d", i)).png", width: 1200 + i, height: 900, (i * 6, 90, 200 - i * 4))
+        }
+        let connection = try daemon.connect()
+        for path in paths { _ = try connection.info(path: path) }
+        let raw = try daemon.rawConnection()
+
+        // When it is laid out, and cancelled once the first placeholder has come
+        try raw.send(.layout(LayoutRequest(folder: dir)), id: 5)
+        var pending = 0
+        while true {
+            let (id, message) = try raw.read()
+            #expect(id == 5)
+            guard case .layoutItems(let batch) = message else { Issue.record("expected LAYOUT_ITEMS, got \(message.type)"); return }
+            pending += batch.items.count { $0.placeholderPending }
+            if batch.items.contains(where: { !$0.placeholderPending && $0.info?.placeholder != nil }) { break }
+        }
+        #expect(pending == 40, "every item came placeholder_pending")
+        try raw.send(.cancel, id: 5)
+        try raw.send(.ping, id: 6)
+
+        // Then CANCELLED ends it and nothing more comes for it
+        var terminal: Message?
+        while true {
+            let (id, message) = try raw.read()
+            if id == 6 { #expect(message == .pong); break }
+            #expect(terminal == nil, "a frame for the LAYOUT after its terminal answer: \(message.type)")
+            if message.isTerminal { terminal = message }
+        }
+        #expect(terminal == .cancelled)
+
+        // And its queued renders were cancelled, not run: far fewer than 40 rendered
+        let stats = try connection.stats()
+        #expect((stats["cancelled_queued"] ?? 0) + (stats["cancelled_running"] ?? 0) >= 1, "\(stats)")
+        try raw.send(.ping, id: 7)
+        #expect(try raw.read().0 == 7, "a frame for the cancelled LAYOUT came late")
+        #expect((try connection.stats()["renders"] ?? 0) < 40)
     }
 
     @Test("another user's peer lays out a folder under a shared root, and is refused one outside it",

@@ -5,7 +5,11 @@ import ViewerProtocol
 /// A LAYOUT on the loop: its files are scanned off the loop (`LayoutWork`), each chunk sent
 /// as one LAYOUT_ITEMS frame as it comes; the files whose info is not stored are then read,
 /// lowest index first, at most `LayoutWork.maxReading` at once, through the request table's
-/// info jobs (shared with INFOs of the same files); the ACK ends it when every item is final.
+/// info jobs (shared with INFOs of the same files). Files whose info has no placeholder are
+/// sent `placeholder_pending` and rendered small at background priority (`LayoutWork.placeholderSpec`:
+/// the worker makes the placeholder from the output), at most `LayoutWork.maxPlaceholderRenders`
+/// a connection, its newest LAYOUT's first, lowest index first; each is sent again when its render
+/// ends. The ACK ends it when every item is final.
 ///
 /// Confined to the event loop thread.
 final class LayoutRun {
@@ -16,12 +20,31 @@ final class LayoutRun {
     var misses: [Int] = []
     /// Files being opened or read now.
     var reading = 0
+    /// The LAYOUT's place among the daemon's, for newest first: a later LAYOUT's placeholders
+    /// are rendered before an earlier one's.
+    let sequence: UInt64
+    /// Items waiting for their placeholder's render to be queued, highest position first
+    /// (the lowest is taken from the end).
+    var placeholdersWanted: [LayoutWork.PendingPlaceholder] = []
+    /// Items whose placeholder's render is queued or running, by index.
+    var placeholdersRendering: [UInt32: LayoutWork.PendingPlaceholder] = [:]
+    /// Placeholder files being opened, or their renders queued or running.
+    var placeholdersInFlight = 0
 
-    init(work: LayoutWork, chunks: Int) {
-        (self.work, chunksLeft) = (work, chunks)
+    init(work: LayoutWork, chunks: Int, sequence: UInt64) {
+        (self.work, chunksLeft, self.sequence) = (work, chunks, sequence)
     }
 
-    var isDone: Bool { chunksLeft == 0 && misses.isEmpty && reading == 0 }
+    var isDone: Bool {
+        chunksLeft == 0 && misses.isEmpty && reading == 0 && placeholdersWanted.isEmpty && placeholdersInFlight == 0
+    }
+
+    /// More items wait for a placeholder.
+    func want(_ placeholders: [LayoutWork.PendingPlaceholder]) {
+        guard !placeholders.isEmpty else { return }
+        placeholdersWanted += placeholders
+        placeholdersWanted.sort { $0.position > $1.position }
+    }
 }
 
 extension Daemon {
@@ -54,7 +77,8 @@ extension Daemon {
         let work = LayoutWork(ref: ref, paths: paths, firstIndex: firstIndex, named: named, total: total, peer: peer,
                               access: opener.access, store: store)
         let chunks = work.chunks
-        let run = LayoutRun(work: work, chunks: chunks.count)
+        layoutSequence += 1
+        let run = LayoutRun(work: work, chunks: chunks.count, sequence: layoutSequence)
         layouts[ref] = run
         let completions = completions
         for range in chunks {
@@ -82,8 +106,8 @@ extension Daemon {
             run.chunksLeft -= 1
             send(chunk.packed, of: run)
             run.misses += chunk.misses
-            readMisses(run)
-            finishIfDone(run)
+            run.want(chunk.placeholders)
+            advance(run)
         case .opened(let work, let position, let result):
             guard let run = running(work) else { return }
             switch result {
@@ -92,15 +116,17 @@ extension Daemon {
             case .success(let source):
                 let key = MediaInfoRecord.key(for: source)
                 // Read meanwhile (an INFO, a RENDER of the file)? Else its read starts, or joins one.
-                var packed: [UInt8] = []
-                let hit = requestStore.reader.withRendition(key) { _, bytes -> Bool in
-                    guard let body = MediaInfoRecord.body(bytes) else { return false }
-                    LayoutItem.pack(index: work.index(of: position), path: work.named ? work.paths[position] : nil,
-                                    infoBody: body, error: nil, infoPending: false, placeholderPending: false, into: &packed)
-                    return true
-                } ?? false
-                if hit {
+                let body = requestStore.reader.withRendition(key) { _, bytes in MediaInfoRecord.body(bytes).map { Array($0) } } ?? nil
+                if let body {
                     run.reading -= 1
+                    let pending = !body.withUnsafeBytes { MediaInfo.hasPlaceholder(body: $0) }
+                        && work.wantsPlaceholder(source, reader: requestStore.reader)
+                    if pending { run.want([LayoutWork.PendingPlaceholder(position: position, infoKey: key, body: body)]) }
+                    var packed: [UInt8] = []
+                    body.withUnsafeBytes {
+                        LayoutItem.pack(index: work.index(of: position), path: work.named ? work.paths[position] : nil,
+                                        infoBody: $0, error: nil, infoPending: false, placeholderPending: pending, into: &packed)
+                    }
                     send(packed, of: run)
                 } else if let failure = LayoutWork.answeredFailure(store.failure(source: source.identity.bytes)) {
                     answer(position, of: run, error: failure)
@@ -109,35 +135,66 @@ extension Daemon {
                     return
                 }
             }
-            readMisses(run)
-            finishIfDone(run)
+            advance(run)
+        case .placeholderOpened(let work, let pending, let result):
+            guard let run = running(work) else { return }
+            let index = work.index(of: pending.position)
+            // Refused by the pixel limit, rendered meanwhile, or failed before: nothing to wait for.
+            guard case .success(let (source, sniffed)) = result, refusal(of: sniffed, path: source.path) == nil else {
+                return placeholderAnswered(pending, of: run)
+            }
+            let key = DaemonRequests.keys(of: LayoutWork.placeholderSpec, source: source).key
+            guard !requestStore.contains(key), requestStore.failure(of: source) == nil else {
+                return placeholderAnswered(pending, of: run)
+            }
+            run.placeholdersRendering[index] = pending
+            perform(requests.layoutPlaceholderNeeded(work.ref, index: index, key: key) { id in
+                requestStore.makeJob(id, key: key, source: source, spec: LayoutWork.placeholderSpec, sniffed: sniffed,
+                                     stored: nil, wantsPreview: false)
+            })
         }
     }
 
+    /// The render one item waited for ended (`Requests.Action.layoutPlaceholder`): the item
+    /// is sent again, with the placeholder its render stored, or without it.
+    func layoutPlaceholderEnded(_ ref: RequestRef, index: UInt32) {
+        guard let run = layouts[ref], requests.isLayoutRunning(ref),
+              let pending = run.placeholdersRendering.removeValue(forKey: index) else { return }
+        placeholderAnswered(pending, of: run)
+    }
+
     /// An info job ended for one LAYOUT item (`Requests.Action.layoutInfo`).
-    func layoutInfoRead(_ ref: RequestRef, index: UInt32, _ result: Result<MediaInfo, ErrorReply>) {
+    /// `key`: where the store keeps the file's info. Info without a placeholder is sent
+    /// `placeholder_pending` (the render's own checks come when its file is opened).
+    func layoutInfoRead(_ ref: RequestRef, index: UInt32, key: RenditionKey, _ result: Result<MediaInfo, ErrorReply>) {
         guard let run = layouts[ref], requests.isLayoutRunning(ref) else { return }
         let position = Int(index - run.work.firstIndex)
         switch result {
         case .success(let info):
+            let pending = info.placeholder == nil
+            if pending { run.want([LayoutWork.PendingPlaceholder(position: position, infoKey: key, body: info.body())]) }
             var packed: [UInt8] = []
-            LayoutItem(index: index, path: run.work.named ? run.work.paths[position] : nil, outcome: .info(info)).packed(into: &packed)
+            LayoutItem(index: index, path: run.work.named ? run.work.paths[position] : nil, outcome: .info(info),
+                       placeholderPending: pending).packed(into: &packed)
             run.reading -= 1
             send(packed, of: run)
         case .failure(let error):
             answer(position, of: run, error: error)
         }
-        readMisses(run)
-        finishIfDone(run)
+        advance(run)
     }
 
     /// Stops the runs whose LAYOUT the request table no longer has (cancelled, failed, its
     /// connection closed): their I/O work ends at the next file.
+    /// The connection's other LAYOUTs take the placeholder renders they leave.
     func stopEndedLayouts(on connection: UInt64? = nil) {
+        var freed: Set<UInt64> = []
         for (ref, run) in layouts where (connection == nil || ref.connection == connection) && !requests.isLayoutRunning(ref) {
             run.work.stopped.store(true, ordering: .relaxed)
             layouts[ref] = nil
+            freed.insert(ref.connection)
         }
+        for id in freed { renderPlaceholders(on: id) }
     }
 
     /// The run of `work` if its LAYOUT still runs; else it is stopped.
@@ -149,6 +206,73 @@ extension Daemon {
             return nil
         }
         return run
+    }
+
+    /// Starts what the run may start now, and ends it if nothing is left.
+    private func advance(_ run: LayoutRun) {
+        readMisses(run)
+        renderPlaceholders(on: run.work.ref.connection)
+        finishIfDone(run)
+    }
+
+    /// Opens the next files of the connection's LAYOUTs that wait for a placeholder, and reads
+    /// their headers (their renders are queued when they come: `placeholderOpened`): the
+    /// newest LAYOUT's first, each's lowest index first, within `LayoutWork.maxPlaceholderRenders`
+    /// and the user's limit of files open.
+    private func renderPlaceholders(on id: UInt64) {
+        guard let connection = connections.byID[id] else { return }
+        let runs = layouts.values.filter { $0.work.ref.connection == id }.sorted { $0.sequence > $1.sequence }
+        var inFlight = runs.reduce(0) { $0 + $1.placeholdersInFlight }
+        let completions = completions
+        for run in runs {
+            let work = run.work
+            while inFlight < LayoutWork.maxPlaceholderRenders, !run.placeholdersWanted.isEmpty {
+                guard let lease = claimSource(for: connection) else {
+                    // The user's sources are all held: if none by this connection's LAYOUTs (whose
+                    // ends pump again), the items are answered as they are.
+                    guard inFlight == 0, runs.allSatisfy({ $0.reading == 0 }) else { return }
+                    for waiting in runs where !waiting.placeholdersWanted.isEmpty {
+                        var packed: [UInt8] = []
+                        for pending in waiting.placeholdersWanted { pack(pending, of: waiting, into: &packed) }
+                        waiting.placeholdersWanted = []
+                        send(packed, of: waiting)
+                        finishIfDone(waiting)
+                    }
+                    return
+                }
+                let pending = run.placeholdersWanted.removeLast()
+                run.placeholdersInFlight += 1
+                inFlight += 1
+                opener.io.run {
+                    let opened = Result { () throws(RenderError) in
+                        let source = try work.access.open(path: work.paths[pending.position], descriptor: nil,
+                                                          peerUID: work.peer, lease: lease)
+                        return (source, HeaderSniffer.sniff(source))
+                    }
+                    completions.post(.layout(.placeholderOpened(work, pending, opened)))
+                }
+            }
+        }
+    }
+
+    /// An item that waited for its placeholder is sent again, final: its stored info read
+    /// back (with the placeholder its render made), or as it was sent.
+    private func placeholderAnswered(_ pending: LayoutWork.PendingPlaceholder, of run: LayoutRun) {
+        var packed: [UInt8] = []
+        pack(pending, of: run, into: &packed)
+        run.placeholdersInFlight -= 1
+        send(packed, of: run)
+        renderPlaceholders(on: run.work.ref.connection)
+        finishIfDone(run)
+    }
+
+    private func pack(_ pending: LayoutWork.PendingPlaceholder, of run: LayoutRun, into packed: inout [UInt8]) {
+        let stored = requestStore.reader.peek(pending.infoKey) { _, bytes in MediaInfoRecord.body(bytes).map { Array($0) } } ?? nil
+        let work = run.work
+        (stored ?? pending.body).withUnsafeBytes {
+            LayoutItem.pack(index: work.index(of: pending.position), path: work.named ? work.paths[pending.position] : nil,
+                            infoBody: $0, error: nil, infoPending: false, placeholderPending: false, into: &packed)
+        }
     }
 
     /// Opens the next files whose info is missing, lowest index first, within the run's

@@ -56,8 +56,10 @@ extension Daemon {
                 opener.run(priority: priority) { .prefetchHeadersRead(connection: connection, sources.map { ($0, HeaderSniffer.sniff($0)) }) }
             case .startLayout(let ref, let request):
                 startLayout(ref, request)
-            case .layoutInfo(let ref, let index, let result):
-                layoutInfoRead(ref, index: index, result)
+            case .layoutInfo(let ref, let index, let key, let result):
+                layoutInfoRead(ref, index: index, key: key, result)
+            case .layoutPlaceholder(let ref, let index):
+                layoutPlaceholderEnded(ref, index: index)
             case .identify(let connection, let paths):
                 opener.run { .stopPrefetchIdentified(connection: connection, paths.compactMap(AssetIdentity.of(path:))) }
             }
@@ -121,7 +123,7 @@ extension Daemon {
 
     /// What the pixel limit says of a sniffed header: what the worker would refuse from the
     /// real header is refused from the sniffed one, at once (review #20, issue 29).
-    private func refusal(of sniffed: HeaderSniffer.Sniffed, path: String) -> ErrorReply? {
+    func refusal(of sniffed: HeaderSniffer.Sniffed, path: String) -> ErrorReply? {
         (sniffed.refusal ?? sniffed.header.flatMap { configuration.limits.refusal(of: $0, path: path) })
             .map { ErrorReply($0.code, $0.description) }
     }
@@ -138,6 +140,8 @@ extension Daemon {
             for dropped in pool.submit(job, client: client, user: peerUID(of: client), cost: job.cost) {
                 perform(requests.dropped(dropped.id, from: client))
             }
+        case .placeholderEnded:
+            break  // never: the table lifts them out
         case .abandon(_, let job):
             if pool.abandon(job) { stats.cancelledQueued += 1 } else { stats.cancelledRunning += 1 }
         case .update(_, let job, let priority, let wantsPreview, let renew):

@@ -28,7 +28,7 @@ extension InFlight {
     mutating func stopPrefetch(_ key: Key, by connection: UInt64) -> (stopped: Bool, actions: [Action]) {
         guard interests[connection]?.prefetches.remove(key) != nil else { return (false, []) }
         forgetIfIdle(connection)
-        return (true, leave(key) { $0.connection == connection && $0.requestID == nil })
+        return (true, leave(key) { $0.connection == connection && $0.requestID == nil && $0.item == nil })
     }
 
     /// `connection` stops every prefetch. Returns how many it had.
@@ -37,8 +37,31 @@ extension InFlight {
         interests[connection]?.prefetches.removeAll()
         forgetIfIdle(connection)
         var actions: [Action] = []
-        for key in keys { actions += leave(key) { $0.connection == connection && $0.requestID == nil } }
+        for key in keys { actions += leave(key) { $0.connection == connection && $0.requestID == nil && $0.item == nil } }
         return (keys.count, actions)
+    }
+
+    /// A LAYOUT item waits for the render of `key` (its placeholder comes from it), at
+    /// background priority: `placeholderEnded` follows when the job ends, however it ends.
+    mutating func placeholder(_ key: Key, for item: LayoutItemRef, makeJob: (JobID) -> Job) -> [Action] {
+        let connection = item.layout.connection
+        guard interests[connection]?.placeholders[item] == nil else { return [] }
+        interests[connection, default: Interest()].placeholders[item] = key
+        let waiter = Waiter(connection: connection, requestID: nil, priority: .background, delivery: .final, item: item)
+        return join(key, waiter, makeJob: makeJob)
+    }
+
+    /// The LAYOUT `layout` ended (CANCEL, an ERROR): its items stop waiting for their
+    /// placeholders' renders, unanswered.
+    mutating func stopPlaceholders(of layout: RequestRef) -> [Action] {
+        guard let waiting = interests[layout.connection]?.placeholders.filter({ $0.key.layout == layout }) else { return [] }
+        var actions: [Action] = []
+        for (item, key) in waiting {
+            interests[layout.connection]?.placeholders[item] = nil
+            actions += leave(key) { $0.item == item }
+        }
+        forgetIfIdle(layout.connection)
+        return actions
     }
 
     /// CANCEL: a pending request is answered `cancelled` and leaves its job; anything else
@@ -69,7 +92,7 @@ extension InFlight {
     mutating func connectionClosed(_ connection: UInt64) -> [Action] {
         guard let interest = interests.removeValue(forKey: connection) else { return [] }
         var actions: [Action] = []
-        for key in Set(interest.requests.values).union(interest.prefetches) {
+        for key in Set(interest.requests.values).union(interest.prefetches).union(interest.placeholders.values) {
             actions += leave(key) { $0.connection == connection }
         }
         return actions

@@ -109,6 +109,9 @@ extension InFlight {
             if let request = waiter.request {
                 guard interests[waiter.connection]?.requests.removeValue(forKey: request.id) != nil else { continue }
                 actions.append(.answer(request, answer))
+            } else if let item = waiter.item {
+                guard interests[waiter.connection]?.placeholders.removeValue(forKey: item) != nil else { continue }
+                actions.append(.placeholderEnded(item))
             } else {
                 interests[waiter.connection]?.prefetches.remove(key)
             }

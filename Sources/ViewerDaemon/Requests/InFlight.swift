@@ -8,6 +8,12 @@ struct RequestRef: Hashable, Sendable, CustomStringConvertible {
     var description: String { "\(connection)#\(id)" }
 }
 
+/// One item of a LAYOUT: the request and the item's index.
+struct LayoutItemRef: Hashable, Sendable {
+    let layout: RequestRef
+    let index: UInt32
+}
+
 /// The in-flight table: every request waiting for render work, every job, who waits for
 /// which (phase `waiting` of the request table, `RequestTable`, which contains it). It decides who waits for what, what starts, what is abandoned and what each
 /// request is answered; the daemon carries its actions out.
@@ -53,12 +59,16 @@ struct InFlight<Key: Hashable, Job, Output> {
         case submit(JobID, Job, priority: Priority, wantsPreview: Bool, client: UInt64)
         /// Nobody waits for the job any more: drop it if queued, stop it if running.
         case abandon(JobID, Job)
+        /// The render a LAYOUT item waited for ended, made or not (`placeholder`): the item
+        /// is sent again.
+        case placeholderEnded(LayoutItemRef)
         /// The job's priority or its wish for a preview changed; `renew` makes it the newest
         /// of its class (a visible request just joined it: it scrolled into view).
         case update(JobID, Job, priority: Priority, wantsPreview: Bool, renew: Bool)
     }
 
-    /// Who waits for a job: a request (answered when the job ends) or a prefetch (no answer).
+    /// Who waits for a job: a request (answered when the job ends), a prefetch (no answer), or
+    /// a LAYOUT item waiting for its placeholder (told when the job ends, however it ends).
     struct Waiter: Equatable {
         let connection: UInt64
         /// nil for a prefetch.
@@ -68,6 +78,8 @@ struct InFlight<Key: Hashable, Job, Output> {
         /// The one output of the job the request wants, when the job makes several (a tile of
         /// a level's job): answered by `partDone`, not by the job's end.
         var part: Key? = nil
+        /// The LAYOUT item it renders a placeholder for (`requestID` is nil).
+        var item: LayoutItemRef? = nil
 
         var request: RequestRef? { requestID.map { RequestRef(connection: connection, id: $0) } }
     }
@@ -85,11 +97,14 @@ struct InFlight<Key: Hashable, Job, Output> {
         var restarts = 0
     }
 
-    /// One connection's part: its pending requests and its prefetches.
+    /// One connection's part: its pending requests, its prefetches, and its LAYOUT items
+    /// waiting for a placeholder's render (kept apart from its prefetches: STOP_PREFETCH_ALL
+    /// does not end them).
     struct Interest {
         var requests: [UInt32: Key] = [:]
         var prefetches: Set<Key> = []
-        var isEmpty: Bool { requests.isEmpty && prefetches.isEmpty }
+        var placeholders: [LayoutItemRef: Key] = [:]
+        var isEmpty: Bool { requests.isEmpty && prefetches.isEmpty && placeholders.isEmpty }
     }
 
     /// Counters for STATS.

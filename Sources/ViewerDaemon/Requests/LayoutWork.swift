@@ -17,6 +17,12 @@ final class LayoutWork: Sendable {
     static let chunkSize = 256
     /// Files whose info is being read at once per LAYOUT (each holds its file open).
     static let maxReading = 16
+    /// Placeholder renders queued or running at once per connection (each holds its file
+    /// open): enough to keep the workers busy, few enough that a newer LAYOUT's go next.
+    static let maxPlaceholderRenders = 4
+    /// The rendition a placeholder is made from when the file has none: the whole picture,
+    /// small (the worker makes the ThumbHash from a `fit`'s output: `Renderer.placeholder`).
+    static let placeholderSpec = RenditionSpec(width: 64, height: 64)
 
     let ref: RequestRef
     /// The files, in the order of their indexes (from `firstIndex`).
@@ -44,11 +50,29 @@ final class LayoutWork: Sendable {
 
     func index(of position: Int) -> UInt32 { firstIndex + UInt32(position) }
 
-    /// What one chunk found: its items packed, and the positions of the files whose info is
-    /// not stored (sent `info_pending`; the loop has them read).
+    /// What one chunk found: its items packed, the positions of the files whose info is
+    /// not stored (sent `info_pending`; the loop has them read), and the files whose stored
+    /// info has no placeholder (sent `placeholder_pending`; the loop has them rendered).
     struct Chunk: Sendable {
         let packed: [UInt8]
         let misses: [Int]
+        let placeholders: [PendingPlaceholder]
+    }
+
+    /// An item sent `placeholder_pending`: the key of its stored info (read back when its
+    /// render ends) and the info sent (sent again, without the flag, when nothing is stored).
+    struct PendingPlaceholder: Sendable {
+        let position: Int
+        let infoKey: RenditionKey
+        let body: [UInt8]
+    }
+
+    /// Whether a file whose info has no placeholder gets a render for one: not when the
+    /// rendition it is made from is stored (its render made none: it would make none again)
+    /// or a failure is recorded for the file (its render fails again).
+    func wantsPlaceholder(_ source: SourceFile, reader: StoreReader) -> Bool {
+        !reader.contains(DaemonRequests.keys(of: Self.placeholderSpec, source: source).key)
+            && store.failure(source: source.identity.bytes) == nil
     }
 
     /// Scans `range` of the files (an I/O thread): packs each file's stored info, its error,
@@ -57,7 +81,7 @@ final class LayoutWork: Sendable {
         let reader = store.makeReader()
         var packed: [UInt8] = []
         packed.reserveCapacity(range.count * 96)
-        var misses: [Int] = []
+        var misses: [Int] = [], placeholders: [PendingPlaceholder] = []
         for position in range {
             if stopped.load(ordering: .relaxed) { break }
             let path = paths[position], name = named ? path : nil
@@ -70,12 +94,26 @@ final class LayoutWork: Sendable {
             }
             _ = SourceContinuity.check(source, store: store)
             let key = MediaInfoRecord.key(for: source)
+            var lacking: [UInt8]?  // stored info without a placeholder
             let hit = reader.withRendition(key) { _, bytes -> Bool in
                 guard let body = MediaInfoRecord.body(bytes) else { return false }
+                guard MediaInfo.hasPlaceholder(body: body) else {
+                    lacking = Array(body)
+                    return true
+                }
                 LayoutItem.pack(index: index(of: position), path: name, infoBody: body, error: nil, infoPending: false,
                                 placeholderPending: false, into: &packed)
                 return true
             } ?? false
+            if let lacking {
+                let pending = wantsPlaceholder(source, reader: reader)
+                if pending { placeholders.append(PendingPlaceholder(position: position, infoKey: key, body: lacking)) }
+                lacking.withUnsafeBytes {
+                    LayoutItem.pack(index: index(of: position), path: name, infoBody: $0, error: nil, infoPending: false,
+                                    placeholderPending: pending, into: &packed)
+                }
+                continue
+            }
             if hit { continue }
             if let failure = Self.answeredFailure(store.failure(source: source.identity.bytes)) {
                 pack(position, error: failure, into: &packed)
@@ -85,7 +123,7 @@ final class LayoutWork: Sendable {
                             placeholderPending: false, into: &packed)
             misses.append(position)
         }
-        return Chunk(packed: packed, misses: misses)
+        return Chunk(packed: packed, misses: misses, placeholders: placeholders)
     }
 
     /// A failure recorded for a file, as INFO answers it again without a read: not a render's
@@ -111,4 +149,6 @@ enum LayoutEvent: Sendable {
     case scanned(LayoutWork, LayoutWork.Chunk)
     /// A file whose info was not stored, opened again to have it read.
     case opened(LayoutWork, position: Int, Result<SourceFile, RenderError>)
+    /// A file whose info has no placeholder, opened again and its header read, to render one.
+    case placeholderOpened(LayoutWork, LayoutWork.PendingPlaceholder, Result<(SourceFile, HeaderSniffer.Sniffed), RenderError>)
 }

@@ -72,7 +72,7 @@ extension RequestTable {
             }
         } + entry.layoutWaiters.compactMap { waiter in
             guard case .layout? = phase(of: waiter.ref) else { return nil }
-            return .layoutInfo(waiter.ref, index: waiter.index, result)
+            return .layoutInfo(waiter.ref, index: waiter.index, key: key, result)
         }
     }
 }

@@ -29,6 +29,15 @@ extension RequestTable {
         return joinInfoJob(key, source: source) { $0.layoutWaiters.append(LayoutWaiter(ref: ref, index: index)) }.1
     }
 
+    /// One item of LAYOUT `ref` has stored info but no placeholder: it waits for a render
+    /// of the whole picture (`key`; the worker makes the placeholder from its output), joining
+    /// one in flight or starting one made by `makeJob`, at background priority, no request
+    /// behind it (`layoutPlaceholder` follows, once, however the render ends).
+    mutating func layoutPlaceholderNeeded(_ ref: RequestRef, index: UInt32, key: Key, makeJob: (JobID) -> Kinds.Job) -> [Action] {
+        guard isLayoutRunning(ref), !shuttingDown else { return [.layoutPlaceholder(ref, index: index)] }
+        return lift(renders.placeholder(key, for: LayoutItemRef(layout: ref, index: index), makeJob: makeJob))
+    }
+
     /// The LAYOUT has sent its last item (the daemon sends its ACK), or failed as a whole.
     mutating func layoutEnded(_ ref: RequestRef) {
         guard isLayoutRunning(ref) else { return }

@@ -164,7 +164,7 @@ extension RequestTable {
         case .layout?:
             forgetLayoutWaiters { $0.ref == ref }
             setPhase(ref, nil)
-            return [.answer(ref, .cancelled)]
+            return [.answer(ref, .cancelled)] + lift(renders.stopPlaceholders(of: ref))
         default:
             return []
         }
@@ -213,7 +213,8 @@ extension RequestTable {
             fallthrough
         case .layout?:
             forgetLayoutWaiters { $0.ref == ref }
-            fallthrough
+            setPhase(ref, nil)
+            return [.answer(ref, .error(error))] + lift(renders.stopPlaceholders(of: ref))
         default:
             setPhase(ref, nil)
             return [.answer(ref, .error(error))]

@@ -237,8 +237,12 @@ struct RequestTable<Kinds: RequestKinds> {
         case identify(connection: UInt64, [String])
         /// Start a LAYOUT's run: its folder listed, its files opened and looked up off the loop.
         case startLayout(RequestRef, LayoutRequest)
-        /// What the read of one LAYOUT item's media info found (`layoutInfoNeeded`).
-        case layoutInfo(RequestRef, index: UInt32, Result<Kinds.Info, ErrorReply>)
+        /// What the read of one LAYOUT item's media info found (`layoutInfoNeeded`); `key`:
+        /// where the store keeps it.
+        case layoutInfo(RequestRef, index: UInt32, key: Key, Result<Kinds.Info, ErrorReply>)
+        /// The render one LAYOUT item waited for ended (`layoutPlaceholderNeeded`): its
+        /// placeholder, if the render made one, is in its stored media info.
+        case layoutPlaceholder(RequestRef, index: UInt32)
     }
 
     /// Counters for STATS (beside `renders.counters`).
@@ -330,7 +334,10 @@ struct RequestTable<Kinds: RequestKinds> {
 
     /// `renders`' actions as the table's; a terminal answer ends its request's `waiting`.
     mutating func lift(_ actions: [Renders.Action]) -> [Action] {
-        actions.map { action in
+        actions.compactMap { action in
+            if case .placeholderEnded(let item) = action {
+                return isLayoutRunning(item.layout) ? .layoutPlaceholder(item.layout, index: item.index) : nil
+            }
             guard case .answer(let ref, let answer) = action else { return .job(action) }
             if answer.isTerminal, case .waiting? = phase(of: ref) { setPhase(ref, nil) }
             return .answer(ref, answer)

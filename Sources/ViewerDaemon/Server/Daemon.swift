@@ -52,6 +52,8 @@ public final class Daemon {
     var quotaPaused: Set<UInt64> = []
     /// The LAYOUTs running, by request (`LayoutRun`).
     var layouts: [RequestRef: LayoutRun] = [:]
+    /// The number of the last LAYOUT begun (`LayoutRun.sequence`).
+    var layoutSequence: UInt64 = 0
     /// Every answer to a client, and those held back for clients that do not read.
     let answers: Answers
     /// The store as requests read and write it.

@@ -115,6 +115,7 @@ struct InFlightHarness {
             case .update(let id, _, let priority, let wantsPreview, let renew):
                 if pool[id] == nil { violations.append("update of job \(id), not live") }
                 updates.append((id, priority, wantsPreview, renew))
+            case .placeholderEnded: break  // no LAYOUT here
             }
         }
         checkInvariants()

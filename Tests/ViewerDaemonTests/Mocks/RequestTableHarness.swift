@@ -241,7 +241,7 @@ struct RequestTableHarness {
                 let verdict: Table.StoreVerdict = stored.contains(key) ? .hit : .miss(failure: failure, previewed: previewed)
                 apply(table.lookedUp(ref, verdict) { id, opened, _ in "job \(id) for \(opened.jobKey)" })
             case .sniff(let ref, _, _): sniffs.insert(ref)
-            case .startLayout, .layoutInfo: break  // the daemon's LayoutRun
+            case .startLayout, .layoutInfo, .layoutPlaceholder: break  // the daemon's LayoutRun
             case .job(let job):
                 switch job {
                 case .answer: violations.append("an answer left unlifted")
@@ -253,6 +253,7 @@ struct RequestTableHarness {
                     if pool.removeValue(forKey: id) == nil { violations.append("abandoned job \(id) is not live") }
                 case .update(let id, _, _, _, _):
                     if pool[id] == nil { violations.append("update of job \(id), not live") }
+                case .placeholderEnded: violations.append("a placeholder's end left unlifted")
                 }
             case .openInfo(let ref, let request): infoOpens[ref] = request.path
             case .lookUpInfo(let ref, let source, let key):
