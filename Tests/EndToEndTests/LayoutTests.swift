@@ -169,18 +169,8 @@ struct LayoutTests {
         let (id, firstBatch) = try raw.read()
         #expect(id == 5)
         guard case .layoutItems = firstBatch else { Issue.record("expected LAYOUT_ITEMS, got \(firstBatch.type)"); return }
-        try raw.send(.cancel, id: 5)
-        try raw.send(.ping, id: 6)
-
         // Then CANCELLED ends it, nothing more comes for it, and the PING is answered
-        var terminal: Message?
-        while true {
-            let (id, message) = try raw.read()
-            if id == 6 { #expect(message == .pong); break }
-            #expect(terminal == nil, "a frame for the LAYOUT after its terminal answer: \(message.type)")
-            if message.isTerminal { terminal = message }
-        }
-        #expect(terminal == .cancelled)
+        #expect(try Self.cancel(5, pinging: 6, on: raw) == .cancelled)
         try raw.send(.ping, id: 7)
         let (late, answer) = try raw.read()
         #expect(late == 7 && answer == .pong, "a frame for the cancelled LAYOUT came late")
@@ -227,6 +217,20 @@ struct LayoutTests {
         try raw.send(.layout(LayoutRequest(folder: daemon.directory + "/nowhere")), id: 22)
         guard case .error(let missing) = try Self.terminal(of: 22, on: raw) else { Issue.record("expected an ERROR"); return }
         #expect(missing.code == .notFound)
+    }
+
+    /// Sends CANCEL for `id` and a PING, and reads until the PONG: the terminal answer `id`
+    /// had meanwhile, nothing expected after it.
+    static func cancel(_ id: UInt32, pinging ping: UInt32, on raw: RawSocket) throws -> Message? {
+        try raw.send(.cancel, id: id)
+        try raw.send(.ping, id: ping)
+        var terminal: Message?
+        while true {
+            let (got, message) = try raw.read()
+            if got == ping { #expect(message == .pong); return terminal }
+            #expect(terminal == nil, "a frame for the LAYOUT after its terminal answer: \(message.type)")
+            if message.isTerminal { terminal = message }
+        }
     }
 
     /// Reads until the terminal answer of `id`, skipping everything else.
@@ -319,18 +323,8 @@ struct LayoutTests {
             if batch.items.contains(where: { !$0.placeholderPending && $0.info?.placeholder != nil }) { break }
         }
         #expect(pending == 40, "every item came placeholder_pending")
-        try raw.send(.cancel, id: 5)
-        try raw.send(.ping, id: 6)
-
         // Then CANCELLED ends it and nothing more comes for it
-        var terminal: Message?
-        while true {
-            let (id, message) = try raw.read()
-            if id == 6 { #expect(message == .pong); break }
-            #expect(terminal == nil, "a frame for the LAYOUT after its terminal answer: \(message.type)")
-            if message.isTerminal { terminal = message }
-        }
-        #expect(terminal == .cancelled)
+        #expect(try Self.cancel(5, pinging: 6, on: raw) == .cancelled)
 
         // And its queued renders were cancelled, not run: far fewer than 40 rendered
         let stats = try connection.stats()
