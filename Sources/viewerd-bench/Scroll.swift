@@ -409,6 +409,38 @@ extension Bench {
          "counters": f.counters]
     }
 
+    /// 4b–4e: the fast scrolls and flings through the wallpapers and the phone's camera roll
+    /// (`--only fast-scroll` runs these alone); the wallpapers' 40 items/s figures returned.
+    @discardableResult
+    func fastScrolls() throws -> ScrollFigures? {
+        var fast: ScrollFigures?
+        if settings.fastScrollItems > 0 {
+            // A scroll faster than the machine can render, so that cancellation, SET_PRIORITY,
+            // waste and previews are exercised (the steady scroll above never falls behind).
+            let items = Array(corpus.album.suffix(min(settings.fastScrollItems, corpus.album.count)))
+            print("  fast scroll: \(items.count) other items of the album")
+            fast = try fastScroll(items, part: "4b. fast scroll", scenario: "fast scroll", key: "fast_scroll")
+            // The same through a phone's camera roll (camera JPEGs with EXIF thumbnails, HEICs
+            // with thumbnail items): where a PREVIEW is cheap, an image comes long before the
+            // final (issue 16's goals are on this one).
+            let root = settings.smoke ? workDirectory + "/phone-album" : corpus.root + "/phone-album"
+            let phone = try Corpus.phoneAlbum(library: corpus.library, in: root, count: settings.fastScrollItems)
+            if !phone.isEmpty {
+                print("  fast scroll through a phone's camera roll: \(phone.count) copies of the library's camera JPEGs and HEICs")
+                phonePeak = try fastScroll(phone, part: "4c. fast scroll, phone", scenario: "fast scroll, phone",
+                                           key: "fast_scroll_phone").peak
+            }
+            // The fling (issue 32): three times as fast, where only what is at hand can be shown.
+            _ = try fastScroll(items, part: "4d. fling", scenario: "fling", key: "fling", rowInterval: settings.flingRowInterval)
+            if !phone.isEmpty {
+                _ = try fastScroll(phone, part: "4e. fling, phone", scenario: "fling, phone", key: "fling_phone",
+                                   rowInterval: settings.flingRowInterval)
+            }
+        }
+
+        return fast
+    }
+
     /// Scenario 4 and 5: the scroll alone, then with a background warm of the other folder.
     func scrollScenarios(collectReal: Int, twoViewers: Bool = true) throws -> [(path: String, result: RenderResult)] {
         let album = Array(corpus.album.prefix(settings.albumItems ?? corpus.album.count))
@@ -435,31 +467,7 @@ extension Bench {
             "prefetch_rows": settings.prefetchRows, "row_interval_s": settings.rowInterval, "items_per_s": settings.itemsPerSecond,
         ]) { a, _ in a }
         guard twoViewers else { return real }
-        var fast: ScrollFigures?
-        if settings.fastScrollItems > 0 {
-            // A scroll faster than the machine can render, so that cancellation, SET_PRIORITY,
-            // waste and previews are exercised (the steady scroll above never falls behind).
-            let items = Array(corpus.album.suffix(min(settings.fastScrollItems, corpus.album.count)))
-            print("  fast scroll: \(items.count) other items of the album")
-            fast = try fastScroll(items, part: "4b. fast scroll", scenario: "fast scroll", key: "fast_scroll")
-            // The same through a phone's camera roll (camera JPEGs with EXIF thumbnails, HEICs
-            // with thumbnail items): where a PREVIEW is cheap, an image comes long before the
-            // final (issue 16's goals are on this one).
-            let root = settings.smoke ? workDirectory + "/phone-album" : corpus.root + "/phone-album"
-            let phone = try Corpus.phoneAlbum(library: corpus.library, in: root, count: settings.fastScrollItems)
-            if !phone.isEmpty {
-                print("  fast scroll through a phone's camera roll: \(phone.count) copies of the library's camera JPEGs and HEICs")
-                phonePeak = try fastScroll(phone, part: "4c. fast scroll, phone", scenario: "fast scroll, phone",
-                                           key: "fast_scroll_phone").peak
-            }
-            // The fling (issue 32): three times as fast, where only what is at hand can be shown.
-            _ = try fastScroll(items, part: "4d. fling", scenario: "fling", key: "fling", rowInterval: settings.flingRowInterval)
-            if !phone.isEmpty {
-                _ = try fastScroll(phone, part: "4e. fling, phone", scenario: "fling, phone", key: "fling_phone",
-                                   rowInterval: settings.flingRowInterval)
-            }
-        }
-
+        let fast = try fastScrolls()
         let warmFolder = corpus.warmFolder
         let two = try report.part("5. two viewers") {
             try scroll(album, rowInterval: settings.rowInterval, background: warmFolder, label: "two-viewers")

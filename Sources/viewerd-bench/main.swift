@@ -20,7 +20,7 @@ let usage = """
                            (default: ${XDG_CACHE_HOME:-~/.cache}/viewerd-bench)
       --daemon PATH        the viewerd executable (default: the one next to viewerd-bench)
       --out DIR            where the JSON result goes (default: bench-results)
-      --only LIST          comma-separated scenarios: cold,library,warm,coalescing,scroll,scroll-alone,scale,video,info,zoom,tumbler,raw,swipe,layout
+      --only LIST          comma-separated scenarios: cold,library,warm,coalescing,scroll,scroll-alone,scale,video,info,zoom,tumbler,raw,swipe,layout,shared-memory,fast-scroll
       --workers N          daemon workers and vipsthumbnail parallelism (default: cores)
       --memory-budget SIZE daemon --memory-budget (default: 256M)
       --row-interval S     scroll: seconds per row of 4 (default: 0.8)
@@ -150,6 +150,8 @@ do {
     var real: [(path: String, result: RenderResult)] = []
     if wants("scroll") || wants("scroll-alone") {
         real = try bench.scrollScenarios(collectReal: settings.scaleReal, twoViewers: wants("scroll"))
+    } else if wants("fast-scroll") {
+        try bench.fastScrolls()
     }
     if wants("scale") {
         try report.part("7. scale") {
@@ -171,6 +173,7 @@ do {
     if wants("zoom") { try report.part("10. zoom") { try bench.zoom() } }
     if wants("tumbler") { try report.part("11. tumbler") { try bench.tumbler() } }
     if wants("raw") { try report.part("12. camera raw") { try bench.raw() } }
+    if wants("shared-memory") { try report.part("15. raw in shared memory") { try bench.sharedMemory() } }
     if wants("layout") { try report.part("14. layout") { try bench.layoutPart() } }
     if wants("swipe") { try report.part("13. pager swiped") { try bench.swipe() } }
 } catch {
