@@ -90,6 +90,34 @@ struct PagerTests {
         #expect(stats["previews_stored"] == 0)
     }
 
+    /// Before, a raw page's preview base could be a stored raw rendition, which the preview lane
+    /// does not load: it failed there, and a smaller stored JPEG was never tried. `allow_larger`
+    /// keeps the stored raw one from being sent as it is (`storedPreview`), so the lane decides.
+    @Test("a raw page asked with allow_larger previews from the stored JPEG, not from a stored raw one the lane cannot load")
+    func rawBaseIsNotTheLanes() throws {
+        let (daemon, hang) = try Self.oneWorker()
+        defer { daemon.stop() }
+        let photo = try Fixtures.write(daemon.directory + "/photo.jpg", width: 4000, height: 3000)
+        let connection = try RawSocket.greeted(path: daemon.socketPath)
+        try connection.send(.render(RenderRequest(path: photo, spec: RenditionSpec(width: 256, height: 256))), id: 1)
+        guard case .result = try connection.read().message else { Issue.record("expected the JPEG's RESULT"); return }
+        try connection.send(.render(RenderRequest(path: photo, spec: RenditionSpec(width: 300, height: 300, format: .raw))), id: 2)
+        guard case .result = try connection.read().message else { Issue.record("expected the raw RESULT"); return }
+        try #require(eventually { try daemon.connect().stats()["store_entries"] == 3 })
+        try Self.holdTheWorker(daemon, hang, on: connection, id: 3)
+
+        var page = Self.screen
+        page.format = .raw
+        try connection.send(.render(RenderRequest(path: photo, spec: page, priority: .visible, delivery: .opportunistic,
+                                                  allowLarger: true)), id: 4)
+        let first = try #require(try connection.read(timeout: .seconds(30)))
+        guard first.id == 4, case .preview(let preview) = first.message else {
+            Issue.record("expected the PREVIEW of 4 first, got \(first.message.type) of \(first.id)")
+            return
+        }
+        #expect((preview.width, preview.height, preview.format) == (256, 192, .raw), "made from the stored JPEG")
+    }
+
     /// Before, the EXIF thumbnail was scaled to the final's size, so only when that cost at most
     /// 1/16 of the photo's pixels: never for a screen-sized page of a camera photo.
     @Test("with no stored rendition, a pager's PREVIEW is the EXIF thumbnail at its own size")
