@@ -11,9 +11,10 @@ import ViewerProtocol
 struct PagerTests {
     static let screen = RenditionSpec(width: 2560, height: 1440)
 
-    /// A daemon with one render worker and a file that hangs it until `--job-timeout`.
+    /// A daemon with one render worker and a file that hangs it until `--job-timeout`, far
+    /// enough away that the hang holds the worker whatever the machine's load.
     static func oneWorker() throws -> (DaemonProcess, hang: String) {
-        let daemon = try DaemonProcess(executable: DaemonProcess.testing, extraArguments: ["--workers", "1", "--job-timeout", "4"])
+        let daemon = try DaemonProcess(executable: DaemonProcess.testing, extraArguments: ["--workers", "1", "--job-timeout", "60"])
         return (daemon, try Fixtures.write(daemon.directory + "/viewerd-test-hang.jpg", width: 300, height: 200))
     }
 
@@ -130,6 +131,7 @@ struct PagerTests {
 
         guard let preview = try Self.pagePreview(of: photo, id: 2, on: connection) else { return }
         #expect((preview.width, preview.height) == (160, 120), "the thumbnail's own size, not scaled up")
+        try connection.send(.cancel, id: 1)  // the worker, killed after the cancel's grace, is free for the page
         var answers: [UInt32: Message] = [:]
         while answers.count < 2 {
             let (id, message) = try connection.read()
@@ -160,7 +162,8 @@ struct PagerTests {
             guard let stats = try? daemon.connect().stats() else { return false }
             return stats["requests"] == 9 && (stats["cancelled_queued"] ?? 0) + (stats["cancelled_running"] ?? 0) == 3
         }, "pages 3 to 7 asked, 0 to 2 cancelled")
-        _ = try? await hung.result  // times out: the worker is free for the pages
+        hung.cancel()  // the worker, killed after the cancel's grace, is free for the pages
+        _ = try? await hung.result
 
         var finals: [Int] = []
         for await page in pager.pages {
