@@ -149,7 +149,7 @@ final class WorkerSlot: @unchecked Sendable {
             && !job.previewClaimed.load(ordering: .relaxed)
         // To a worker, `sourceInfo` asks for the placeholder in the result's media info.
         let request = RenderRequest(path: job.source.path, spec: job.spec, delivery: wantsPreview ? .opportunistic : .final,
-                                    sourceInfo: !job.placeholderStored)
+                                    sourceInfo: job.wantsPlaceholder)
         if previewOnly {
             return job.previewBase.map { (.previewOnlyWithBase(id: id, request), $0) } ?? (.previewOnly(id: id, request), nil)
         } else if job.spec.tile != nil {
