@@ -17,16 +17,15 @@
 #include <string.h>
 #include <jpeglib.h>
 
-// Asks for `in` in full-width strips, top to bottom, as libvips' sink does (the height it
-// picks for the image), on this thread, and hands each to `fn`; stops at the first error, a
-// cancel request between two strips included. Returns 0, or -1 with libvips' error.
+// Asks for `in` in full-width strips through `region` (the caller's: `fn` may longjmp out of
+// here, and the caller frees it on both paths), top to bottom, as libvips' sink does (the
+// height it picks for the image), on this thread, and hands each to `fn`; stops at the first
+// error, a cancel request between two strips included. Returns 0, or -1 with libvips' error.
 typedef int (*strip_fn)(void *context, VipsRegion *region, int top, int height);
 
-static int each_strip(VipsImage *in, vs_cancel *cancel, strip_fn fn, void *context) {
+static int each_strip(VipsImage *in, VipsRegion *region, vs_cancel *cancel, strip_fn fn, void *context) {
     int tile_width, tile_height, n_lines;
     vips_get_tile_size(in, &tile_width, &tile_height, &n_lines);
-    VipsRegion *region = vips_region_new(in);
-    if (!region) return -1;
     int result = 0;
     for (int top = 0; top < in->Ysize && result == 0; top += tile_height) {
         if (cancel && vs_cancel_requested(cancel)) {
@@ -37,7 +36,6 @@ static int each_strip(VipsImage *in, vs_cancel *cancel, strip_fn fn, void *conte
         VipsRect strip = {0, top, in->Xsize, VIPS_MIN(tile_height, in->Ysize - top)};
         result = vips_region_prepare(region, &strip) || fn(context, region, top, strip.height) ? -1 : 0;
     }
-    g_object_unref(region);
     return result;
 }
 
@@ -89,6 +87,8 @@ typedef struct {
     jpeg_error err;
     grown_destination destination;
     JSAMPROW *rows;
+    // Made before the setjmp: libjpeg's error_exit longjmps out of each_strip.
+    VipsRegion *region;
 } jpeg_writer;
 
 static int write_strip(void *context, VipsRegion *region, int top, int height) {
@@ -107,7 +107,13 @@ int shim_save_jpeg_direct(VipsImage *in, int quality, int optimize_coding, vs_ca
     int tile_width, tile_height, n_lines;
     vips_get_tile_size(in, &tile_width, &tile_height, &n_lines);
     // Volatile: read after the longjmp.
+    // Everything allocated here is freed below on both paths, after a longjmp too.
     jpeg_writer *volatile w = g_new0(jpeg_writer, 1);
+    w->region = vips_region_new(in);
+    if (!w->region) {
+        g_free(w);
+        return -1;
+    }
     w->rows = g_new(JSAMPROW, tile_height);
     w->cinfo.err = jpeg_std_error(&w->err.pub);
     w->err.pub.error_exit = jpeg_error_exit;
@@ -137,7 +143,7 @@ int shim_save_jpeg_direct(VipsImage *in, int quality, int optimize_coding, vs_ca
         }
         w->cinfo.write_JFIF_header = FALSE;
         jpeg_start_compress(&w->cinfo, TRUE);
-        if (each_strip(in, cancel, write_strip, w) == 0) {
+        if (each_strip(in, w->region, cancel, write_strip, w) == 0) {
             jpeg_finish_compress(&w->cinfo);
             result = 0;
         }
@@ -149,6 +155,7 @@ int shim_save_jpeg_direct(VipsImage *in, int quality, int optimize_coding, vs_ca
     } else {
         g_free(w->destination.data);
     }
+    g_object_unref(w->region);
     g_free(w->rows);
     g_free(w);
     return result;
@@ -173,7 +180,10 @@ int shim_save_raw_direct(VipsImage *in, vs_cancel *cancel, void **buf, size_t *l
         vips_error("viewerd", "out of memory for %zu bytes of pixels", size);
         return -1;
     }
-    if (each_strip(in, cancel, copy_strip, &w)) {
+    VipsRegion *region = vips_region_new(in);
+    int failed = !region || each_strip(in, region, cancel, copy_strip, &w);
+    if (region) g_object_unref(region);
+    if (failed) {
         g_free(w.pixels);
         return -1;
     }

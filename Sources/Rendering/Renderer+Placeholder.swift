@@ -42,29 +42,50 @@ extension Renderer {
     func placeholder(of rendition: Rendition, spec: RenditionSpec, original: MediaInfo) -> [UInt8]? {
         guard spec.region == nil, spec.tile == nil, rendition.width > 0, rendition.height > 0,
               Self.isWholePicture(rendition, of: original) else { return nil }
+        if rendition.format == .raw { return Self.placeholder(ofPixels: rendition) }
+        // Shrunk on load: a pager's 2560x1440 JPEG decodes at 1/8.
         var loaded: OpaquePointer?
         let side = Int32(Self.placeholderSide)
-        if rendition.format == .raw {
-            let count = Int(rendition.width) * Int(rendition.height) * 4
-            guard rendition.bytes.count == count, let copy = malloc(count) else { return nil }
-            rendition.bytes.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress!, byteCount: count) }
-            guard vs_image_from_pixels(copy.assumingMemoryBound(to: UInt8.self), Int32(rendition.width),
-                                       Int32(rendition.height), 4, count / Int(rendition.height), 1, &loaded) == 0 else {
-                _ = takeVipsError()
-                return nil
-            }
-        } else {
-            // Shrunk on load: a pager's 2560x1440 JPEG decodes at 1/8.
-            let status = rendition.bytes.withUnsafeBytes { raw in
-                vs_thumbnail_buffer(raw.baseAddress, raw.count, side, side, 0, 2 /* VIPS_SIZE_DOWN */, 0, 0, &loaded)
-            }
-            guard status == 0 else {
-                _ = takeVipsError()
-                return nil
+        let status = rendition.bytes.withUnsafeBytes { raw in
+            vs_thumbnail_buffer(raw.baseAddress, raw.count, side, side, 0, 2 /* VIPS_SIZE_DOWN */, 0, 0, &loaded)
+        }
+        guard status == 0, let loaded else {
+            _ = takeVipsError()
+            return nil
+        }
+        return placeholder(of: VipsImageRef(loaded))
+    }
+
+    /// The placeholder of a raw rendition (sRGB RGBA, straight alpha), shrunk from its pixels
+    /// where they lie: each of at most `placeholderSide` squared cells averages a few samples
+    /// of its area (a ThumbHash keeps only the lowest frequencies), never a copy of them all.
+    static func placeholder(ofPixels rendition: Rendition) -> [UInt8]? {
+        let width = Int(rendition.width), height = Int(rendition.height)
+        guard rendition.bytes.count == width * height * 4 else { return nil }
+        let scale = max(1, Double(max(width, height)) / Double(placeholderSide))
+        let w = max(1, min(width, Int((Double(width) / scale).rounded()))), h = max(1, min(height, Int((Double(height) / scale).rounded())))
+        let samples = 4
+        var rgba = [UInt8](repeating: 0, count: w * h * 4)
+        rendition.bytes.withUnsafeBytes { pixels in
+            for y in 0..<h {
+                for x in 0..<w {
+                    var sum = (0, 0, 0, 0)
+                    for sy in 0..<samples {
+                        let py = min(height - 1, (y * samples + sy) * height / (h * samples))
+                        for sx in 0..<samples {
+                            let px = min(width - 1, (x * samples + sx) * width / (w * samples))
+                            let at = (py * width + px) * 4
+                            sum.0 += Int(pixels[at]); sum.1 += Int(pixels[at + 1])
+                            sum.2 += Int(pixels[at + 2]); sum.3 += Int(pixels[at + 3])
+                        }
+                    }
+                    let count = samples * samples, out = (y * w + x) * 4
+                    rgba[out] = UInt8(sum.0 / count); rgba[out + 1] = UInt8(sum.1 / count)
+                    rgba[out + 2] = UInt8(sum.2 / count); rgba[out + 3] = UInt8(sum.3 / count)
+                }
             }
         }
-        guard let loaded else { return nil }
-        return placeholder(of: VipsImageRef(loaded))
+        return ThumbHash.encode(width: w, height: h, rgba: rgba)
     }
 
     /// Whether a rendition shows all of the picture: its sides in the original's proportions,

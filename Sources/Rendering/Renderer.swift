@@ -197,8 +197,10 @@ public struct Renderer: Sendable {
     /// A source whose data ends early (a photo still being copied) is rendered as far as it
     /// goes and the rendition says so (`Rendition.sourcePartial`).
     /// A rendition of the whole picture from a whole source carries, in its source's media
-    /// info, the placeholder made from its own pixels (`placeholder(of:spec:original:)`).
-    public func render(_ source: SourceFile, spec: RenditionSpec, cancellation: RenderCancellation? = nil) throws(RenderError) -> Rendition {
+    /// info, the placeholder made from its own pixels (`placeholder(of:spec:original:)`), unless
+    /// `placeholder` is false (the caller has the file's placeholder already).
+    public func render(_ source: SourceFile, spec: RenditionSpec, cancellation: RenderCancellation? = nil,
+                       placeholder makesPlaceholder: Bool = true) throws(RenderError) -> Rendition {
         try Self.attributingErrors { () throws(RenderError) in
             var rendition: Rendition
             do throws(RenderError) {
@@ -208,7 +210,7 @@ public struct Renderer: Sendable {
             } catch {
                 throw Self.namingTruncation(error, of: source)
             }
-            if !rendition.sourcePartial, var original = rendition.source, original.placeholder == nil {
+            if makesPlaceholder, !rendition.sourcePartial, var original = rendition.source, original.placeholder == nil {
                 original.placeholder = placeholder(of: rendition, spec: spec.normalized(), original: original)
                 rendition.source = original
             }

@@ -11,9 +11,10 @@ import ViewerProtocol
 struct PagerTests {
     static let screen = RenditionSpec(width: 2560, height: 1440)
 
-    /// A daemon with one render worker and a file that hangs it until `--job-timeout`.
+    /// A daemon with one render worker and a file that hangs it until `--job-timeout`, far
+    /// enough away that the hang holds the worker whatever the machine's load.
     static func oneWorker() throws -> (DaemonProcess, hang: String) {
-        let daemon = try DaemonProcess(executable: DaemonProcess.testing, extraArguments: ["--workers", "1", "--job-timeout", "4"])
+        let daemon = try DaemonProcess(executable: DaemonProcess.testing, extraArguments: ["--workers", "1", "--job-timeout", "60"])
         return (daemon, try Fixtures.write(daemon.directory + "/viewerd-test-hang.jpg", width: 300, height: 200))
     }
 
@@ -90,6 +91,34 @@ struct PagerTests {
         #expect(stats["previews_stored"] == 0)
     }
 
+    /// Before, a raw page's preview base could be a stored raw rendition, which the preview lane
+    /// does not load: it failed there, and a smaller stored JPEG was never tried. `allow_larger`
+    /// keeps the stored raw one from being sent as it is (`storedPreview`), so the lane decides.
+    @Test("a raw page asked with allow_larger previews from the stored JPEG, not from a stored raw one the lane cannot load")
+    func rawBaseIsNotTheLanes() throws {
+        let (daemon, hang) = try Self.oneWorker()
+        defer { daemon.stop() }
+        let photo = try Fixtures.write(daemon.directory + "/photo.jpg", width: 4000, height: 3000)
+        let connection = try RawSocket.greeted(path: daemon.socketPath)
+        try connection.send(.render(RenderRequest(path: photo, spec: RenditionSpec(width: 256, height: 256))), id: 1)
+        guard case .result = try connection.read().message else { Issue.record("expected the JPEG's RESULT"); return }
+        try connection.send(.render(RenderRequest(path: photo, spec: RenditionSpec(width: 300, height: 300, format: .raw))), id: 2)
+        guard case .result = try connection.read().message else { Issue.record("expected the raw RESULT"); return }
+        try #require(eventually { try daemon.connect().stats()["store_entries"] == 3 })
+        try Self.holdTheWorker(daemon, hang, on: connection, id: 3)
+
+        var page = Self.screen
+        page.format = .raw
+        try connection.send(.render(RenderRequest(path: photo, spec: page, priority: .visible, delivery: .opportunistic,
+                                                  allowLarger: true)), id: 4)
+        let first = try #require(try connection.read(timeout: .seconds(30)))
+        guard first.id == 4, case .preview(let preview) = first.message else {
+            Issue.record("expected the PREVIEW of 4 first, got \(first.message.type) of \(first.id)")
+            return
+        }
+        #expect((preview.width, preview.height, preview.format) == (256, 192, .raw), "made from the stored JPEG")
+    }
+
     /// Before, the EXIF thumbnail was scaled to the final's size, so only when that cost at most
     /// 1/16 of the photo's pixels: never for a screen-sized page of a camera photo.
     @Test("with no stored rendition, a pager's PREVIEW is the EXIF thumbnail at its own size")
@@ -102,6 +131,7 @@ struct PagerTests {
 
         guard let preview = try Self.pagePreview(of: photo, id: 2, on: connection) else { return }
         #expect((preview.width, preview.height) == (160, 120), "the thumbnail's own size, not scaled up")
+        try connection.send(.cancel, id: 1)  // the worker, killed after the cancel's grace, is free for the page
         var answers: [UInt32: Message] = [:]
         while answers.count < 2 {
             let (id, message) = try connection.read()
@@ -132,7 +162,8 @@ struct PagerTests {
             guard let stats = try? daemon.connect().stats() else { return false }
             return stats["requests"] == 9 && (stats["cancelled_queued"] ?? 0) + (stats["cancelled_running"] ?? 0) == 3
         }, "pages 3 to 7 asked, 0 to 2 cancelled")
-        _ = try? await hung.result  // times out: the worker is free for the pages
+        hung.cancel()  // the worker, killed after the cancel's grace, is free for the pages
+        _ = try? await hung.result
 
         var finals: [Int] = []
         for await page in pager.pages {

@@ -65,7 +65,10 @@ struct RendererPlaceholderTests {
         let hash = try #require(whole.source?.placeholder)
         #expect(try halves(hash).left > halves(hash).right * 2)
         let raw = try renderer.render(SourceFile(path: path), spec: RenditionSpec(width: 200, height: 200, format: .raw))
-        #expect(raw.source?.placeholder != nil, "raw pixels make one too")
+        let rawHash = try #require(raw.source?.placeholder, "raw pixels make one too")
+        #expect(try halves(rawHash).left > halves(rawHash).right * 2, "sampled from the raw pixels where they lie")
+        let asked = try renderer.render(SourceFile(path: path), spec: RenditionSpec(width: 200, height: 200), placeholder: false)
+        #expect(asked.source != nil && asked.source?.placeholder == nil, "none when the caller has the file's already")
         let crop = try renderer.render(SourceFile(path: path), spec: RenditionSpec(width: 100, height: 100, fit: .fill))
         #expect(crop.source != nil && crop.source?.placeholder == nil, "a square crop of a 4:3 picture is not the picture")
     }

@@ -1,6 +1,6 @@
 import Foundation
 import Rendering
-import RenditionStore
+@testable import RenditionStore
 import Testing
 @testable import ViewerDaemon
 import ViewerProtocol
@@ -51,5 +51,21 @@ struct RequestOutcomesTests {
         outcomes.failed(Self.corrupt, cause: .reported, of: fixture.job(RenditionSpec(width: 64, height: 64)))
         let failure = try #require(fixture.store.failure(source: fixture.source.identity.bytes))
         #expect(failure.code == Self.corrupt.code.rawValue && failure.permanent && failure.attempts == 1)
+    }
+
+    @Test("a file's media info is rewritten only when it changed; a render without a placeholder keeps the stored one")
+    func mediaInfo() throws {
+        let fixture = try Fixture()
+        let outcomes = RequestOutcomes(store: fixture.store)
+        var rendition = Self.rendition
+        rendition.source = MediaInfo(kind: .photo, width: 640, height: 480, format: "jpeg", placeholder: [7, 7, 7])
+        outcomes.rendered(rendition, of: fixture.job(RenditionSpec(width: 64, height: 64)))
+        fixture.store.flush()
+        // A later render (a crop, a file whose placeholder was stored) brings none.
+        rendition.source?.placeholder = nil
+        outcomes.rendered(rendition, of: fixture.job(RenditionSpec(width: 32, height: 32)))
+        #expect(fixture.store.writer.replacementsPending.load(ordering: .acquiring) == 0)
+        let key = MediaInfoRecord.key(for: fixture.source)
+        #expect(fixture.store.makeReader().peek(key) { _, bytes in MediaInfoRecord.decode(bytes)?.placeholder } == [7, 7, 7])
     }
 }

@@ -33,21 +33,21 @@ struct StoredRenditionsTests {
                           stored(box(200, 200, .jpeg, fit: .fill), 200, 200), stored(box(800, 800), 800, 800)]
         // Then a 500 box previews from the 256 WebP (format and quality do not matter), not the
         // raw, AVIF or filled ones, nor the larger one (a derivation's base)
-        #expect(StoredRenditions.smaller(among: candidates, than: box(500, 500, .png), original: squareOriginal) == candidates[1])
+        #expect(StoredRenditions.smaller(among: candidates, than: box(500, 500, .png), original: squareOriginal, acceptingRaw: true) == candidates[1])
         // And nothing is smaller than a 100 box; a raw request previews from the raw one (sent as
         // it is), or from any other format the lane decodes
-        #expect(StoredRenditions.smaller(among: candidates, than: box(100, 100), original: squareOriginal) == nil)
-        #expect(StoredRenditions.smaller(among: candidates, than: box(500, 500, .raw), original: squareOriginal) == candidates[2])
+        #expect(StoredRenditions.smaller(among: candidates, than: box(100, 100), original: squareOriginal, acceptingRaw: true) == nil)
+        #expect(StoredRenditions.smaller(among: candidates, than: box(500, 500, .raw), original: squareOriginal, acceptingRaw: true) == candidates[2])
         #expect(StoredRenditions.smaller(among: candidates.filter { $0.spec.format != .raw }, than: box(500, 500, .raw),
-                                         original: squareOriginal) == candidates[1])
+                                         original: squareOriginal, acceptingRaw: true) == candidates[1])
         // A fill previews from a fill of the box's aspect ratio only
-        #expect(StoredRenditions.smaller(among: candidates, than: box(400, 400, fit: .fill), original: squareOriginal) == candidates[4])
-        #expect(StoredRenditions.smaller(among: candidates, than: box(400, 300, fit: .fill), original: squareOriginal) == nil)
+        #expect(StoredRenditions.smaller(among: candidates, than: box(400, 400, fit: .fill), original: squareOriginal, acceptingRaw: true) == candidates[4])
+        #expect(StoredRenditions.smaller(among: candidates, than: box(400, 300, fit: .fill), original: squareOriginal, acceptingRaw: true) == nil)
         // Another background is another picture
-        #expect(StoredRenditions.smaller(among: candidates, than: box(500, 500, background: 0), original: squareOriginal) == nil)
+        #expect(StoredRenditions.smaller(among: candidates, than: box(500, 500, background: 0), original: squareOriginal, acceptingRaw: true) == nil)
         // A box larger than the original makes the original's size: a rendition that size is not smaller
         #expect(StoredRenditions.smaller(among: [stored(box(1000, 1000), 1000, 1000)], than: box(2000, 2000),
-                                         original: squareOriginal) == nil)
+                                         original: squareOriginal, acceptingRaw: true) == nil)
     }
 
     /// A pager's page while the grid's thumbnail is stored: that thumbnail is its PREVIEW as it
@@ -63,7 +63,7 @@ struct StoredRenditionsTests {
         // Of two as large, the one in the page's format; another format alone is the lane's to re-encode
         #expect(preview([webp, grid]) == grid && preview([grid, webp]) == grid)
         #expect(preview([webp]) == nil)
-        #expect(StoredRenditions.smaller(among: [grid, webp], than: box(2560, 1440, .webp), original: nil) == webp)
+        #expect(StoredRenditions.smaller(among: [grid, webp], than: box(2560, 1440, .webp), original: nil, acceptingRaw: true) == webp)
         // A larger one is a derivation's base: its RESULT comes quickly, with no PREVIEW
         #expect(preview([grid, stored(box(3000, 3000), 3000, 2250)]) == nil)
         // No part of a picture is previewed from the whole

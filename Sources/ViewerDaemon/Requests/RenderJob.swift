@@ -38,6 +38,9 @@ final class RenderJob: Sendable {
     /// Whether a cheap PREVIEW may exist (a preview base, a JPEG's EXIF thumbnail, a HEIF's
     /// thumbnail item): only then is the job worth the preview lane's time.
     let mayHavePreview: Bool
+    /// The worker is to make the file's placeholder from its output: a whole picture's render
+    /// of a file whose stored media info has none (else it would shrink every output again).
+    let wantsPlaceholder: Bool
     /// The estimated memory and costliness the scheduler admits it by.
     let cost: RenderCost
     /// What the source was when its header was read (change time, content fingerprint),
@@ -55,12 +58,13 @@ final class RenderJob: Sendable {
 
     init(key: RenditionKey, source: SourceFile, spec: RenditionSpec, priority: Priority, id: JobID,
          cost: RenderCost = RenderCost(memoryBytes: 0, costly: false), derivedFrom: [UInt8]? = nil,
-         previewBase: [UInt8]? = nil, mayHavePreview: Bool = false, fingerprint: UInt64? = nil) {
+         previewBase: [UInt8]? = nil, mayHavePreview: Bool = false, wantsPlaceholder: Bool = true, fingerprint: UInt64? = nil) {
         self.key = key
         self.stamp = fingerprint.map { SourceStamp(changeTimeNanos: source.identity.ctimeNanos, fingerprint: $0) }
         self.cost = cost
         self.derivedFrom = derivedFrom
         self.previewBase = previewBase
+        self.wantsPlaceholder = wantsPlaceholder
         self.mayHavePreview = previewBase != nil || mayHavePreview
         self.source = source
         self.spec = spec

@@ -1,6 +1,7 @@
 import Foundation
 import Rendering
 import RenditionStore
+import Synchronization
 import ViewerProtocol
 
 /// The one place a request's outcome is written to the store: a rendition or a tile rendered,
@@ -36,23 +37,34 @@ struct RequestOutcomes: Sendable {
     /// A rendition of a truncated source (`Rendition.sourcePartial`) is not kept, nor counted
     /// a failure: the file is still being written, and its next render reads more of it.
     /// The media info carries the placeholder the worker made from a whole picture's output;
-    /// a render that made none (a region, a tile, a cell's crop) keeps the one stored.
+    /// a render that made none (a region, a tile, a cell's crop, a file whose placeholder was
+    /// stored already) keeps the one stored (`keep(_:key:path:stamp:)`).
     func rendered(_ rendition: Rendition, of job: RenderJob) {
         guard !job.isWholeLevel, let stamp = Self.storableStamp(of: job) else { return }
         if !rendition.sourcePartial { put(rendition, key: job.key, of: job, stamp: stamp) }
-        if var info = rendition.source {
-            let key = MediaInfoRecord.key(for: job.source)
-            if info.placeholder == nil { info.placeholder = storedPlaceholder(key) }
-            store.put(key, path: job.source.path, metadata: MediaInfoRecord.metadata(info, now: Self.now()),
-                      bytes: MediaInfoRecord.encoded(info), source: stamp, replacing: true)
+        if let info = rendition.source {
+            keep(info, key: MediaInfoRecord.key(for: job.source), path: job.source.path, stamp: stamp)
         }
     }
 
-    /// The placeholder kept with the file's media info under `key` (the same identity: a
-    /// rewritten file's is under another key), if any. Queued writes count: the store's reader
-    /// sees them.
-    private func storedPlaceholder(_ key: RenditionKey) -> [UInt8]? {
-        store.makeReader().peek(key) { _, bytes in MediaInfoRecord.decode(bytes)?.placeholder } ?? nil
+    /// Serializes `keep`'s read and write of a file's media info: worker slots and the event
+    /// loop record it at once, and a crop's render that read "no placeholder" must not then
+    /// overwrite the one a whole picture's render put meanwhile.
+    private static let mediaInfoWrites = Mutex(())
+
+    /// Stores a file's media info under `key`, with the placeholder stored already when `info`
+    /// has none; nothing when that is what is stored (a render during scrolling then queues no
+    /// replacing write, which would make every store read take the writer queue's lock).
+    /// Queued writes count: the store's reader sees them.
+    private func keep(_ info: MediaInfo, key: RenditionKey, path: String, stamp: SourceStamp) {
+        Self.mediaInfoWrites.withLock { _ in
+            let stored = store.makeReader().peek(key) { _, bytes in MediaInfoRecord.decode(bytes) } ?? nil
+            var info = info
+            if info.placeholder == nil { info.placeholder = stored?.placeholder }
+            guard info != stored else { return }
+            store.put(key, path: path, metadata: MediaInfoRecord.metadata(info, now: Self.now()),
+                      bytes: MediaInfoRecord.encoded(info), source: stamp, replacing: stored != nil)
+        }
     }
 
     /// One tile of a level's job, under its own key.
@@ -78,8 +90,7 @@ struct RequestOutcomes: Sendable {
     /// An INFO's header read: stored beside the file's renditions (`MediaInfoRecord`).
     func read(_ info: MediaInfo, of job: InfoJob) {
         guard let stamp = job.storableStamp else { return }
-        store.put(job.key, path: job.source.path, metadata: MediaInfoRecord.metadata(info, now: Self.now()),
-                  bytes: MediaInfoRecord.encoded(info), source: stamp)
+        keep(info, key: job.key, path: job.source.path, stamp: stamp)
     }
 
     /// The one call of `FailurePolicy`: the negative cache's record of `source`, when the file

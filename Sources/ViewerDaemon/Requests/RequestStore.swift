@@ -177,6 +177,8 @@ final class RequestStore {
         return RenderJob(key: key, source: source, spec: spec, priority: .normal, id: id, cost: cost,
                          derivedFrom: base?.bytes, previewBase: previewBase,
                          mayHavePreview: base == nil && !(sniffed.format.map { Renderer.previewSources(of: $0.format) } ?? []).isEmpty && !zoomed,
+                         wantsPlaceholder: !zoomed && reader.peek(MediaInfoRecord.key(for: source)) { _, bytes in
+                             MediaInfoRecord.decode(bytes)?.placeholder != nil } != true,
                          fingerprint: sniffed.fingerprint)
     }
 

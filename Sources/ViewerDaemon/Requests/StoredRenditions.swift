@@ -81,7 +81,7 @@ struct StoredRenditions {
     /// render from (a grid's thumbnail while the pager's larger rendition renders); nil when
     /// there is none. The worker decides whether it is cheap enough (`Renderer.preview`).
     func previewBase(for spec: RenditionSpec, original: SourceHeader?) -> [UInt8]? {
-        Self.smaller(among: candidates, than: spec, original: original).flatMap { bytes($0.key) }
+        Self.smaller(among: candidates, than: spec, original: original, acceptingRaw: false).flatMap { bytes($0.key) }
     }
 
     /// The stored rendition that is itself the PREVIEW of `spec`, sent as it is from the store
@@ -94,7 +94,7 @@ struct StoredRenditions {
     func storedPreview(for spec: RenditionSpec) -> Candidate? {
         let spec = spec.normalized()
         guard spec.region == nil, spec.tile == nil, Self.base(among: candidates, for: spec, original: nil) == nil,
-              let candidate = Self.smaller(among: candidates, than: spec, original: nil),
+              let candidate = Self.smaller(among: candidates, than: spec, original: nil, acceptingRaw: true),
               candidate.spec.format == spec.format else { return nil }
         return candidate
     }
@@ -159,14 +159,15 @@ struct StoredRenditions {
     /// `spec`'s format: it is sent as it is, `storedPreview`): the same picture (fit,
     /// crop, page, background and upscale equal; format and quality may differ, a preview is
     /// degraded anyway) in a format the worker reads back (not AVIF: its decode is not cheap;
-    /// raw only for a raw request, which gets it as it is), for `fill` the box's aspect ratio,
-    /// and smaller than what `spec` makes (a larger one is a derivation's base, which needs no
-    /// preview).
-    static func smaller(among candidates: [Candidate], than spec: RenditionSpec, original: SourceHeader?) -> Candidate? {
+    /// raw, which the preview lane does not load, only when `acceptingRaw` for a raw request,
+    /// which gets it as it is: `storedPreview`), for `fill` the box's aspect ratio, and smaller
+    /// than what `spec` makes (a larger one is a derivation's base, which needs no preview).
+    static func smaller(among candidates: [Candidate], than spec: RenditionSpec, original: SourceHeader?,
+                        acceptingRaw: Bool) -> Candidate? {
         let spec = spec.normalized()
         return candidates.filter { candidate in
             var picture = candidate.spec.normalized()
-            guard picture.format != .raw || spec.format == .raw, picture.format != .avif,
+            guard picture.format != .raw || (acceptingRaw && spec.format == .raw), picture.format != .avif,
                   candidate.width > 0, candidate.height > 0 else { return false }
             (picture.width, picture.height, picture.format, picture.quality) = (spec.width, spec.height, spec.format, spec.quality)
             guard picture.normalized() == spec else { return false }

@@ -202,7 +202,8 @@ public enum WorkerProcess {
                         send(.preview(id: job.id, preview))
                     }
                 }
-                return try renderer.render(source, spec: request.spec, cancellation: cancellation)
+                return try renderer.render(source, spec: request.spec, cancellation: cancellation,
+                                           placeholder: request.sourceInfo)
             }
         case .cancel:
             preconditionFailure("a cancel is not a job (WorkerJob)")
@@ -228,7 +229,8 @@ public enum WorkerProcess {
             let image = Renderer.upright(header)
             if let region = try renderer.renderRegion(fromBase: readBase(base), spec: request.spec, image: image,
                                                       cancellation: cancellation) { return region }
-            return try renderer.render(source, spec: request.spec, cancellation: cancellation)
+            return try renderer.render(source, spec: request.spec, cancellation: cancellation,
+                                           placeholder: request.sourceInfo)
         }
         var size: (width: Int, height: Int)?
         do throws(RenderError) {

@@ -147,7 +147,9 @@ final class WorkerSlot: @unchecked Sendable {
         // A PREVIEW the preview lane made, or is making, is not made again.
         let wantsPreview = job.wantsPreview.load(ordering: .relaxed) && !job.previewSent.load(ordering: .relaxed)
             && !job.previewClaimed.load(ordering: .relaxed)
-        let request = RenderRequest(path: job.source.path, spec: job.spec, delivery: wantsPreview ? .opportunistic : .final)
+        // To a worker, `sourceInfo` asks for the placeholder in the result's media info.
+        let request = RenderRequest(path: job.source.path, spec: job.spec, delivery: wantsPreview ? .opportunistic : .final,
+                                    sourceInfo: job.wantsPlaceholder)
         if previewOnly {
             return job.previewBase.map { (.previewOnlyWithBase(id: id, request), $0) } ?? (.previewOnly(id: id, request), nil)
         } else if job.spec.tile != nil {
