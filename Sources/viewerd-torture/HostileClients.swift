@@ -158,7 +158,12 @@ struct HostileClients {
         case 11: message = .result(RenderResult(format: .jpeg, width: 1, height: 1, fromCache: false, bytes: [0xFF, 0xD8]))
         case 12: message = .error(ErrorReply(.busy, "from a client"))
         case 13: message = .ack(count: 3)
-        case 14: return (UInt8([0x00, 0x0C, 0x40, 0x7F, 0x80, 0x89, 0xFF][i % 7]), randomBytes(random(0..<64)), true)
+        case 14: return (UInt8([0x00, 0x0E, 0x40, 0x7F, 0x80, 0x8B, 0xFF][i % 7]), randomBytes(random(0..<64)), true)
+        case 15 where i % 32 == 15:
+            // LAYOUT (issue 32): a hostile folder (FIFOs, links, unreadable files) or a list of
+            // good, missing and odd paths, mutated like every other body.
+            message = i % 64 == 15 ? .layout(LayoutRequest(folder: context.work + "/hostile", order: i % 3 == 0 ? .modifiedNewestFirst : .name))
+                : .layout(LayoutRequest(paths: [good, context.work + "/hostile/odd/fifo.jpg", "/nowhere/x.jpg", "relative.jpg"]))
         default: message = .welcome(Welcome(version: 1, serverVersion: "x", maxRequestBody: 1, maxResponseBody: 1))
         }
         return (message.type.rawValue, message.body(), true)
