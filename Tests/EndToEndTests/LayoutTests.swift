@@ -176,6 +176,46 @@ struct LayoutTests {
         #expect(late == 7 && answer == .pong, "a frame for the cancelled LAYOUT came late")
     }
 
+    @Test("a folder LAYOUT cancelled while it is listed, its id reused at once: the old listing never starts under the new LAYOUT")
+    func reusedIDAfterCancelWhileListing() throws {
+        // Given a folder of 3,000 files (listing it takes a while) and 30 cold PNGs (reading them takes longer)
+        let daemon = try DaemonProcess(extraArguments: ["--workers", "1"])
+        defer { daemon.stop() }
+        let big = daemon.directory + "/big"
+        try FileManager.default.createDirectory(atPath: big, withIntermediateDirectories: true)
+        for i in 0..<3000 { FileManager.default.createFile(atPath: big + "/f-\(i).txt", contents: Data("x".utf8)) }
+        let cold = try Self.folder(daemon.directory + "/cold", count: 30)
+        let raw = try daemon.rawConnection()
+
+        // When the folder's LAYOUT is cancelled and id 7 reused for a list, all in one write
+        var frames = Message.layout(LayoutRequest(folder: big)).frame(requestID: 7).bytes
+        frames += Message.cancel.frame(requestID: 7).bytes
+        frames += Message.layout(LayoutRequest(paths: cold)).frame(requestID: 7).bytes
+        try raw.write(frames)
+
+        // Then id 7 answers CANCELLED, then only the list's items (no path: not a folder's) and its ACK
+        var cancelled = false
+        var indices = Set<UInt32>()
+        while true {
+            guard let (id, message) = try raw.read(timeout: .seconds(60)) else { Issue.record("no ACK within 60 s"); return }
+            guard id == 7 else { continue }
+            switch message {
+            case .cancelled: cancelled = true
+            case .layoutItems(let batch):
+                #expect(batch.total == 30, "items of another request: total \(batch.total)")
+                for item in batch.items {
+                    #expect(item.path == nil, "a folder's item under the list's id: \(item.path ?? "")")
+                    indices.insert(item.index)
+                }
+            case .ack(let count):
+                #expect(cancelled)
+                #expect(count == 30 && indices == Set(0..<30))
+                return
+            default: Issue.record("unexpected \(message)"); return
+            }
+        }
+    }
+
     @Test("limits: over 10,000 paths, a fifth LAYOUT at once, both a list and a folder, a relative or missing folder")
     func limits() throws {
         let daemon = try DaemonProcess(extraArguments: ["--workers", "1"])

@@ -51,6 +51,8 @@ extension Daemon {
     /// Starts a LAYOUT the request table accepted: lists its folder off the loop, or scans
     /// its paths.
     func startLayout(_ ref: RequestRef, _ request: LayoutRequest) {
+        // A listing still on the I/O threads is of an earlier LAYOUT with this id: it ended.
+        layoutListings[ref] = nil
         guard let connection = connections.byID[ref.connection] else { return }
         switch request.source {
         case .paths(let paths):
@@ -61,9 +63,15 @@ extension Daemon {
                   total: UInt32(paths.count), peer: connection.peerUID)
         case .folder(let folder, let order):
             let access = opener.access, peer = connection.peerUID, completions = completions
+            layoutSequence += 1
+            let listing = layoutSequence
+            layoutListings[ref] = listing
+            let offset = Int(request.offset), limit = Self.window(request)
             opener.io.run(urgent: true) {
-                let listed = Result { () throws(RenderError) in try access.listFolder(folder, order: order, peerUID: peer) }
-                completions.post(.layout(.listed(ref, listed, request)))
+                let listed = Result { () throws(RenderError) in
+                    try access.listFolder(folder, order: order, peerUID: peer, offset: offset, limit: limit)
+                }
+                completions.post(.layout(.listed(ref, listing: listing, listed)))
             }
         }
     }
@@ -90,15 +98,15 @@ extension Daemon {
     /// Acts on what the I/O threads found for a LAYOUT.
     func handle(_ event: LayoutEvent) {
         switch event {
-        case .listed(let ref, let result, let request):
+        case .listed(let ref, let listing, let result):
+            guard layoutListings[ref] == listing else { return }  // its LAYOUT ended; the id may be another's now
+            layoutListings[ref] = nil
             guard requests.isLayoutRunning(ref), let connection = connections.byID[ref.connection] else { return }
             switch result {
             case .failure(let error):
                 failLayout(ref, ErrorReply(error.code, error.description))
-            case .success(let files):
-                let start = min(Int(request.offset), files.count)
-                let window = files[start..<min(start + Self.window(request), files.count)]
-                begin(ref, paths: Array(window), firstIndex: UInt32(start), named: true, total: UInt32(files.count),
+            case .success(let window):
+                begin(ref, paths: window.paths, firstIndex: UInt32(window.first), named: true, total: UInt32(window.total),
                       peer: connection.peerUID)
             }
         case .scanned(let work, let chunk):

@@ -143,8 +143,10 @@ final class LayoutWork: Sendable {
 
 /// What the I/O threads found for a LAYOUT, for the loop (`Daemon.handle(_: LayoutEvent)`).
 enum LayoutEvent: Sendable {
-    /// Its folder's files, in order (or why it could not be listed).
-    case listed(RequestRef, Result<[String], RenderError>, LayoutRequest)
+    /// Its folder's window of files, in order (or why it could not be listed); `listing` the
+    /// number `Daemon.startLayout` gave the listing, so that a listing of a LAYOUT cancelled
+    /// meanwhile never starts under a later LAYOUT that reuses its request id.
+    case listed(RequestRef, listing: UInt64, Result<SourceAccess.FolderWindow, RenderError>)
     /// One chunk of its files scanned.
     case scanned(LayoutWork, LayoutWork.Chunk)
     /// A file whose info was not stored, opened again to have it read.

@@ -13,9 +13,20 @@ extension SourceAccess {
     /// bounded read.
     static let maxFolderEntries = 100_000
 
-    /// A folder's files in `order`: absolute paths (normalized), without subfolders, names
-    /// starting with `.` or names that are not UTF-8. Blocks on the file system: I/O threads only.
-    func listFolder(_ path: String, order: LayoutOrder, peerUID: UInt32) throws(RenderError) -> [String] {
+    /// A window of a folder's files in order: the absolute paths of at most `limit` of them
+    /// from `first`, and how many files the folder has in all.
+    struct FolderWindow: Sendable {
+        var paths: [String]
+        var first: Int
+        var total: Int
+    }
+
+    /// A folder's files in `order`, from `offset`, at most `limit`: absolute paths (normalized),
+    /// without subfolders, names starting with `.` or names that are not UTF-8. Only the
+    /// window's paths are made (a folder's names are kept as bytes until then). Blocks on the
+    /// file system: I/O threads only.
+    func listFolder(_ path: String, order: LayoutOrder, peerUID: UInt32, offset: Int = 0,
+                    limit: Int = Int.max) throws(RenderError) -> FolderWindow {
         guard path.hasPrefix("/") else { throw .invalidPath("path must be absolute: \(path)") }
         let normalized = SourcePath.normalized(path)
         let other = peerUID != getuid() && peerUID != 0
@@ -63,7 +74,10 @@ extension SourceAccess {
             entries.sort { $0.modified != $1.modified ? $0.modified > $1.modified : Self.precedes($0.name, $1.name) }
         }
         let base = normalized == "/" ? "" : normalized
-        return entries.map { base + "/" + String(decoding: $0.name, as: UTF8.self) }
+        let first = min(max(0, offset), entries.count)
+        let window = entries[first..<(first + min(max(0, limit), entries.count - first))]
+        return FolderWindow(paths: window.map { base + "/" + String(decoding: $0.name, as: UTF8.self) }, first: first,
+                            total: entries.count)
     }
 
     /// Byte order of two names (`memcmp`, then the shorter first).

@@ -54,6 +54,9 @@ public final class Daemon {
     var layouts: [RequestRef: LayoutRun] = [:]
     /// The number of the last LAYOUT begun (`LayoutRun.sequence`).
     var layoutSequence: UInt64 = 0
+    /// The folder listings on the I/O threads, by request: the number each was given
+    /// (`LayoutEvent.listed`).
+    var layoutListings: [RequestRef: UInt64] = [:]
     /// Every answer to a client, and those held back for clients that do not read.
     let answers: Answers
     /// The store as requests read and write it.
