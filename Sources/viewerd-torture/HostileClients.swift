@@ -246,8 +246,8 @@ struct HostileClients {
                         report.violation("mutated frames: an answer for request \(frame.requestID), never sent")
                         continue
                     }
-                    if case .preview = message {
-                        if terminal[frame.requestID] != nil { report.violation("mutated frames: a PREVIEW after the terminal answer") }
+                    if !message.isTerminal {  // a PREVIEW, a LAYOUT's items
+                        if terminal[frame.requestID] != nil { report.violation("mutated frames: \(message.outcome) after the terminal answer") }
                         continue
                     }
                     report.answer(message.outcome)
