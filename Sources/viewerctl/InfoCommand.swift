@@ -19,7 +19,8 @@ struct InfoCommand: Subcommand {
                    the rest as the daemon reads them; the output is the same
           --json   one JSON array, an object per file in order: path, kind, width, height,
                    duration_ms, frames, pages, format, has_alpha, and for an HDR source
-                   hdr_transfer, hdr_primaries, hdr_peak_nits (when known); or path and error
+                   hdr_transfer, hdr_primaries, hdr_peak_nits (when known), placeholder (its
+                   ThumbHash in base64, when the daemon has one); or path and error
                    (code, name, message) for a file that failed
 
           On a terminal, a last line says what a rendition carries: pixels only, 8-bit
@@ -54,6 +55,8 @@ struct InfoCommand: Subcommand {
         var hdr_transfer: String?
         var hdr_primaries: String?
         var hdr_peak_nits: UInt32?
+        /// The ThumbHash, base64 (as a web page's decoder takes it).
+        var placeholder: String?
         var error: Failure?
         /// `layout`'s: the file's place in the folder's order.
         var index: UInt32?
@@ -63,6 +66,7 @@ struct InfoCommand: Subcommand {
             (kind, width, height, duration_ms) = (info.kind.name, info.width, info.height, info.durationMillis)
             (frames, pages, format, has_alpha) = (info.frames, info.pages, info.format, info.hasAlpha)
             (hdr_transfer, hdr_primaries, hdr_peak_nits) = (info.hdr?.transfer.name, info.hdr?.primariesName, info.hdr?.peakNits)
+            placeholder = info.placeholder.map { Data($0).base64EncodedString() }
         }
 
         init(path: String, error: ErrorReply) {
