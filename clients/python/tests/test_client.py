@@ -75,10 +75,12 @@ class ClientTests(DaemonTestCase):
 
     def test_a_render_asking_for_source_info_answers_it_in_one_round_trip(self) -> None:
         """PROTOCOL.md, RENDER's source_info and RESULT's source: the original's media info with
-        the rendition, cold and from the cache, and no INFO read by a worker."""
+        the rendition, cold and from the cache, and no INFO read by a worker; the render of the
+        whole picture made its placeholder (INFO_REPLY's tag 12), which every answer then carries."""
         source = self.image("source.jpg", 800, 600)
-        expected = p.InfoReply(p.MediaKind.PHOTO, 800, 600, 0, 1, 1, "jpeg", False)
         cold = self.client.render(source, 128, 128, source_info=True)
+        self.assertIsNotNone(cold.source.placeholder)
+        expected = p.InfoReply(p.MediaKind.PHOTO, 800, 600, 0, 1, 1, "jpeg", False, placeholder=cold.source.placeholder)
         self.assertEqual((cold.width, cold.height, cold.from_cache, cold.source), (128, 96, False, expected))
         hit = self.client.render(source, 128, 128, source_info=True)
         self.assertEqual((hit.from_cache, hit.source), (True, expected))

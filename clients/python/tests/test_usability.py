@@ -190,7 +190,8 @@ class PrintingTests(unittest.TestCase):
         text = repr(result)
         self.assertEqual(text, "Result(format=<Format.WEBP: 2>, width=256, height=192, data=<5986 bytes>, "
                                "from_cache=True, source=InfoReply(kind=<MediaKind.PHOTO: 0>, width=800, height=600, "
-                               "duration_ms=0, frames=1, pages=1, format='jpeg', has_alpha=False, hdr=None))")
+                               "duration_ms=0, frames=1, pages=1, format='jpeg', has_alpha=False, hdr=None, "
+                               "placeholder=None))")
         self.assertEqual(str(result), text)
         preview = p.Preview(p.Format.JPEG, 64, 48, b"\xff" * 100)
         self.assertEqual(repr(preview), "Preview(format=<Format.JPEG: 1>, width=64, height=48, data=<100 bytes>, "
