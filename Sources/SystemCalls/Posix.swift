@@ -78,6 +78,17 @@ public enum Posix {
         try check("setsockopt \(name)") { setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<Value>.size)) }
     }
 
+    /// Makes a later `close` of the socket `fd` a reset (SO_LINGER 0), not an orderly end.
+    /// Not generic and never inlined: a `linger` value inlined into another module (the
+    /// release build's cross-module optimization did so through `setOption`) crashed the
+    /// compiler of the module that imported it ("Conformance of 'linger' to
+    /// 'BitwiseCopyable' not found in referenced module 'SwiftGlibc'").
+    @inline(never)
+    public static func resetOnClose(_ fd: Int32) {
+        var value = linger(l_onoff: 1, l_linger: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &value, socklen_t(MemoryLayout<linger>.size))
+    }
+
     /// `mkdir -p` with `mode` for the directories it creates. The error names the component
     /// that failed and errno's reason ("mkdir /srv/a-file/cache: Not a directory"), which a
     /// user can act on; Foundation's createDirectory reports only "could not be completed".

@@ -193,7 +193,7 @@ public final class RawSocket: @unchecked Sendable {
 
     /// Closes with a reset (SO_LINGER 0) instead of an orderly shutdown.
     public func abort() {
-        try? Posix.setOption(fd, level: SOL_SOCKET, SO_LINGER, Glibc.linger(l_onoff: 1, l_linger: 0))
+        Posix.resetOnClose(fd)
         close()
     }
 
