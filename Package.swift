@@ -59,6 +59,9 @@ let package = Package(
         // The log lines (`level=info event=… key=value`, journald's priorities) of the daemon and
         // of viewerd-thumbnailer alike; the front links this, not the daemon.
         .target(name: "ViewerLog", dependencies: ["Locking"]),
+        // An HTTP request and response as values: the contract between viewerd-http's transport and
+        // its rules (issue 33). No I/O.
+        .target(name: "HTTPMessage"),
         // Wire format: frames, messages, codes. No I/O, no C.
         .target(name: "ViewerProtocol"),
         // ThumbHash, the placeholders of INFO_REPLY: encoded by the workers, decoded by the clients.
