@@ -85,6 +85,18 @@ public final class StoreReader {
         }
     }
 
+    /// The CRC-32C the header of the value holding `payload` records: for a payload handed to
+    /// a body of this reader's (`lookup`, `withRendition`, `peek`), inside that body, where the
+    /// value's header lies just before it. `storedChecksum` cannot be asked there: a lookup inside
+    /// another's body finds nothing (the reader's one read transaction is in use), so a shared-memory
+    /// hit answered inside the read never kept its memfd (issue 32's part 15 made a fresh 14.7 MB
+    /// memfd, ~10 ms, for every hit). Nil when what precedes it is not a value's header.
+    public static func recordedChecksum(ofServed payload: UnsafeRawBufferPointer) -> UInt32? {
+        guard let start = payload.baseAddress else { return nil }
+        let value = UnsafeRawBufferPointer(start: start - StoredValue.headerSize, count: StoredValue.headerSize + payload.count)
+        return StoredValue.payloadChecksum(value)
+    }
+
     /// The CRC-32C of `key`'s stored bytes as its value's header records it (nothing hashed:
     /// the bytes were checked when they were read), or nil when the store lacks the key.
     /// Neither a hit nor a miss.

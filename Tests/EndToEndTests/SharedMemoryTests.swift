@@ -98,6 +98,40 @@ struct SharedMemoryTests {
         #expect(try await client.stats()["store_hits"] == hits + 30, "served from the kept memfd, each still a hit")
     }
 
+    @Test("hits of a large raw rendition asked one after another get the one kept memfd each time: answered inside the store read, which a second lookup cannot enter")
+    func largeHitsReuseTheKeptMemfd() throws {
+        // Given a 2000×1500 raw rendition (12 MB) stored, asked in shared memory as a pager
+        // asks its page: each RENDER sent once the last answer is mapped (the bench's part 15)
+        let daemon = try DaemonProcess()
+        defer { daemon.stop() }
+        let photo = try Fixtures.write(daemon.directory + "/page.jpg", width: 2000, height: 1500, seed: 5)
+        let socket = try RawSocket.greeted(path: daemon.socketPath)
+        socket.receivesDescriptors = true
+        defer { socket.shutdown() }
+        let spec = RenditionSpec(width: 2000, height: 1500, format: .raw)
+        try socket.send(.render(RenderRequest(path: photo, spec: spec)), id: 1)
+        guard case .result = try socket.readMessage() else { throw POSIXError(.EBADMSG) }
+
+        // When it is asked 12 times (each charged 12 MB until the daemon learns it was read:
+        // three unread would pass the 32 MiB outbound limit)
+        var inodes: Set<UInt64> = []
+        for id in UInt32(2)...13 {
+            try socket.send(.render(RenderRequest(path: photo, spec: spec, sharedMemory: true)), id: id)
+            guard case .result(let result) = try socket.readMessage(), result.fromCache, let fd = socket.takeDescriptor() else {
+                throw POSIXError(.EBADMSG)
+            }
+            defer { Posix.close(fd) }
+            let mapping = try Posix.mapReadOnly(fd, count: Int(result.sharedByteCount ?? 0))
+            Posix.unmap(mapping)
+            var status = stat()
+            try #require(fstat(fd, &status) == 0)
+            inodes.insert(UInt64(status.st_ino))
+        }
+
+        // Then every answer is the memfd made for the first: none held back and made again
+        #expect(inodes.count == 1, "\(inodes.count) memfds made for 12 hits of one stored rendition")
+    }
+
     /// The size of a shared-memory rendition, which is released on return.
     private static func pageBytes(_ client: ViewerClient, _ path: String, _ spec: RenditionSpec) async throws -> Int {
         try await client.render(path, spec: spec, sharedMemory: true).withUnsafeBytes { $0.count }

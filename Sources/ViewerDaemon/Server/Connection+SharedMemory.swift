@@ -23,10 +23,11 @@ extension Connection {
     /// when the memfd could not be made (then the caller sends the bytes inline: the client
     /// loses nothing but the saving).
     /// `kept`: the memfds of renditions sent lately, to send again for `key` when made from
-    /// the same stored value, or to keep a new one in (`SharedRenditions.descriptor`).
+    /// the same stored value, or to keep a new one in (`SharedRenditions.descriptor`);
+    /// `storedChecksum`: that value's, when `payload` is the store's, read now.
     func enqueueShared(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
                        fromCache: Bool, source: MediaInfo?, sourcePartial: Bool, payload: UnsafeRawBufferPointer,
-                       key: RenditionKey?, kept: SharedRenditions?) -> Bool {
+                       key: RenditionKey?, storedChecksum: UInt32? = nil, kept: SharedRenditions?) -> Bool {
         guard format == .raw, !sharedMemoryAsked.isEmpty, sharedMemoryAsked.contains(requestID),
               let byteCount = UInt32(exactly: payload.count) else { return false }
         if type == .result { sharedMemoryAsked.remove(requestID) }
@@ -34,7 +35,7 @@ extension Connection {
         let descriptor: Int32
         do throws(SystemError) {
             if let kept, !sourcePartial {
-                descriptor = try kept.descriptor(for: key, payload: payload, width: width, height: height)
+                descriptor = try kept.descriptor(for: key, payload: payload, checksum: storedChecksum, width: width, height: height)
             } else {
                 descriptor = try Posix.sealedMemoryFile("viewerd-rendition", payload)
             }

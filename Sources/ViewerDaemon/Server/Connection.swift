@@ -96,10 +96,11 @@ final class Connection {
     /// `kept`: the memfd to send again for a `raw` hit asked in shared memory.
     func enqueueRendition(_ type: MessageType, requestID: UInt32, format: OutputFormat, width: UInt32, height: UInt32,
                           fromCache: Bool, source: MediaInfo? = nil, payload: UnsafeRawBufferPointer,
-                          key: RenditionKey? = nil, kept: SharedRenditions? = nil) {
+                          key: RenditionKey? = nil, storedChecksum: UInt32? = nil, kept: SharedRenditions? = nil) {
         if type == .result { sourceInfoAsked[requestID] = nil }
         if enqueueShared(type, requestID: requestID, format: format, width: width, height: height, fromCache: fromCache,
-                         source: source, sourcePartial: false, payload: payload, key: key, kept: kept) { return }
+                         source: source, sourcePartial: false, payload: payload, key: key, storedChecksum: storedChecksum,
+                         kept: kept) { return }
         let prefix = RenderResult.bodyPrefix(format: format, width: width, height: height,
                                              fromCache: fromCache, source: source, byteCount: payload.count)
         let header = FrameHeader(type: type.rawValue, requestID: requestID, bodyLength: UInt32(prefix.count + payload.count))
@@ -157,8 +158,14 @@ final class Connection {
     func closeUnsentDescriptors() { outbound.closeDescriptors() }
 
     /// Whether a rendition answer must wait in `deferred`: the client has more unread than
-    /// `limit`, or answers wait already (they keep their order).
-    func mustDefer(limit: Int) -> Bool { pendingOutbound >= limit || !deferred.isEmpty }
+    /// `limit`, or answers wait already (they keep their order). What the client has read of
+    /// its shared-memory renditions is asked first (one SIOCOUTQ): a pager asking its next page
+    /// has read the last, and its 12 MB memfds would otherwise count against the limit until
+    /// the flush's poll (2 to 100 ms later) noticed, its hits held back meanwhile.
+    func mustDefer(limit: Int) -> Bool {
+        if pendingOutbound >= limit && outbound.inFlightBytes > 0 { _ = releaseReadSharedMemory() }
+        return pendingOutbound >= limit || !deferred.isEmpty
+    }
 
     /// Holds back a rendition answer (`mustDefer`).
     func deferAnswer(_ answer: DeferredAnswer) {

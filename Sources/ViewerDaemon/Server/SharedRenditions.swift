@@ -60,9 +60,12 @@ final class SharedRenditions {
     /// value of `key` now: the kept one when it was made from the same stored value, else a new
     /// one, kept for next time in place of the old (dropped first, so that a new one not kept
     /// leaves none). Nothing is kept for pixels the store does not have under `key`.
-    func descriptor(for key: RenditionKey?, payload: UnsafeRawBufferPointer, width: UInt32, height: UInt32) throws(SystemError) -> Int32 {
+    /// `checksum`: the stored value's, when the caller is inside the store's read of it (where
+    /// `storedChecksum` cannot look it up: `StoreReader.recordedChecksum(ofServed:)`).
+    func descriptor(for key: RenditionKey?, payload: UnsafeRawBufferPointer, checksum known: UInt32? = nil, width: UInt32,
+                    height: UInt32) throws(SystemError) -> Int32 {
         clock += 1
-        let checksum = key.flatMap(storedChecksum)
+        let checksum = key == nil ? nil : known ?? key.flatMap(storedChecksum)
         if let key, let checksum, var entry = entries[key], entry.checksum == checksum, entry.byteCount == payload.count {
             entry.lastUse = clock
             entries[key] = entry
