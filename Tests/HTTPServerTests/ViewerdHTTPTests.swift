@@ -86,15 +86,23 @@ struct ViewerdHTTPTests {
         #expect(text.contains("viewerd_daemon_up 1\n"))
         #expect(text.contains("\nviewerd_daemon_"))
 
+        // The daemon restarts: /healthz says so, then finds it again.
+        #expect(daemon.stop() == 0)
+        #expect(try Self.get(address, "/healthz").status == 503)
+        try daemon.start()
+        #expect(eventually(.seconds(20)) { (try? Self.get(address, "/healthz").status) == 200 })
+
         #expect(front.terminate() == 0)
         #expect(front.log.contains("event=request method=GET route=healthz target=/healthz status=200"))
         #expect(front.log.contains("event=stopped"))
     }
 
-    @Test("With --listen 127.0.0.1:0 it names its port; without a daemon /healthz is 503 with the reason")
+    @Test("With --listen 127.0.0.1:0 it names its port; without a daemon /healthz is 503 with the reason; --access-log PATH")
     func listenAndNoDaemon() throws {
         let scratch = try TemporaryDirectory(prefix: "viewerd-http")
-        let tool = try launchTool(Self.executable, ["--listen", "127.0.0.1:0", "--socket", scratch.path + "/none.sock"],
+        let accessLog = scratch.path + "/access.log"
+        let tool = try launchTool(Self.executable, ["--listen", "127.0.0.1:0", "--socket", scratch.path + "/none.sock",
+                                                    "--access-log", accessLog],
                                   outputIn: scratch.path, name: "front")
         defer { if tool.process.isRunning { kill(tool.process.processIdentifier, SIGKILL) } }
         var address: String?
@@ -109,6 +117,10 @@ struct ViewerdHTTPTests {
         #expect(health.text.hasPrefix("daemon unavailable"))
         kill(tool.process.processIdentifier, SIGINT)
         #expect(tool.wait(timeout: .seconds(20)).status == 0)
+        let lines = try String(contentsOfFile: accessLog, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 1)
+        #expect(lines.first?.hasPrefix("time=") == true)
+        #expect(lines.first?.contains(" level=info event=request method=GET route=healthz target=/healthz status=503 ") == true, "\(lines)")
     }
 
     @Test("Usage errors exit 64 naming the option; --help exits 0", arguments: [
