@@ -17,9 +17,11 @@ SWIFT_TEST = $(SWIFT) test --no-color-diagnostics
 # libsystemd's sd-bus for the desktop's thumbnail service on D-Bus (issue 21), and LibRaw for
 # camera RAW (issue 31), which is C++: its pkg-config file links -lstdc++, whose development
 # link (and the headers of raw_extents.cpp) only libstdc++-12-dev brings (a fresh machine has gcc,
-# not g++: make fresh-machine-check failed "cannot find -lstdc++" without it).
+# not g++: make fresh-machine-check failed "cannot find -lstdc++" without it), and libmicrohttpd
+# for viewerd-http's HTTP/1.1 transport (issue 33).
 APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev libjpeg62-turbo-dev pkg-config \
-	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libsystemd-dev libraw-dev libstdc++-12-dev
+	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libsystemd-dev libraw-dev libstdc++-12-dev \
+	libmicrohttpd-dev
 # And to test (and bench): libvips-tools (vips, vipsthumbnail) as the reference the tests
 # compare against, systemd for systemd-analyze and systemd-socket-activate in the service
 # tests, e2fsprogs for the coarse-timestamp file system (mkfs.ext2), libheif-examples for
@@ -64,7 +66,7 @@ apt-install:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-## build: release build of viewerd, viewerctl and viewerd-thumbnailer (only those products:
+## build: release build of viewerd, viewerctl, viewerd-thumbnailer and viewerd-http (only those products:
 ## not the bench, torture and test helpers: viewerd-testing, the daemon with the tests' faults,
 ## is never built here, issue 29). With nothing to build each call takes a few tenths of a second
 ## (about 1.5 s more when SwiftPM plans again, as it does whenever the environment changed).
@@ -72,6 +74,7 @@ build: deps
 	$(SWIFT_BUILD) -c release --product viewerd
 	$(SWIFT_BUILD) -c release --product viewerctl
 	$(SWIFT_BUILD) -c release --product viewerd-thumbnailer
+	$(SWIFT_BUILD) -c release --product viewerd-http
 
 debug: deps
 	$(SWIFT_BUILD)
@@ -170,14 +173,14 @@ FISHCOMPLETIONDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 DOCDIR = $(DESTDIR)$(PREFIX)/share/doc/viewerd
 DBUSDIR = $(DESTDIR)$(PREFIX)/share/dbus-1/services
 
-INSTALL_BINARIES = .build/release/viewerd .build/release/viewerctl .build/release/viewerd-thumbnailer
+INSTALL_BINARIES = .build/release/viewerd .build/release/viewerctl .build/release/viewerd-thumbnailer .build/release/viewerd-http
 
 install:
 	@for bin in $(INSTALL_BINARIES); do [ -x "$$bin" ] || { \
 	  echo "make install: $$bin is missing: run make first (as yourself, not root), then sudo make install" >&2; exit 1; }; done
 	install -d $(BINDIR) $(MANDIR)/man1 $(MANDIR)/man8 $(UNITDIR) $(USERUNITDIR) $(COMPLETIONDIR) $(ZSHCOMPLETIONDIR) $(FISHCOMPLETIONDIR) $(DOCDIR) $(DBUSDIR)
 	install -m 0755 $(INSTALL_BINARIES) $(BINDIR)/
-	install -m 0644 docs/man/viewerctl.1 docs/man/viewerd-thumbnailer.1 $(MANDIR)/man1/
+	install -m 0644 docs/man/viewerctl.1 docs/man/viewerd-thumbnailer.1 docs/man/viewerd-http.1 $(MANDIR)/man1/
 	install -m 0644 docs/man/viewerd.8 $(MANDIR)/man8/
 	install -m 0644 completion/viewerctl.bash $(COMPLETIONDIR)/viewerctl
 	install -m 0644 completion/_viewerctl $(ZSHCOMPLETIONDIR)/_viewerctl
@@ -199,7 +202,7 @@ install:
 ## uninstall: removes what install put there (a config you edited stays)
 uninstall:
 	rm -f $(BINDIR)/viewerd $(BINDIR)/viewerctl $(BINDIR)/viewerd-thumbnailer $(MANDIR)/man1/viewerctl.1 $(MANDIR)/man8/viewerd.8
-	rm -f $(MANDIR)/man1/viewerd-thumbnailer.1
+	rm -f $(MANDIR)/man1/viewerd-thumbnailer.1 $(BINDIR)/viewerd-http $(MANDIR)/man1/viewerd-http.1
 	for service in dbus/*.service; do rm -f $(DBUSDIR)/$$(basename "$$service"); done
 	rm -f $(COMPLETIONDIR)/viewerctl $(ZSHCOMPLETIONDIR)/_viewerctl $(FISHCOMPLETIONDIR)/viewerctl.fish
 	rm -rf $(DOCDIR)

@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "viewerd", targets: ["viewerd"]),
         .executable(name: "viewerctl", targets: ["viewerctl"]),
         .executable(name: "viewerd-thumbnailer", targets: ["viewerd-thumbnailer"]),
+        .executable(name: "viewerd-http", targets: ["viewerd-http"]),
         .library(name: "ViewerClient", targets: ["ViewerClient"]),
         .library(name: "ViewerProtocol", targets: ["ViewerProtocol"]),
         .library(name: "ThumbHash", targets: ["ThumbHash"]),
@@ -26,6 +27,8 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // sd-bus (libsystemd), the desktop's thumbnail service on D-Bus (issue 21).
         .systemLibrary(name: "CSDBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // libmicrohttpd, viewerd-http's HTTP/1.1 transport (issue 33).
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
         // libjpeg(-turbo) itself, for decoding a progressive JPEG's DC scans alone (issue 16);
         // libvips links it too, but its pkg-config file does not give -ljpeg.
@@ -62,6 +65,12 @@ let package = Package(
         // An HTTP request and response as values: the contract between viewerd-http's transport and
         // its rules (issue 33). No I/O.
         .target(name: "HTTPMessage"),
+        // MHD_start_daemon and MHD_get_connection_info are variadic, its logger takes a va_list:
+        // fixed-arity wrappers, nothing else (HTTPServer calls the rest of libmicrohttpd itself).
+        .target(name: "CMicroHTTPDShim", dependencies: ["CMicroHTTPD"]),
+        // viewerd-http's transport: listening sockets, limits per client, asynchronous replies
+        // over libmicrohttpd. The only module that imports it.
+        .target(name: "HTTPServer", dependencies: ["HTTPMessage", "CMicroHTTPD", "CMicroHTTPDShim", "SystemCalls", "Locking", "ViewerLog"]),
         // Wire format: frames, messages, codes. No I/O, no C.
         .target(name: "ViewerProtocol"),
         // ThumbHash, the placeholders of INFO_REPLY: encoded by the workers, decoded by the clients.
@@ -109,6 +118,9 @@ let package = Package(
         .executableTarget(name: "viewerd", dependencies: ["ViewerDaemon"]),
         .executableTarget(name: "viewerd-thumbnailer", dependencies: ["DesktopThumbnailer", "DesktopThumbnails", "FreedesktopThumbnails",
                                                                   "ViewerClient", "ViewerLog"]),
+        // The HTTP front (issue 33): IIIF over HTTPServer, a client of the daemon as viewerd-thumbnailer is.
+        .executableTarget(name: "viewerd-http", dependencies: ["HTTPServer", "HTTPMessage", "ViewerClient", "ViewerProtocol", "SystemCalls",
+                                                           "Locking", "ViewerLog"]),
         .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "MediaFormats", "SystemCalls", "Locking", "FreedesktopThumbnails",
                                                     "DesktopThumbnails"]),
         // ViewerDaemon: its stores are filled under the daemon's own keys (Store/RenditionKeys.swift).
@@ -148,6 +160,7 @@ let package = Package(
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
         .testTarget(name: "ThumbHashTests", dependencies: ["ThumbHash"]),
         .testTarget(name: "DesktopThumbnailerTests", dependencies: ["DesktopThumbnailer", "DesktopThumbnails", "MediaFormats", "ViewerTestSupport"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPMessage", "SystemCalls", "Locking", "ViewerTestSupport"]),
         .testTarget(name: "FreedesktopThumbnailsTests", dependencies: ["FreedesktopThumbnails", "Rendering", "RenderingFixtures", "ViewerTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

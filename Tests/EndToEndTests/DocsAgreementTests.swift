@@ -118,6 +118,15 @@ struct DocsAgreementTests {
         }
     }
 
+    @Test("viewerd-http: every option of --help is in viewerd-http(1), and the reverse")
+    func viewerdHTTPOptions() throws {
+        let help = try Self.help("viewerd-http", ["--help"])
+        let man = Self.plain(try Self.read("docs/man/viewerd-http.1"))
+        let manOptions = Self.options(in: Self.section("OPTIONS", of: man))
+        #expect(Self.options(in: help) == manOptions,
+                "only in --help: \(Self.options(in: help).subtracting(manOptions).sorted()); only in viewerd-http(1): \(manOptions.subtracting(Self.options(in: help)).sorted())")
+    }
+
     @Test("the completion completes file names with spaces as one word")
     func completionWithSpaces() throws {
         let directory = try DaemonProcess.makeTemporaryDirectory(prefix: "viewerd-completion")

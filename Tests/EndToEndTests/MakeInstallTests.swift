@@ -59,15 +59,16 @@ struct MakeInstallTests {
         // Stand-ins for what `make build` makes: install must copy them, not build anything.
         let built = stage + "/built"
         try FileManager.default.createDirectory(atPath: built, withIntermediateDirectories: true)
-        for name in ["viewerd", "viewerctl", "viewerd-thumbnailer"] {
+        for name in ["viewerd", "viewerctl", "viewerd-thumbnailer", "viewerd-http"] {
             try "#!/bin/sh\necho \(name)\n".write(toFile: built + "/" + name, atomically: true, encoding: .utf8)
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: built + "/" + name)
         }
         let out = try make(["install", "DESTDIR=\(stage)/root", "PREFIX=/opt/v",
-                            "INSTALL_BINARIES=\(built)/viewerd \(built)/viewerctl \(built)/viewerd-thumbnailer"])
+                            "INSTALL_BINARIES=\(built)/viewerd \(built)/viewerctl \(built)/viewerd-thumbnailer \(built)/viewerd-http"])
         #expect(out.status == 0, "\(out.stdout)\n\(out.stderr)")
         for file in ["opt/v/bin/viewerd", "opt/v/bin/viewerctl", "opt/v/bin/viewerd-thumbnailer", "opt/v/share/man/man1/viewerctl.1",
-                     "opt/v/share/man/man1/viewerd-thumbnailer.1", "opt/v/lib/systemd/system/viewerd.service",
+                     "opt/v/share/man/man1/viewerd-thumbnailer.1", "opt/v/bin/viewerd-http", "opt/v/share/man/man1/viewerd-http.1",
+                     "opt/v/lib/systemd/system/viewerd.service",
                      "opt/v/lib/systemd/user/viewerd-thumbnailer.service", "opt/v/share/bash-completion/completions/viewerctl",
                      "opt/v/share/zsh/site-functions/_viewerctl", "opt/v/share/fish/vendor_completions.d/viewerctl.fish"] {
             #expect(FileManager.default.fileExists(atPath: stage + "/root/" + file), "\(file) not installed")
@@ -86,7 +87,8 @@ struct MakeInstallTests {
     /// What make build builds links no test-only code: the fixtures' writers are in
     /// RenderingFixtures and its C part CVipsFixtures (a file written by path from pixels),
     /// which only the tests, the bench and the torture link (issue 31).
-    @Test("viewerd, viewerctl and viewerd-thumbnailer link no fixture writer", arguments: ["viewerd", "viewerctl", "viewerd-thumbnailer"])
+    @Test("viewerd, viewerctl, viewerd-thumbnailer and viewerd-http link no fixture writer",
+          arguments: ["viewerd", "viewerctl", "viewerd-thumbnailer", "viewerd-http"])
     func noFixturesInProducts(_ product: String) throws {
         let binary = DaemonProcess.executable(product)
         let symbols = try runTool("/usr/bin/nm", ["--defined-only", binary])
