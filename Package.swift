@@ -62,6 +62,10 @@ let package = Package(
         // An HTTP request and response as values: the contract between viewerd-http's transport and
         // its rules (issue 33). No I/O.
         .target(name: "HTTPMessage"),
+        // The IIIF Image API's rules (issue 33): URL to request, the plan for the daemon, info.json,
+        // status, headers, caching, identifiers under roots, signed URLs. Passive: values in,
+        // values out, no sockets; the resolver's stat and realpath are its only file-system reads.
+        .target(name: "IIIF", dependencies: ["HTTPMessage", "ViewerProtocol"]),
         // Wire format: frames, messages, codes. No I/O, no C.
         .target(name: "ViewerProtocol"),
         // ThumbHash, the placeholders of INFO_REPLY: encoded by the workers, decoded by the clients.
@@ -147,6 +151,7 @@ let package = Package(
         .testTarget(name: "ViewerClientTests", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
         .testTarget(name: "ThumbHashTests", dependencies: ["ThumbHash"]),
+        .testTarget(name: "IIIFTests", dependencies: ["IIIF", "HTTPMessage", "ViewerProtocol"]),
         .testTarget(name: "DesktopThumbnailerTests", dependencies: ["DesktopThumbnailer", "DesktopThumbnails", "MediaFormats", "ViewerTestSupport"]),
         .testTarget(name: "FreedesktopThumbnailsTests", dependencies: ["FreedesktopThumbnails", "Rendering", "RenderingFixtures", "ViewerTestSupport"]),
     ],
