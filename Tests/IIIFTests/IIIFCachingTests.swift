@@ -18,7 +18,7 @@ struct IIIFCachingTests {
         for (name, value) in headers { all.append(name, value) }
         let step = tree.front().handle(get(target, all))
         if let response = step.response { return response }
-        let render = try #require(try #require(step.infoNeed).answer(.success(photo)).renderNeed)
+        let render = try unwrap(try unwrap(step.infoNeed).answer(.success(photo)).renderNeed)
         return render.answer(.success(IIIFRendered(bytes: [9])))
     }
 

@@ -16,7 +16,7 @@ struct IIIFFrontTests {
     func infoJSON(_ version: IIIFVersion, _ headers: HTTPHeaders = ["Host": "example.org"], peer: String = "127.0.0.1",
                   front: IIIFFront? = nil) throws -> (HTTPResponse, [String: Any]) {
         let step = (front ?? tree.front()).handle(get("/iiif/\(version.rawValue)/photos%2F2024%2Fa.jpg/info.json", headers, peer: peer))
-        let response = try #require(try #require(step.infoNeed).answer(.success(photo)).response)
+        let response = try unwrap(try unwrap(step.infoNeed).answer(.success(photo)).response)
         let json = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
         return (response, json)
     }
@@ -118,7 +118,7 @@ struct IIIFFrontTests {
     func image() throws {
         let front = tree.front { $0.cacheMaxAge = 3600 }
         let step = front.handle(get("/iiif/3/photos%2F2024%2Fa.jpg/pct:50,50,50,50/!500,500/!90/bitonal.png"))
-        let render = try #require(try #require(step.infoNeed).answer(.success(photo)).renderNeed)
+        let render = try unwrap(try unwrap(step.infoNeed).answer(.success(photo)).renderNeed)
         #expect(render.plan == ImagePlan(region: PixelRegion(x: 3000, y: 2000, width: 3000, height: 2000), tile: nil,
                                          width: 500, height: 333, stretch: false, upscale: false, rotation: 90, mirror: true,
                                          quality: .bitonal, format: .png, timeMillis: nil))
@@ -136,7 +136,7 @@ struct IIIFFrontTests {
     @Test("canonical sizes: 3.0 max or w,h; 2.1 full, w, or w,h")
     func canonicalForms() throws {
         func link(_ target: String) throws -> String {
-            let render = try #require(try #require(tree.front().handle(get(target)).infoNeed).answer(.success(photo)).renderNeed)
+            let render = try unwrap(try unwrap(tree.front().handle(get(target)).infoNeed).answer(.success(photo)).renderNeed)
             let link = try #require(render.answer(.success(IIIFRendered(bytes: []))).headers["Link"])
             return String(link.split(separator: ">")[0].dropFirst().split(separator: "/").suffix(4).joined(separator: "/"))
         }
@@ -151,7 +151,7 @@ struct IIIFFrontTests {
     @Test("the daemon's errors become statuses with the reason, never cached")
     func daemonErrors() throws {
         func answer(_ error: IIIFDaemonError) throws -> HTTPResponse {
-            try #require(try #require(tree.front().handle(get("/iiif/3/photos%2F2024%2Fa.jpg/info.json")).infoNeed).answer(.failure(error)).response)
+            try unwrap(try unwrap(tree.front().handle(get("/iiif/3/photos%2F2024%2Fa.jpg/info.json")).infoNeed).answer(.failure(error)).response)
         }
         #expect(try answer(.daemon(.unsupportedFormat, "a.jpg")).status == 415)
         #expect(try answer(.daemon(.corruptImage, "Premature end of JPEG file")).text == "corrupt-image: Premature end of JPEG file\n")

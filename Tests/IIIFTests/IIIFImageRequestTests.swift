@@ -6,7 +6,7 @@ import Testing
 @Suite("IIIFImageRequest")
 struct IIIFImageRequestTests {
     func parse(_ version: IIIFVersion = .v3, region: String = "full", size: String = "max", rotation: String = "0",
-               _ qualityAndFormat: String = "default.jpg") throws(IIIFProblem) -> IIIFImageRequest {
+               format qualityAndFormat: String = "default.jpg") throws(IIIFProblem) -> IIIFImageRequest {
         try IIIFImageRequest(version: version, region: region, size: size, rotation: rotation, qualityAndFormat: qualityAndFormat)
     }
 
@@ -79,14 +79,14 @@ struct IIIFImageRequestTests {
     func qualitiesAndFormats() throws {
         for quality in IIIFQuality.allCases {
             for format in IIIFFormat.allCases {
-                let request = try parse("\(quality.rawValue).\(format.rawValue)")
+                let request = try parse(format: "\(quality.rawValue).\(format.rawValue)")
                 #expect(request.quality == quality && request.format == format)
             }
         }
-        #expect(status { () throws(IIIFProblem) in try parse("default.tif") } == 415)
-        #expect(status { () throws(IIIFProblem) in try parse("default.pdf") } == 415)
+        #expect(status { () throws(IIIFProblem) in try parse(format: "default.tif") } == 415)
+        #expect(status { () throws(IIIFProblem) in try parse(format: "default.pdf") } == 415)
         for bad in ["default", "default.", "grey.jpg", "native.jpg", "default.jpeg", "default.xyz", ".jpg", "Default.jpg"] {
-            #expect(status { () throws(IIIFProblem) in try parse(bad) } == 400, "\(bad)")
+            #expect(status { () throws(IIIFProblem) in try parse(format: bad) } == 400, "\(bad)")
         }
     }
 

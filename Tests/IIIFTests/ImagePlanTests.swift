@@ -14,8 +14,8 @@ struct ImagePlanTests {
         return try request.resolve(width: width, height: height, limits: limits ?? self.limits)
     }
 
-    func size(_ version: IIIFVersion = .v3, region: String = "full", _ size: String, of width: Int, _ height: Int) throws -> [Int] {
-        let r = try resolve(version, region: region, size: size, width: width, height: height)
+    func size(_ size: String, of width: Int, _ height: Int, version: IIIFVersion = .v3) throws -> [Int] {
+        let r = try resolve(version, size: size, width: width, height: height)
         return [r.width, r.height]
     }
 
@@ -59,8 +59,8 @@ struct ImagePlanTests {
             #expect(status { () throws(IIIFProblem) in try resolve(size: bad, width: 1000, height: 1000) } == 400, "\(bad)")
         }
         #expect(try size("^,1500", of: 1000, 1000) == [1500, 1500])
-        #expect(try size(.v2, ",1500", of: 1000, 1000) == [1500, 1500])
-        #expect(try size(.v2, "pct:200", of: 1000, 1000) == [2000, 2000])
+        #expect(try size(",1500", of: 1000, 1000, version: .v2) == [1500, 1500])
+        #expect(try size("pct:200", of: 1000, 1000, version: .v2) == [2000, 2000])
         #expect(try size("^!2000,500", of: 1000, 1000) == [500, 500])
     }
 
@@ -71,7 +71,7 @@ struct ImagePlanTests {
         let area = try resolve(size: "max", width: 3900, height: 2900)
         #expect(area.width * area.height <= 9_000_000 && area.width <= 3900 && abs(Double(area.width) / Double(area.height) - 3900.0 / 2900) < 0.01)
         #expect(try size("^max", of: 400, 300) == [3464, 2598])
-        #expect(try size(.v2, "full", of: 8000, 3000) == [4000, 1500])
+        #expect(try size("full", of: 8000, 3000, version: .v2) == [4000, 1500])
     }
 
     @Test("a size past a limit is 400 naming the limit")

@@ -63,3 +63,11 @@ extension IIIFStep {
 extension HTTPResponse {
     var text: String { String(decoding: body, as: UTF8.self) }
 }
+
+struct Missing: Error {}
+
+/// `#require` for where one would nest inside another (macros cannot).
+func unwrap<T>(_ value: T?) throws -> T {
+    guard let value else { throw Missing() }
+    return value
+}
