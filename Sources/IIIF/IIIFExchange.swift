@@ -56,7 +56,8 @@ struct IIIFExchange: Sendable {
         guard info.width > 0, info.height > 0 else { return .respond(IIIFFront.failure(IIIFProblem(422, "the image has no pixels"))) }
         switch kind {
         case .info(let linkedData):
-            let document = IIIFInfo(version: version, id: base, width: info.width, height: info.height, configuration: configuration)
+            let document = IIIFInfo(version: version, id: base, width: info.width, height: info.height, configuration: configuration,
+                                    tiled: info.kind != .video)
             var headers = cacheHeaders()
             headers.set("Content-Type", linkedData ? "application/ld+json;profile=\"\(version.context)\"" : "application/json")
             headers.set("Link", "<\(version.profileURI)>;rel=\"profile\"")

@@ -13,6 +13,8 @@ struct IIIFInfo {
     var width: Int
     var height: Int
     var configuration: IIIFConfiguration
+    /// Whether it offers tiles: not for a video, whose frame is served whole.
+    var tiled = true
 
     /// 3.0's features past level 2 (2.1's `supports` lists them all).
     static let extraFeatures = ["canonicalLinkHeader", "mirroring", "profileLinkHeader", "sizeUpscaling"]
@@ -67,7 +69,7 @@ struct IIIFInfo {
             fields.append(("height", .int(height)))
             fields += limits
             fields.append(("sizes", .array(sizes)))
-            fields.append(("tiles", .array(tiles)))
+            if tiled { fields.append(("tiles", .array(tiles))) }
             fields.append(("extraFormats", strings(["webp", "gif", "avif"])))
             fields.append(("extraQualities", strings(["color", "gray", "bitonal"])))
             fields.append(("extraFeatures", strings(Self.extraFeatures)))
@@ -83,7 +85,7 @@ struct IIIFInfo {
             fields.append(("width", .int(width)))
             fields.append(("height", .int(height)))
             fields.append(("sizes", .array(sizes)))
-            fields.append(("tiles", .array(tiles)))
+            if tiled { fields.append(("tiles", .array(tiles))) }
             fields.append(("profile", .array([.string(version.profileURI), .object(profile)])))
         }
         return .object(fields)

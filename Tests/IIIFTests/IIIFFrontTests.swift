@@ -44,6 +44,14 @@ struct IIIFFrontTests {
         #expect(response.headers["Vary"] == "Accept" && response.headers["Access-Control-Allow-Origin"] == "*")
     }
 
+    @Test("a video's info.json has sizes but no tiles: its frame is served whole", arguments: IIIFVersion.allCases)
+    func videoInfo(_ version: IIIFVersion) throws {
+        let step = tree.front().handle(get("/iiif/\(version.rawValue)/photos%2F2024%2Fa.jpg/info.json"))
+        let response = try unwrap(try unwrap(step.infoNeed).answer(.success(IIIFSourceInfo(width: 1920, height: 1080, kind: .video))).response)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
+        #expect(json["tiles"] == nil && (json["sizes"] as? [Any])?.isEmpty == false)
+    }
+
     @Test("the scale factors are the pyramid's levels: factor 2^k is level top − k")
     func scaleFactorsArePyramidLevels() {
         let info = IIIFInfo(version: .v3, id: "x", width: 6000, height: 4000, configuration: IIIFConfiguration(roots: [:]))
