@@ -74,7 +74,7 @@ extension IIIFImageRequest {
             guard x < W, y < H else { throw .badRequest("region: \(region) is outside the \(W)x\(H) image") }
             return (x, y, min(w, W - x), min(h, H - y))
         case let .percent(px, py, pw, ph):
-            func edge(_ percent: Double, _ side: Int) -> Int { min(side, Int((percent * Double(side) / 100).rounded(.toNearestOrAwayFromZero))) }
+            func edge(_ percent: Double, _ side: Int) -> Int { min(side, Self.roundedPixels(percent * Double(side) / 100)) }
             let left = edge(px, W), top = edge(py, H), right = edge(px + pw, W), bottom = edge(py + ph, H)
             guard left < W, top < H else { throw .badRequest("region: \(region) is outside the \(W)x\(H) image") }
             guard right > left, bottom > top else { throw .badRequest("region: \(region) is less than a pixel of the \(W)x\(H) image") }
@@ -84,7 +84,7 @@ extension IIIFImageRequest {
 
     func resolveSize(regionWidth rw: Int, regionHeight rh: Int, limits: IIIFConfiguration) throws(IIIFProblem) -> (Int, Int, Bool) {
         func scaled(_ side: Int, _ numerator: Int, _ denominator: Int) -> Int {
-            max(1, Int((Double(side) * Double(numerator) / Double(denominator)).rounded(.toNearestOrAwayFromZero)))
+            max(1, Self.roundedPixels(Double(side) * Double(numerator) / Double(denominator)))
         }
         switch size.form {
         case .max:
@@ -95,8 +95,8 @@ extension IIIFImageRequest {
         case let .height(h):
             return (scaled(rw, h, rh), h, false)
         case let .percent(n):
-            let w = Int((Double(rw) * n / 100).rounded(.toNearestOrAwayFromZero))
-            let h = Int((Double(rh) * n / 100).rounded(.toNearestOrAwayFromZero))
+            let w = Self.roundedPixels(Double(rw) * n / 100)
+            let h = Self.roundedPixels(Double(rh) * n / 100)
             guard w > 0, h > 0 else { throw .badRequest("size: \(size) of the \(rw)x\(rh) region is less than a pixel") }
             return (w, h, false)
         case let .exact(w, h):
@@ -120,5 +120,12 @@ extension IIIFImageRequest {
         // The square root's rounding may leave a pixel too many.
         while w * h > limits.maxArea && (w > 1 || h > 1) { if w >= h { w -= 1 } else { h -= 1 } }
         return (Swift.min(w, limits.maxWidth), Swift.min(h, limits.maxHeight))
+    }
+
+    /// The nearest whole pixel, halves up; a hostile percentage or ratio saturates far past
+    /// every limit instead of trapping in the conversion.
+    static func roundedPixels(_ value: Double) -> Int {
+        let rounded = value.rounded(.toNearestOrAwayFromZero)
+        return rounded < 1e15 ? Int(rounded) : 1_000_000_000_000_000
     }
 }

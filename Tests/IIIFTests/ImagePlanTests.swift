@@ -85,6 +85,19 @@ struct ImagePlanTests {
         #expect(reason("4294967295,4294967295", 5000, 5000).contains("maxWidth"))
     }
 
+    @Test("hostile numbers are 400 naming the limit, never a trap", arguments: [
+        ("full", "pct:99999999999999999999", 400), ("full", "^pct:99999999999999999999", 400), ("0,0,1,4000", "4294967295,", 400),
+        ("full", "^4294967295,", 400), ("full", "^!4294967295,4294967295", 400), ("full", "^4294967295,4294967295", 400),
+        ("pct:0,0,99999999999999999999,1", "max", 200),
+    ])
+    func hostileNumbers(_ region: String, _ size: String, _ expected: Int) {
+        // The percentages trapped converting a huge Double to Int ("Double value cannot be
+        // converted to Int because the result would be greater than Int.max").
+        for version in IIIFVersion.allCases where version == .v3 || !size.hasPrefix("^") {
+            #expect(status { () throws(IIIFProblem) in try resolve(version, region: region, size: size, width: 6000, height: 4000) } == expected)
+        }
+    }
+
     @Test("a region past the edge is cropped at it; one wholly outside is 400")
     func edgeCropping() throws {
         let cropped = try resolve(region: "5000,3000,2000,2000", size: "max", width: 6000, height: 4000)
