@@ -71,6 +71,10 @@ let package = Package(
         // viewerd-http's transport: listening sockets, limits per client, asynchronous replies
         // over libmicrohttpd. The only module that imports it.
         .target(name: "HTTPServer", dependencies: ["HTTPMessage", "CMicroHTTPD", "CMicroHTTPDShim", "SystemCalls", "Locking", "ViewerLog"]),
+        // The IIIF Image API's rules (issue 33): URL to request, the plan for the daemon, info.json,
+        // status, headers, caching, identifiers under roots, signed URLs. Passive: values in,
+        // values out, no sockets; the resolver's stat and realpath are its only file-system reads.
+        .target(name: "IIIF", dependencies: ["HTTPMessage", "ViewerProtocol"]),
         // Wire format: frames, messages, codes. No I/O, no C.
         .target(name: "ViewerProtocol"),
         // ThumbHash, the placeholders of INFO_REPLY: encoded by the workers, decoded by the clients.
@@ -159,6 +163,7 @@ let package = Package(
         .testTarget(name: "ViewerClientTests", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
         .testTarget(name: "ThumbHashTests", dependencies: ["ThumbHash"]),
+        .testTarget(name: "IIIFTests", dependencies: ["IIIF", "HTTPMessage", "ViewerProtocol"]),
         .testTarget(name: "DesktopThumbnailerTests", dependencies: ["DesktopThumbnailer", "DesktopThumbnails", "MediaFormats", "ViewerTestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPMessage", "SystemCalls", "Locking", "ViewerTestSupport"]),
         .testTarget(name: "FreedesktopThumbnailsTests", dependencies: ["FreedesktopThumbnails", "Rendering", "RenderingFixtures", "ViewerTestSupport"]),
