@@ -39,6 +39,12 @@ APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev libjpeg62-turbo-dev pkg-c
 TEST_APT_PACKAGES := libvips-tools systemd e2fsprogs libheif-examples ffmpeg ffmpegthumbnailer \
 	dbus dbus-user-session libglib2.0-bin python3-gi gir1.2-glib-2.0 tumbler procps fontconfig fonts-dejavu-core binutils \
 	libraw-bin
+# For the HTTP front's end-to-end tests (Tests/HTTP, issue 33): nginx (Debian's real nginx in
+# front of two origins, deploy/nginx/viewerd.conf), and for the official IIIF validator (PyPI
+# iiif-validator, which make installs with --no-deps into .build/python) its dependencies from
+# Debian: python3-pil (it reads every image it is served), python3-lxml, python3-magic (with
+# libmagic1) and python3-bottle (it imports them all), and python3-pip to install it.
+TEST_APT_PACKAGES += nginx python3-pil python3-lxml python3-magic python3-bottle python3-pip
 ARGS ?=
 
 .PHONY: all deps test-deps build debug run test clean install uninstall
@@ -86,7 +92,8 @@ run: build
 
 ## test: the whole suite (unit tests and end-to-end tests of the real daemon), then the Python
 ## client's tests (clients/python: codec vectors, and its clients against the debug daemon),
-## then the desktop thumbnail service's conformance suite (Tests/Desktop)
+## then the HTTP front's end-to-end tests (Tests/HTTP), then the desktop thumbnail service's
+## conformance suite (Tests/Desktop)
 # A run that hangs (a test past 20 minutes, or 10 silent) is killed by Tests/watch-tests.py, which first prints
 # which tests were running, the processes under them and their threads' stacks.
 WATCH_TESTS = python3 Tests/watch-tests.py --test-limit 1200 --quiet-limit 600 --
@@ -94,7 +101,36 @@ test: test-deps
 	$(SWIFT_BUILD) --build-tests
 	$(WATCH_TESTS) $(SWIFT_TEST) --skip-build
 	VIEWERD_BUILD_DIR="$$($(SWIFT_BUILD) --show-bin-path)" $(WATCH_TESTS) python3 -m unittest discover -s clients/python/tests -v
+	@$(MAKE) --no-print-directory http-tests
 	@$(MAKE) --no-print-directory desktop-conformance
+
+## http-check: only the HTTP front's end-to-end tests (Tests/HTTP, issue 33), after a debug build:
+## the official IIIF validator against a live viewerd-http (3.0 and 2.0 at level 2, 0 failures),
+## Debian's nginx with deploy/nginx/viewerd.conf in front of two origins. Debian's python3 (its
+## python3-pil and the validator's other dependencies); each test starts its own viewerd and
+## viewerd-http from the build on loopback ports of their choosing.
+HTTP_PYTHON ?= /usr/bin/python3
+VALIDATOR_PYTHONPATH = .build/python
+IIIF_VALIDATOR = $(VALIDATOR_PYTHONPATH)/iiif_validator/validator.py
+.PHONY: http-check http-tests
+http-check: test-deps
+	$(SWIFT_BUILD)
+	@$(MAKE) --no-print-directory http-tests
+
+## http-tests: Tests/HTTP on what is built (make test and make http-check build first)
+http-tests: $(IIIF_VALIDATOR)
+	VIEWERD_BUILD_DIR="$$($(SWIFT_BUILD) --show-bin-path)" PYTHONPATH="$(abspath $(VALIDATOR_PYTHONPATH))" \
+	  $(WATCH_TESTS) $(HTTP_PYTHON) -m unittest discover -s Tests/HTTP -v
+
+## The IIIF validator, pinned by its hash (Tests/HTTP/requirements.txt), installed into the build
+## tree once (again when that file changes; make clean removes it). Its dependencies are Debian's
+## (TEST_APT_PACKAGES), so --no-deps, and --no-build-isolation builds its sdist with Debian's
+## setuptools rather than fetching one.
+$(IIIF_VALIDATOR): Tests/HTTP/requirements.txt
+	rm -rf $(VALIDATOR_PYTHONPATH)
+	$(HTTP_PYTHON) -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps \
+	  --no-build-isolation --require-hashes --target $(VALIDATOR_PYTHONPATH) -r Tests/HTTP/requirements.txt
+	touch $@
 
 ## desktop-conformance: the desktop's thumbnail service (viewerd-thumbnailer, issue 21) driven by
 ## gdbus and GDBus clients on a session bus of its own (dbus-run-session), with a real viewerd.
@@ -198,6 +234,10 @@ install:
 	install -m 0644 systemd/sysusers.d/viewerd.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/viewerd.conf
 	if [ -e systemd/viewerd.conf ]; then install -d $(DESTDIR)/etc/viewerd && \
 	  { [ -e $(DESTDIR)/etc/viewerd/viewerd.conf ] || install -m 0644 systemd/viewerd.conf $(DESTDIR)/etc/viewerd/; }; fi
+	# viewerd-http.service's options (its roots), kept when already there as viewerd.conf is.
+	install -d $(DESTDIR)/etc/viewerd
+	# Owner only: --sign-key's keys may go in it.
+	[ -e $(DESTDIR)/etc/viewerd/http.conf ] || install -m 0600 systemd/http.conf $(DESTDIR)/etc/viewerd/http.conf
 
 ## uninstall: removes what install put there (a config you edited stays)
 uninstall:

@@ -82,6 +82,14 @@ struct MakeInstallTests {
         }
         let unit = try String(contentsOfFile: stage + "/root/opt/v/lib/systemd/user/viewerd-thumbnailer.service", encoding: .utf8)
         #expect(unit.contains("ExecStart=/opt/v/bin/viewerd-thumbnailer "))
+        // viewerd-http's units (issue 33), the service pointing at this PREFIX too; its options file is the owner's
+        for file in ["opt/v/lib/systemd/system/viewerd-http.socket", "etc/viewerd/http.conf"] {
+            #expect(FileManager.default.fileExists(atPath: stage + "/root/" + file), "\(file) not installed")
+        }
+        let front = try String(contentsOfFile: stage + "/root/opt/v/lib/systemd/system/viewerd-http.service", encoding: .utf8)
+        #expect(front.contains("ExecStart=/opt/v/bin/viewerd-http "))
+        let options = try FileManager.default.attributesOfItem(atPath: stage + "/root/etc/viewerd/http.conf")
+        #expect((options[.posixPermissions] as? Int) == 0o600)
     }
 
     /// What make build builds links no test-only code: the fixtures' writers are in

@@ -43,22 +43,66 @@ struct SystemdUnitTests {
         return keys
     }
 
-    @Test("systemd-analyze verify passes on the system units, without a warning")
-    func verifySystemUnits() throws {
+    /// viewerd-http's units (issue 33) beside the daemon's, which its service wants.
+    static let httpInstance = systemInstance + ["viewerd-http.socket", "viewerd-http.service"]
+
+    /// Verify passes on copies of these units, and says nothing about them.
+    func expectVerified(_ names: [String], user: Bool) throws {
         let directory = try DaemonProcess.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let result = try verify(try copies(Self.systemInstance, into: directory), user: false, runtimeDirectory: directory)
+        let result = try verify(try copies(names, into: directory), user: user, runtimeDirectory: directory)
         #expect(result.status == 0)
         #expect(result.complaints.isEmpty, "\(result.complaints)")
     }
 
+    @Test("systemd-analyze verify passes on the system units, without a warning")
+    func verifySystemUnits() throws {
+        try expectVerified(Self.systemInstance, user: false)
+    }
+
     @Test("systemd-analyze --user verify passes on the per-user units, without a warning")
     func verifyUserUnits() throws {
-        let directory = try DaemonProcess.makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let result = try verify(try copies(Self.userInstance, into: directory), user: true, runtimeDirectory: directory)
-        #expect(result.status == 0)
-        #expect(result.complaints.isEmpty, "\(result.complaints)")
+        try expectVerified(Self.userInstance, user: true)
+    }
+
+    @Test("systemd-analyze verify passes on viewerd-http's units, without a warning")
+    func verifyHTTPUnits() throws {
+        let front = DaemonProcess.executable("viewerd-http")
+        #expect(FileManager.default.isExecutableFile(atPath: front), "\(front) is not built: verify checks ExecStart's program")
+        try expectVerified(Self.httpInstance, user: false)
+    }
+
+    @Test("viewerd-http's service: the daemon's sandbox but the network, a dynamic user in the daemon's group, its options from /etc/viewerd/http.conf")
+    func httpService() throws {
+        let front = try keys(of: "viewerd-http.service")
+        let daemon = try keys(of: "viewerd.service")
+        // Every other setting of viewerd.service is its sandbox, and the front's too: a directive
+        // added there is asked of the front unless it is named here with the reason it differs.
+        let notSandbox: Set<String> = [
+            "Description", "Documentation", "Requires", "After", "Also", "Type", "ExecStart", "ExecReload",
+            "WatchdogSec", "Restart", "RestartSec", "RestartPreventExitStatus", "TimeoutStopSec", "OOMPolicy",
+            "User", "Group", "CacheDirectory", "CacheDirectoryMode", "RuntimeDirectory", "RuntimeDirectoryMode",
+            "RuntimeDirectoryPreserve", "MemoryHigh", "MemoryMax",
+            // the front serves the network, and installs no seccomp filter or Landlock rules of its own
+            "PrivateNetwork", "RestrictAddressFamilies", "SystemCallFilter",
+        ]
+        for (key, value) in daemon where !notSandbox.contains(key) {
+            #expect(front[key] == value, "\(key): viewerd.service has \(value), viewerd-http.service \(front[key] ?? [])")
+        }
+        #expect(front["PrivateNetwork"] == nil)
+        #expect(front["RestrictAddressFamilies"] == ["AF_UNIX AF_INET AF_INET6"])
+        #expect(front["SystemCallFilter"] == ["@system-service"])
+        #expect(front["MemoryDenyWriteExecute"] == ["yes"])
+        #expect(front["DynamicUser"] == ["yes"] && front["SupplementaryGroups"] == ["viewerd"])
+        #expect(front["Requires"] == ["viewerd-http.socket"] && front["Wants"] == ["viewerd.socket"])
+        #expect(front["EnvironmentFile"] == ["/etc/viewerd/http.conf"])
+        #expect(front["ExecStart"] == ["/usr/local/bin/viewerd-http --socket /run/viewerd/viewerd.sock $VIEWERD_HTTP_OPTIONS"])
+        #expect(front["Documentation"]?.first?.contains("man:viewerd-http(1)") == true)
+        let socket = try keys(of: "viewerd-http.socket")
+        #expect(socket["ListenStream"] == ["127.0.0.1:8080"], "loopback, as viewerd-http's own default")
+        // and the options file sets the variable the service reads
+        let options = try String(contentsOfFile: CheckConfigTests.unitDirectory + "/http.conf", encoding: .utf8)
+        #expect(options.split(separator: "\n").contains { $0.hasPrefix("VIEWERD_HTTP_OPTIONS=") })
     }
 
     @Test("verify is not a rubber stamp: a unit with a mistake is reported")
