@@ -36,7 +36,7 @@ APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev libjpeg62-turbo-dev pkg-c
 # (dcraw_emu: the bench's baseline for camera RAW, issue 31).
 TEST_APT_PACKAGES := libvips-tools systemd e2fsprogs libheif-examples ffmpeg ffmpegthumbnailer \
 	dbus dbus-user-session libglib2.0-bin python3-gi gir1.2-glib-2.0 tumbler procps fontconfig fonts-dejavu-core binutils \
-	libraw-bin
+	libraw-bin wrk nginx iipimage-server
 ARGS ?=
 
 .PHONY: all deps test-deps build debug run test clean install uninstall
