@@ -39,7 +39,8 @@ struct Settings: Sendable {
         violation, 64 on a usage error. Where it needs a worker that crashes or hangs, or a
         store map that cannot grow, it starts viewerd-testing instead (the same daemon with
         the tests' faults; by default the one beside viewerd). --only TEXT runs only the hostile
-        clients' cases whose names contain TEXT (with --phases clients: --only "not stored").
+        clients' and the http phase's cases whose names contain TEXT (with --phases clients:
+        --only "not stored"; with --phases http: --only slowloris).
 
         """
 
