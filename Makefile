@@ -43,8 +43,10 @@ TEST_APT_PACKAGES := libvips-tools systemd e2fsprogs libheif-examples ffmpeg ffm
 # front of two origins, deploy/nginx/viewerd.conf), and for the official IIIF validator (PyPI
 # iiif-validator, which make installs with --no-deps into .build/python) its dependencies from
 # Debian: python3-pil (it reads every image it is served), python3-lxml, python3-magic (with
-# libmagic1) and python3-bottle (it imports them all), and python3-pip to install it.
-TEST_APT_PACKAGES += nginx python3-pil python3-lxml python3-magic python3-bottle python3-pip
+# libmagic1) and python3-bottle (it imports them all), and python3-pip to install it; for the
+# bench's http part and the torture's: wrk (warm tiles, 16 connections) and iipimage-server
+# (IIPImage, the cold tile walk's baseline behind the same nginx).
+TEST_APT_PACKAGES += nginx python3-pil python3-lxml python3-magic python3-bottle python3-pip wrk iipimage-server
 ARGS ?=
 
 .PHONY: all deps test-deps build debug run test clean install uninstall

@@ -128,15 +128,15 @@ let package = Package(
         .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "MediaFormats", "SystemCalls", "Locking", "FreedesktopThumbnails",
                                                     "DesktopThumbnails"]),
         // ViewerDaemon: its stores are filled under the daemon's own keys (Store/RenditionKeys.swift).
-        .executableTarget(name: "viewerd-bench", dependencies: ["ViewerDaemon", "ViewerProtocol", "MediaFormats", "RenditionStore", "Rendering", "SystemCalls", "Locking",
+        .executableTarget(name: "viewerd-bench", dependencies: ["ViewerDaemon", "ViewerProtocol", "MediaFormats", "RenditionStore", "Rendering", "SystemCalls", "Locking", "HTTPMessage",
                                                          "ViewerTestSupport", "FreedesktopThumbnails", "RenderingFixtures"]),
         // make torture: hostile files, clients, load and faults against the real daemon (issue 9).
-        .executableTarget(name: "viewerd-torture", dependencies: ["ViewerProtocol", "MediaFormats", "Rendering", "SystemCalls", "Locking",
+        .executableTarget(name: "viewerd-torture", dependencies: ["ViewerProtocol", "MediaFormats", "Rendering", "SystemCalls", "Locking", "HTTPMessage",
                                                            "ViewerTestSupport", "RenderingFixtures"]),
 
         // What the tests, the bench and the torture share: the daemon launcher, the raw wire
         // client, the seeded generator. Not a product; test-only faults stay out of it.
-        .target(name: "ViewerTestSupport", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking"]),
+        .target(name: "ViewerTestSupport", dependencies: ["ViewerClient", "ViewerProtocol", "SystemCalls", "Locking", "HTTPMessage"]),
         // The fixtures' writers of the tests, the bench and the torture: pixels written and
         // decoded through libvips (ImageFixtures), hand-written PDFs (TestDocuments). Linked by
         // no product: make build builds viewerd, viewerctl and viewerd-thumbnailer without it.

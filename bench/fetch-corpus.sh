@@ -11,6 +11,9 @@
 #                        (tiled 2x2, resized, with a little sensor-like noise so that they
 #                        compress like photographs): a 24-megapixel baseline JPEG, the same image
 #                        as a progressive JPEG, and a 50-megapixel PNG
+# ROOT/corpus/http       the http part's large JPEG (issue 33): the 24 MP baseline JPEG enlarged to
+#                        7360x4912, the size of imgproxy's published benchmark (kept apart from
+#                        generated/, whose files the cold part renders)
 # ROOT/corpus/library    a real library's kinds of file, 8 distinct images each (the mosaic of
 #                        the four photographs cropped at 8 offsets, each with noise of its own
 #                        seed), one folder per class:
@@ -132,6 +135,15 @@ if [ ! -f "$BASE_JPEG" ] || [ ! -f "$PROG_JPEG" ] || [ ! -f "$BIG_PNG" ]; then
     trap - EXIT
 fi
 say "extremes: $(for f in "$BASE_JPEG" "$PROG_JPEG" "$BIG_PNG"; do printf '%s %sx%s  ' "$(basename "$f")" "$(vipsheader -f width "$f" 2>/dev/null)" "$(vipsheader -f height "$f" 2>/dev/null)"; done)"
+
+# 2a. The http part's large JPEG: 7360x4912 (36 MP) from the 24 MP one.
+LARGE_JPEG=$CORPUS/http/photo-7360x4912.jpg
+if [ ! -f "$LARGE_JPEG" ]; then
+    say "generating the 7360x4912 JPEG with vips"
+    mkdir -p "$CORPUS/http"
+    vips thumbnail "$BASE_JPEG" "$LARGE_JPEG.tmp.jpg[Q=90]" 7360 --height 4912 --size force
+    mv -f "$LARGE_JPEG.tmp.jpg" "$LARGE_JPEG"
+fi
 
 # 2b. The library classes. Each file is a crop of the 2x2 mosaic at an offset of its own,
 # with noise of a seed of its own, so that a cold run decodes 8 different files per class.

@@ -121,6 +121,13 @@ public final class DaemonProcess: @unchecked Sendable {
             commandLine += ["/usr/bin/setpriv", "--reuid", runAs, "--regid", group, "--clear-groups"]
         }
         commandLine += [executable] + daemonArguments
+        try Self.runHermetic(process, commandLine, environment: environment, logPath: logPath)
+        state.withLock { $0.process = process }
+    }
+
+    /// Runs `commandLine` in `process` with none of our `VIEWERD_*`, `NOTIFY_*` or `LISTEN_*`
+    /// variables (only `environment` added), its output appended to `logPath`, no input.
+    static func runHermetic(_ process: Process, _ commandLine: [String], environment: [String: String], logPath: String) throws {
         process.executableURL = URL(fileURLWithPath: commandLine[0])
         process.arguments = Array(commandLine.dropFirst())
         process.environment = ProcessInfo.processInfo.environment
@@ -135,7 +142,6 @@ public final class DaemonProcess: @unchecked Sendable {
         process.standardOutput = log
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        state.withLock { $0.process = process }
     }
 
     /// Starts the process and waits until it answers a handshake.

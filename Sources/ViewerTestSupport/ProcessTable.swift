@@ -65,6 +65,12 @@ public enum ProcessTable {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// Threads of the process (the Threads line of /proc/<pid>/status), 0 when gone.
+    public static func threadCount(of pid: pid_t) -> Int {
+        guard pid > 0, let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+        return text.split(separator: "\n").first { $0.hasPrefix("Threads:") }.flatMap { Int($0.dropFirst(8).trimmingCharacters(in: .whitespaces)) } ?? 0
+    }
+
     /// Open descriptors of the process, -1 when unreadable.
     public static func descriptorCount(of pid: pid_t) -> Int {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1

@@ -86,6 +86,16 @@ struct Settings {
     /// Cold Queues of each side, alternating which goes first (T V, V T, T V, ...).
     var tumblerRuns = 3
 
+    // The HTTP front (issue 33)
+    /// wrk's seconds per run on each side, and the runs (alternating which side goes first).
+    var httpWarmSeconds = 10.0
+    var httpWarmRuns = 2
+    /// The cold walk's connections at once (a browser's to one host) and its runs.
+    var httpWalkConnections = 6
+    var httpWalkRuns = 2
+    /// imgproxy's shape: requests, each of its own copy of the large JPEG.
+    var httpImgproxyRequests = 24
+
     static func forSmoke() -> Settings {
         var s = Settings()
         s.smoke = true
@@ -113,6 +123,8 @@ struct Settings {
         s.zoomPagerRuns = 1
         s.levelTimeout = 10
         s.tumblerRuns = 1
+        s.httpWarmRuns = 1
+        s.httpWalkRuns = 1
         return s
     }
 

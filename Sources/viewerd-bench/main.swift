@@ -20,7 +20,7 @@ let usage = """
                            (default: ${XDG_CACHE_HOME:-~/.cache}/viewerd-bench)
       --daemon PATH        the viewerd executable (default: the one next to viewerd-bench)
       --out DIR            where the JSON result goes (default: bench-results)
-      --only LIST          comma-separated scenarios: cold,library,warm,coalescing,scroll,scroll-alone,scale,video,info,zoom,tumbler,raw,swipe,layout,shared-memory,fast-scroll
+      --only LIST          comma-separated scenarios: cold,library,warm,coalescing,scroll,scroll-alone,scale,video,info,zoom,tumbler,raw,swipe,layout,shared-memory,fast-scroll,http
       --workers N          daemon workers and vipsthumbnail parallelism (default: cores)
       --memory-budget SIZE daemon --memory-budget (default: 256M)
       --row-interval S     scroll: seconds per row of 4 (default: 0.8)
@@ -176,6 +176,7 @@ do {
     if wants("shared-memory") { try report.part("15. raw in shared memory") { try bench.sharedMemory() } }
     if wants("layout") { try report.part("14. layout") { try bench.layoutPart() } }
     if wants("swipe") { try report.part("13. pager swiped") { try bench.swipe() } }
+    if wants("http") { try report.part("16. the HTTP front") { try bench.http() } }
 } catch {
     failure = "\(error)"
     print("\nviewerd-bench: failed: \(error)")
@@ -195,7 +196,10 @@ var document = report.document(extra: [
     "viewerd_version": version, "machine": info, "total_seconds": total,
     "settings": ["workers": settings.workers, "memory_budget": settings.memoryBudget, "cold_runs": settings.coldRuns,
                  "worker_memory_limit": settings.workerMemoryLimit, "zoom_pager_runs": settings.zoomPagerRuns,
-                 "zoom_first_tile_runs": settings.zoomFirstTileRuns, "tumbler_runs": settings.tumblerRuns, "pan_tiles_per_s": settings.panTilesPerSecond,
+                 "zoom_first_tile_runs": settings.zoomFirstTileRuns, "tumbler_runs": settings.tumblerRuns,
+                 "http_warm_seconds": settings.httpWarmSeconds, "http_warm_runs": settings.httpWarmRuns,
+                 "http_walk_connections": settings.httpWalkConnections, "http_walk_runs": settings.httpWalkRuns,
+                 "http_imgproxy_requests": settings.httpImgproxyRequests, "pan_tiles_per_s": settings.panTilesPerSecond,
                  "fling_row_interval_s": settings.flingRowInterval, "swipe_pages": settings.swipePages,
                  "layout_photos": settings.layoutPhotos, "layout_files": settings.layoutFiles,
                  "swipe_rates": [settings.swipeSlowRate, settings.swipeFastRate],

@@ -16,27 +16,31 @@ struct Settings: Sendable {
     var phases: Set<String> = Set(Settings.allPhases)
     var viewerd: String?
     var viewerdTesting: String?
+    var viewerdHTTP: String?
     var script: String?
     var rssLimitMiB = 384
     var verbose = false
     /// Runs only the hostile clients' cases whose names contain this (`--only`).
     var only: String?
 
-    static let allPhases = ["files", "clients", "load", "faults", "multi-user"]
+    static let allPhases = ["files", "clients", "load", "http", "faults", "multi-user"]
 
     static let usage = """
-        usage: viewerd-torture [--short] [--phases files,clients,load,faults,multi-user] [--work DIR] [--keep]
-                               [--seed N] [--viewerd PATH] [--viewerd-testing PATH] [--script PATH]
+        usage: viewerd-torture [--short] [--phases files,clients,load,http,faults,multi-user] [--work DIR] [--keep]
+                               [--seed N] [--viewerd PATH] [--viewerd-testing PATH] [--viewerd-http PATH] [--script PATH]
                                [--rss-limit MIB] [--verbose] [--only TEXT]
 
         Starts the real viewerd (the one built next to this program) and attacks it: hostile
-        files, hostile clients, load, faults (kill -9 of the daemon and of its workers, a
+        files, hostile clients, load, hostile HTTP clients of viewerd-http in front of it
+        (slowloris, pipelined floods, header bombs, traversal, hostile IIIF parameters, clients that
+        vanish or never read; by default the viewerd-http beside viewerd), faults (kill -9 of the daemon and of its workers, a
         tiny store budget, an unusable store directory), and multi-user (another user's
         client, through setpriv when run as root; skipped with the reason otherwise). Prints a summary; exits 1 on any
         violation, 64 on a usage error. Where it needs a worker that crashes or hangs, or a
         store map that cannot grow, it starts viewerd-testing instead (the same daemon with
         the tests' faults; by default the one beside viewerd). --only TEXT runs only the hostile
-        clients' cases whose names contain TEXT (with --phases clients: --only "not stored").
+        clients' and the http phase's cases whose names contain TEXT (with --phases clients:
+        --only "not stored"; with --phases http: --only slowloris).
 
         """
 
@@ -56,6 +60,7 @@ struct Settings: Sendable {
             case "--work": s.workDirectory = try value(argument)
             case "--viewerd": s.viewerd = try value(argument)
             case "--viewerd-testing": s.viewerdTesting = try value(argument)
+            case "--viewerd-http": s.viewerdHTTP = try value(argument)
             case "--script": s.script = try value(argument)
             case "--seed":
                 guard let n = UInt64(try value(argument)) else { throw TortureFailure("--seed needs a number") }
@@ -109,6 +114,8 @@ final class Context: @unchecked Sendable {
     let viewerd: String
     /// viewerd with the tests' faults (Tests/DaemonTesting), for the cases that need them.
     let viewerdTesting: String
+    /// The HTTP front (issue 33) the http phase puts before the main daemon.
+    let viewerdHTTP: String
     let isRoot = geteuid() == 0
     /// Good images the bystander and the load use: path and size.
     private(set) var goodImages: [(path: String, width: Int, height: Int)] = []
@@ -142,6 +149,11 @@ final class Context: @unchecked Sendable {
             ?? URL(fileURLWithPath: viewerd).deletingLastPathComponent().appendingPathComponent("viewerd-testing").path
         guard FileManager.default.isExecutableFile(atPath: viewerdTesting) else {
             throw TortureFailure("no viewerd-testing at \(viewerdTesting) (swift build builds it; or pass --viewerd-testing)")
+        }
+        viewerdHTTP = settings.viewerdHTTP
+            ?? URL(fileURLWithPath: viewerd).deletingLastPathComponent().appendingPathComponent("viewerd-http").path
+        if settings.phases.contains("http") && !FileManager.default.isExecutableFile(atPath: viewerdHTTP) {
+            throw TortureFailure("no viewerd-http at \(viewerdHTTP) (swift build builds it; or pass --viewerd-http, or leave out --phases http)")
         }
     }
 

@@ -21,7 +21,7 @@ struct TortureRun {
         }
         let report = context.report
         let main = context.makeMainDaemon()
-        let needsMain = !settings.phases.isDisjoint(with: ["files", "clients", "load"])
+        let needsMain = !settings.phases.isDisjoint(with: ["files", "clients", "load", "http"])
         if needsMain {
             do { try main.start() } catch {
                 report.violation("the daemon does not start: \(error)")
@@ -31,6 +31,9 @@ struct TortureRun {
         if settings.phases.contains("files") { HostileFiles(context, daemon: main).run() }
         if settings.phases.contains("clients") { HostileClients(context, daemon: main).run() }
         if settings.phases.contains("load") { Load(context, daemon: main).run() }
+        if settings.phases.contains("http") {
+            do { try HostileHTTP(context, daemon: main).run() } catch { report.violation("the http phase cannot prepare its files: \(error)") }
+        }
         if needsMain {
             context.ensureAlive(main, after: "at the end")
             // A clean stop: everything answered, the store flushed, status 0.

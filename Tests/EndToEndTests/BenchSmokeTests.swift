@@ -21,7 +21,7 @@ struct BenchSmokeTests {
         #expect(json["failure"] == nil, "\(json["failure"] ?? "")")
         #expect(json["smoke"] as? Bool == true)
         let results = try #require(json["results"] as? [String: Any])
-        for scenario in ["cold", "warm", "coalescing", "scroll", "two_viewers", "memory", "scale"] {
+        for scenario in ["cold", "warm", "coalescing", "scroll", "two_viewers", "memory", "scale", "http"] {
             #expect(results[scenario] != nil, "no \(scenario) in \(results.keys.sorted())")
         }
         // Every figure of the table has its verdict or none, never a harness error.
