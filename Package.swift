@@ -123,7 +123,7 @@ let package = Package(
         .executableTarget(name: "viewerd-thumbnailer", dependencies: ["DesktopThumbnailer", "DesktopThumbnails", "FreedesktopThumbnails",
                                                                   "ViewerClient", "ViewerLog"]),
         // The HTTP front (issue 33): IIIF over HTTPServer, a client of the daemon as viewerd-thumbnailer is.
-        .executableTarget(name: "viewerd-http", dependencies: ["HTTPServer", "HTTPMessage", "ViewerClient", "ViewerProtocol", "SystemCalls",
+        .executableTarget(name: "viewerd-http", dependencies: ["HTTPServer", "HTTPMessage", "IIIF", "ViewerClient", "ViewerProtocol", "SystemCalls",
                                                            "Locking", "ViewerLog"]),
         .executableTarget(name: "viewerctl", dependencies: ["ViewerClient", "ViewerProtocol", "MediaFormats", "SystemCalls", "Locking", "FreedesktopThumbnails",
                                                     "DesktopThumbnails"]),
