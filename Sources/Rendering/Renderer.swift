@@ -337,9 +337,16 @@ public struct Renderer: Sendable {
         var buffer: UnsafeMutableRawPointer?
         var length = 0
         var width: Int32 = 0, height: Int32 = 0
-        let status = withExtendedLifetime(cancellation) {
-            vs_save_buffer(image.pointer, Int32(spec.format.rawValue), Int32(spec.quality), spec.background, fast ? 1 : 0,
-                           image.profileIsSRGB ? 1 : 0, cancellation?.handle, &buffer, &length, &width, &height)
+        // Mirrored, turned and recoloured in the saver (`vs_transform`): every path that makes
+        // pixels (a thumbnail, a region, a tile, a preview) encodes through here.
+        let transform = vs_transform(rotation: Int32(spec.rotation), mirror: spec.mirror ? 1 : 0,
+                                     colour: Int32(spec.colour.rawValue))
+        let status = withUnsafePointer(to: transform) { transform in
+            withExtendedLifetime(cancellation) {
+                vs_save_buffer(image.pointer, Int32(spec.format.rawValue), Int32(spec.quality), spec.background, fast ? 1 : 0,
+                               image.profileIsSRGB ? 1 : 0, spec.isTransformed ? transform : nil, cancellation?.handle,
+                               &buffer, &length, &width, &height)
+            }
         }
         guard status == 0, let buffer else { throw .corrupt(path: path, detail: takeVipsError()) }
         defer { vs_free(buffer) }
@@ -348,12 +355,15 @@ public struct Renderer: Sendable {
     }
 
     /// Maps a spec onto vips_thumbnail's arguments. An unconstrained side becomes a side
-    /// so large it never binds (what vipsthumbnail does for "256x" or "x256").
+    /// so large it never binds (what vipsthumbnail does for "256x" or "x256"); `stretch`,
+    /// which has both sides, is forced to the box.
     public static func thumbnailBox(_ spec: RenditionSpec, vector: Bool) -> (width: Int32, height: Int32, crop: Int32, size: Int32) {
         let unbounded: Int32 = 10_000_000
         let width = spec.width == 0 ? unbounded : Int32(spec.width)
         let height = spec.height == 0 ? unbounded : Int32(spec.height)
         let crop: Int32 = spec.fit == .fill ? Int32(spec.crop.rawValue) : 0
+        // Stretch is exactly the box, each side to its length (VIPS_SIZE_FORCE).
+        if spec.fit == .stretch { return (width, height, 0, 3) }
         // Vectors have no pixels to enlarge: they are drawn at the size asked for.
         let size: Int32 = spec.upscale || vector ? 0 : 2  // VIPS_SIZE_BOTH or VIPS_SIZE_DOWN
         return (width, height, crop, size)
