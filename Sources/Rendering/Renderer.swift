@@ -1,5 +1,6 @@
 import CFFmpegShim
 import CVipsShim
+import Glibc
 import Locking
 import MediaFormats
 import ViewerProtocol
@@ -333,6 +334,11 @@ public struct Renderer: Sendable {
     /// `fast`: always encode fast (a level's tiles, cut by the hundred).
     func encode(_ image: VipsImageRef, spec: RenditionSpec, path: String, cancellation: RenderCancellation?,
                 fast: Bool = false) throws(RenderError) -> Rendition {
+        if let turned = Self.turnedSize(image.size, rotation: spec.rotation),
+           max(turned.width, turned.height) > Int(limits.maxOutputSide) {
+            throw .invalidSpec("rotation: \(image.size.width)x\(image.size.height) turned \(spec.rotation)° is "
+                               + "\(turned.width)x\(turned.height), over the limit of \(limits.maxOutputSide) pixels a side (\(path))")
+        }
         let fast = fast || image.size.width * image.size.height > Self.fastEncodingPixels
         var buffer: UnsafeMutableRawPointer?
         var length = 0
@@ -352,6 +358,15 @@ public struct Renderer: Sendable {
         defer { vs_free(buffer) }
         let bytes = [UInt8](UnsafeRawBufferPointer(start: buffer, count: length))
         return Rendition(format: spec.format, width: UInt32(width), height: UInt32(height), bytes: bytes)
+    }
+
+    /// The box an angle other than a quarter turn grows a `size` picture to (about what
+    /// vips_rotate makes); nil for a quarter turn or none, which keep the sides or swap them.
+    static func turnedSize(_ size: (width: Int, height: Int, bands: Int), rotation: UInt16) -> (width: Int, height: Int)? {
+        guard rotation % 90 != 0 else { return nil }
+        let angle = Double(rotation) * .pi / 180, c = abs(cos(angle)), s = abs(sin(angle))
+        let (w, h) = (Double(size.width), Double(size.height))
+        return (Int((w * c + h * s).rounded(.up)), Int((w * s + h * c).rounded(.up)))
     }
 
     /// Maps a spec onto vips_thumbnail's arguments. An unconstrained side becomes a side

@@ -150,6 +150,11 @@ struct TransformTests {
         #expect(png.bands == 4)
         #expect(Self.pixel(png, 0, 0)[3] == 0, "a corner is transparent")
         #expect(Self.pixel(png, png.width / 2, png.height / 2)[3] == 255, "the middle is the picture")
+        // A turn that would grow past the largest side is refused, naming the field.
+        let limited = Renderer(limits: RenderLimits(maxOutputSide: 80))
+        #expect(throws: RenderError.self) {
+            try limited.render(SourceFile(path: file), spec: RenditionSpec(width: 80, height: 40, format: .png, rotation: 30))
+        }
         let (_, jpeg) = try Self.render(file) { ($0.rotation, $0.format, $0.background) = (45, .jpeg, 0x0000FF) }
         let corner = Self.pixel(jpeg, 1, 1)
         #expect(jpeg.bands == 3 && corner[2] > 200 && corner[0] < 60 && corner[1] < 60, "\(corner)")
