@@ -28,9 +28,10 @@ _viewerctl() {
     done
     case "$prev" in
         --socket) _viewerctl_files; return ;;
-        --mode) COMPREPLY=($(compgen -W "fit fill" -- "$cur")); return ;;
+        --mode) COMPREPLY=($(compgen -W "fit fill stretch" -- "$cur")); return ;;
         --crop) COMPREPLY=($(compgen -W "centre attention entropy" -- "$cur")); return ;;
-        --format|-f) COMPREPLY=($(compgen -W "jpeg webp png avif raw" -- "$cur")); return ;;
+        --colour) COMPREPLY=($(compgen -W "colour gray bitonal" -- "$cur")); return ;;
+        --format|-f) COMPREPLY=($(compgen -W "jpeg webp png avif gif raw" -- "$cur")); return ;;
         --priority) COMPREPLY=($(compgen -W "visible high normal prefetch background" -- "$cur")); return ;;
         --size|-s) COMPREPLY=($(compgen -W "128x128 256x256 512x512 1024x1024" -- "$cur")); return ;;
         --tile-size) COMPREPLY=($(compgen -W "256 512" -- "$cur")); return ;;
@@ -38,7 +39,7 @@ _viewerctl() {
         --order) COMPREPLY=($(compgen -W "name modified" -- "$cur")); return ;;
         --flavor) COMPREPLY=($(compgen -W "normal large x-large xx-large" -- "$cur")); return ;;
         --cache) _viewerctl_files; return ;;
-        --quality|-q|--time|-t|--to|--region|--offset|--limit) return ;;
+        --quality|-q|--time|-t|--to|--region|--rotate|--offset|--limit) return ;;
         -o|--output) _viewerctl_files; return ;;
     esac
     if [[ -z "$command" ]]; then
@@ -47,9 +48,9 @@ _viewerctl() {
     fi
     local options=""
     case "$command" in
-        render) options="--size --mode --crop --format --quality --time --region --priority --cache-only -o --output --help" ;;
-        tile) options="--tile-size --overlap --format --quality --priority --cache-only -o --output --pyramid --json --help" ;;
-        warm) options="--size --mode --crop --format --quality --time --priority --recursive --help" ;;
+        render) options="--size --mode --crop --format --quality --time --region --rotate --mirror --colour --priority --cache-only -o --output --help" ;;
+        tile) options="--tile-size --overlap --format --quality --rotate --mirror --colour --priority --cache-only -o --output --pyramid --json --help" ;;
+        warm) options="--size --mode --crop --format --quality --time --rotate --mirror --colour --priority --recursive --help" ;;
         info) options="--batch --json --help" ;;
         layout) options="--order --offset --limit --json --help" ;;
         export-xdg) options="--flavor --recursive --cache --help" ;;

@@ -17,11 +17,13 @@ function __viewerctl_command_options -a command
         set -l when "__fish_seen_subcommand_from $command"
         switch $option
             case --mode
-                complete -c viewerctl -n $when $flag $name -x -a "fit fill"
+                complete -c viewerctl -n $when $flag $name -x -a "fit fill stretch"
             case --crop
                 complete -c viewerctl -n $when $flag $name -x -a "centre attention entropy"
+            case --colour
+                complete -c viewerctl -n $when $flag $name -x -a "colour gray bitonal"
             case --format
-                complete -c viewerctl -n $when $flag $name -x -a "jpeg webp png avif raw"
+                complete -c viewerctl -n $when $flag $name -x -a "jpeg webp png avif gif raw"
             case --priority
                 complete -c viewerctl -n $when $flag $name -x -a "visible high normal prefetch background"
             case --size
@@ -32,7 +34,7 @@ function __viewerctl_command_options -a command
                 complete -c viewerctl -n $when $flag $name -x -a "0 1"
             case --flavor
                 complete -c viewerctl -n $when $flag $name -x -a "normal large x-large xx-large"
-            case --quality --time --to --region
+            case --quality --time --to --region --rotate
                 complete -c viewerctl -n $when $flag $name -x
             case -o --output --cache
                 complete -c viewerctl -n $when $flag $name -r -F
@@ -44,9 +46,9 @@ function __viewerctl_command_options -a command
     complete -c viewerctl -n "__fish_seen_subcommand_from $command" -F
 end
 
-__viewerctl_command_options render --size --mode --crop --format --quality --time --region --priority --cache-only -o --output --help
-__viewerctl_command_options tile --tile-size --overlap --format --quality --priority --cache-only -o --output --pyramid --json --help
-__viewerctl_command_options warm --size --mode --crop --format --quality --time --priority --recursive --help
+__viewerctl_command_options render --size --mode --crop --format --quality --time --region --rotate --mirror --colour --priority --cache-only -o --output --help
+__viewerctl_command_options tile --tile-size --overlap --format --quality --rotate --mirror --colour --priority --cache-only -o --output --pyramid --json --help
+__viewerctl_command_options warm --size --mode --crop --format --quality --time --rotate --mirror --colour --priority --recursive --help
 __viewerctl_command_options info --batch --json --help
 __viewerctl_command_options layout --order --offset --limit --json --help
 __viewerctl_command_options export-xdg --flavor --recursive --cache --help

@@ -91,11 +91,16 @@ static int webp_without_metadata(uint8_t *webp, size_t *len) {
 }
 
 int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background, int fast, int profile_is_srgb,
-                   vs_cancel *cancel, void **buf, size_t *len, int *out_width, int *out_height) {
+                   const vs_transform *transform, vs_cancel *cancel, void **buf, size_t *len, int *out_width,
+                   int *out_height) {
     *buf = NULL;
     *len = 0;
     VipsImage *img = NULL;
     if (rendition_pixels(image, profile_is_srgb, &img)) return -1;
+    if (transform && shim_turn(&img, transform)) {
+        g_object_unref(img);
+        return -1;
+    }
     if (cancel) {
         vips_image_set_progress(img, TRUE);
         g_signal_connect(img, "eval", G_CALLBACK(shim_on_eval), cancel);
@@ -111,6 +116,20 @@ int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t backgroun
         if (r) return -1;
         img = flat;
     }
+    // Recoloured after the flattening: a bitonal JPEG's rotated corners are black or white too.
+    if (transform && shim_recolour(&img, transform->colour)) {
+        g_object_unref(img);
+        return -1;
+    }
+    // Gray or bitonal pixels are written as one band; RAW is RGBA whatever they are.
+    if (format == VS_FORMAT_RAW && vips_image_get_bands(img) < 3) {
+        VipsImage *rgb = NULL;
+        int r = vips_colourspace(img, &rgb, VIPS_INTERPRETATION_sRGB, NULL);
+        g_object_unref(img);
+        if (r) return -1;
+        img = rgb;
+    }
+    has_alpha = vips_image_hasalpha(img);
     int result = -1;
     switch (format) {
     case VS_FORMAT_JPEG:
@@ -136,6 +155,9 @@ int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t backgroun
         result = vips_heifsave_buffer(img, buf, len, "Q", quality, "compression",
                                       VIPS_FOREIGN_HEIF_COMPRESSION_AV1, "effort", 2, "strip", TRUE,
                                       NULL);
+        break;
+    case VS_FORMAT_GIF:
+        result = vips_gifsave_buffer(img, buf, len, "strip", TRUE, NULL);
         break;
     case VS_FORMAT_RAW: {
         VipsImage *rgba = NULL;

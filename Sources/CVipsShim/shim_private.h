@@ -2,6 +2,7 @@
 // One file per concern: shim.c (start, errors, cancel, gate), source.c (the descriptor's
 // source), header.c, thumbnail.c (thumbnails, plans, fits, crops, joins), preview.c,
 // alpha_shrink.c, tiles.c (sink_bands), save.c (encode, load a rendition, the tests' writer),
+// transform.c (mirror, rotation, gray and bitonal before the save),
 // direct_save.c (JPEG and RAW computed and written on the calling thread),
 // jpeg_partial.c (the DC-only progressive JPEG decode), placeholder.c (a ThumbHash's pixels).
 #ifndef VIEWERD_SHIM_PRIVATE_H
@@ -28,6 +29,15 @@ int shim_to_srgb8(VipsImage *in, VipsImage **out);
 /// image is not one it writes (the caller uses libvips' saver).
 int shim_save_jpeg_direct(VipsImage *in, int quality, int optimize_coding, vs_cancel *cancel, void **buf,
                           size_t *len);
+
+/// Mirrors and turns *image as `transform` says (transform.c): 8-bit sRGB in, 8-bit sRGB out,
+/// with alpha when an angle other than a quarter turn opened corners (transparent). *image is
+/// replaced on success; on failure it is left as it was, with libvips' error set (-1).
+int shim_turn(VipsImage **image, const vs_transform *transform);
+
+/// Recolours *image (8-bit sRGB, alpha kept) as `colour` says: one band of gray, or of black
+/// and white (transform.c). *image is replaced on success, left on failure (-1).
+int shim_recolour(VipsImage **image, int colour);
 
 /// `in`'s pixels, computed on this thread, packed rows in a g_malloc'd buffer (direct_save.c).
 int shim_save_raw_direct(VipsImage *in, vs_cancel *cancel, void **buf, size_t *len);

@@ -131,7 +131,8 @@ extension Renderer {
     /// a pixel (libvips rounds along its shrink-on-load path: `plannedSize` knows exactly).
     /// `fit` scales the upright source by the binding side's ratio in exact integer
     /// arithmetic, halves rounded up, so the same proportions always give the same answer;
-    /// never enlarged unless `upscale` or a vector; at least 1 pixel a side. `fill` is the box.
+    /// never enlarged unless `upscale` or a vector; at least 1 pixel a side. `fill` and
+    /// `stretch` are the box. Before the rotation (a quarter turn swaps the sides).
     public static func outputSize(_ header: SourceHeader, spec: RenditionSpec) -> (width: Int, height: Int) {
         let spec = spec.normalized()
         // EXIF orientations 5-8 swap the sides.
@@ -139,7 +140,7 @@ extension Renderer {
         let sw = upright ? header.height : header.width, sh = upright ? header.width : header.height
         guard sw > 0, sh > 0 else { return (0, 0) }
         let bw = Int(spec.width), bh = Int(spec.height)
-        if spec.fit == .fill { return (bw, bh) }
+        if spec.fit != .fit { return (bw, bh) }
         guard bw > 0 || bh > 0 else { return (sw, sh) }
         // The width binds when bw/sw <= bh/sh (an unconstrained side never binds). Sides are
         // below 2^32 and boxes below 2^16, so the products fit in 64 bits.

@@ -37,10 +37,12 @@ extension Renderer {
     /// The placeholder of a finished rendition of the whole picture (its encoded bytes,
     /// shrunk on load, or its raw pixels); nil for a part of it (a region, a tile, a `fill`
     /// crop that cut more than rounding: the ThumbHash keeps an aspect ratio, and a cell's
-    /// crop is not the picture) or when it cannot be read back.
+    /// crop is not the picture), for one that is not its picture as it is (turned, mirrored,
+    /// recoloured, stretched), or when it cannot be read back.
     /// - Parameter original: the source's media info (upright sides), which the crop is judged by.
     func placeholder(of rendition: Rendition, spec: RenditionSpec, original: MediaInfo) -> [UInt8]? {
-        guard spec.region == nil, spec.tile == nil, rendition.width > 0, rendition.height > 0,
+        guard spec.region == nil, spec.tile == nil, !spec.isTransformed, spec.fit != .stretch,
+              rendition.width > 0, rendition.height > 0,
               Self.isWholePicture(rendition, of: original) else { return nil }
         if rendition.format == .raw { return Self.placeholder(ofPixels: rendition) }
         // Shrunk on load: a pager's 2560x1440 JPEG decodes at 1/8.

@@ -15,20 +15,21 @@ extension Renderer {
     }
 
     /// The plan of a region render of an upright `image`: scale s fits the region into the
-    /// box (covers it for `fill`), at most 1 without `upscale`; edges are the region's scaled
-    /// and rounded, so the same region at scale 1 is exactly its pixels.
+    /// box (covers it for `fill` and `stretch`), at most 1 without `upscale` (but for
+    /// `stretch`, always the box); edges are the region's scaled and rounded, so the same
+    /// region at scale 1 is exactly its pixels. A `stretch` cut is then resized to the box.
     public static func regionPlan(_ region: PixelRegion, image: (width: Int, height: Int), spec: RenditionSpec) -> RegionPlan {
         let rw = Double(region.width), rh = Double(region.height)
         let sx = spec.width == 0 ? nil : Double(spec.width) / rw
         let sy = spec.height == 0 ? nil : Double(spec.height) / rh
         var scale: Double
         switch (sx, sy) {
-        case let (x?, y?): scale = spec.fit == .fill ? max(x, y) : min(x, y)
+        case let (x?, y?): scale = spec.fit == .fit ? min(x, y) : max(x, y)
         case let (x?, nil): scale = x
         case let (nil, y?): scale = y
         case (nil, nil): scale = 1
         }
-        if !spec.upscale { scale = min(scale, 1) }
+        if !spec.upscale && spec.fit != .stretch { scale = min(scale, 1) }
         func scaled(_ value: Double) -> Int { Int((value * scale).rounded()) }
         let sw = max(1, Int((Double(image.width) * scale).rounded())), sh = max(1, Int((Double(image.height) * scale).rounded()))
         let left = min(scaled(Double(region.x)), sw - 1), top = min(scaled(Double(region.y)), sh - 1)
@@ -40,6 +41,7 @@ extension Renderer {
     /// The output size of a region or tile spec for an upright image; nil for other specs.
     static func zoomedSize(_ spec: RenditionSpec, image: (width: Int, height: Int)) -> (width: Int, height: Int)? {
         if let region = spec.region {
+            if spec.fit == .stretch { return (Int(spec.width), Int(spec.height)) }
             let plan = regionPlan(region, image: image, spec: spec)
             guard spec.fit == .fill else { return (plan.width, plan.height) }
             return (min(plan.width, Int(spec.width)), min(plan.height, Int(spec.height)))
@@ -108,10 +110,9 @@ extension Renderer {
                 let full = try decoder.scaled(source, header: header, size: image, spec: spec, cancellation: cancellation)
                 let part = try crop(full, x: Int(region.x), y: Int(region.y), width: Int(region.width),
                                     height: Int(region.height), path: source.path)
-                var out: OpaquePointer?
-                guard vs_thumbnail_image(part.pointer, Int32(plan.width), Int32(plan.height), 0, 3 /* force */, 0, &out) == 0,
-                      let out else { throw .corrupt(path: source.path, detail: takeVipsError()) }
-                cut = VipsImageRef(out)
+                // A stretch goes to its box at once, not through the region's enlargement.
+                let size = spec.fit == .stretch ? (Int(spec.width), Int(spec.height)) : (plan.width, plan.height)
+                cut = try forced(part, to: size, path: source.path)
             } else {
                 let scaled = try decoder.scaled(source, header: header, size: (plan.scaledWidth, plan.scaledHeight), spec: spec,
                                                 cancellation: cancellation)
@@ -236,8 +237,13 @@ extension Renderer {
         }
     }
 
-    /// For `fill`, the centre of a region's cut that the box holds; the cut itself for `fit`.
+    /// For `fill`, the centre of a region's cut that the box holds; for `stretch`, the cut
+    /// resized to the box; the cut itself for `fit`.
     private func fillCut(_ cut: VipsImageRef, plan: RegionPlan, spec: RenditionSpec, path: String) throws(RenderError) -> VipsImageRef {
+        if spec.fit == .stretch {
+            let box = (Int(spec.width), Int(spec.height))
+            return cut.size.width == box.0 && cut.size.height == box.1 ? cut : try forced(cut, to: box, path: path)
+        }
         guard spec.fit == .fill, plan.width > Int(spec.width) || plan.height > Int(spec.height) else { return cut }
         let (w, h) = (min(plan.width, Int(spec.width)), min(plan.height, Int(spec.height)))
         return try crop(cut, x: (plan.width - w) / 2, y: (plan.height - h) / 2, width: w, height: h, path: path)
@@ -247,6 +253,14 @@ extension Renderer {
     private func levelOf(_ spec: RenditionSpec, image: (width: Int, height: Int)) throws(RenderError) -> (TilePyramid, TileAddress) {
         guard let address = spec.tile else { throw .invalidSpec("tile: none asked") }
         return (address.pyramid(width: image.width, height: image.height), address)
+    }
+
+    /// `image` resized to exactly `size`, each side to its length.
+    private func forced(_ image: VipsImageRef, to size: (width: Int, height: Int), path: String) throws(RenderError) -> VipsImageRef {
+        var out: OpaquePointer?
+        guard vs_thumbnail_image(image.pointer, Int32(size.width), Int32(size.height), 0, 3 /* force */, 0, &out) == 0,
+              let out else { throw .corrupt(path: path, detail: takeVipsError()) }
+        return VipsImageRef(out)
     }
 
     private func crop(_ image: VipsImageRef, x: Int, y: Int, width: Int, height: Int, path: String) throws(RenderError) -> VipsImageRef {

@@ -1,5 +1,6 @@
 import CFFmpegShim
 import CVipsShim
+import Glibc
 import Locking
 import MediaFormats
 import ViewerProtocol
@@ -333,13 +334,25 @@ public struct Renderer: Sendable {
     /// `fast`: always encode fast (a level's tiles, cut by the hundred).
     func encode(_ image: VipsImageRef, spec: RenditionSpec, path: String, cancellation: RenderCancellation?,
                 fast: Bool = false) throws(RenderError) -> Rendition {
+        if let turned = Self.turnedSize(image.size, rotation: spec.rotation),
+           max(turned.width, turned.height) > Int(limits.maxOutputSide) {
+            throw .invalidSpec("rotation: \(image.size.width)x\(image.size.height) turned \(spec.rotation)° is "
+                               + "\(turned.width)x\(turned.height), over the limit of \(limits.maxOutputSide) pixels a side (\(path))")
+        }
         let fast = fast || image.size.width * image.size.height > Self.fastEncodingPixels
         var buffer: UnsafeMutableRawPointer?
         var length = 0
         var width: Int32 = 0, height: Int32 = 0
-        let status = withExtendedLifetime(cancellation) {
-            vs_save_buffer(image.pointer, Int32(spec.format.rawValue), Int32(spec.quality), spec.background, fast ? 1 : 0,
-                           image.profileIsSRGB ? 1 : 0, cancellation?.handle, &buffer, &length, &width, &height)
+        // Mirrored, turned and recoloured in the saver (`vs_transform`): every path that makes
+        // pixels (a thumbnail, a region, a tile, a preview) encodes through here.
+        let transform = vs_transform(rotation: Int32(spec.rotation), mirror: spec.mirror ? 1 : 0,
+                                     colour: Int32(spec.colour.rawValue))
+        let status = withUnsafePointer(to: transform) { transform in
+            withExtendedLifetime(cancellation) {
+                vs_save_buffer(image.pointer, Int32(spec.format.rawValue), Int32(spec.quality), spec.background, fast ? 1 : 0,
+                               image.profileIsSRGB ? 1 : 0, spec.isTransformed ? transform : nil, cancellation?.handle,
+                               &buffer, &length, &width, &height)
+            }
         }
         guard status == 0, let buffer else { throw .corrupt(path: path, detail: takeVipsError()) }
         defer { vs_free(buffer) }
@@ -347,13 +360,25 @@ public struct Renderer: Sendable {
         return Rendition(format: spec.format, width: UInt32(width), height: UInt32(height), bytes: bytes)
     }
 
+    /// The box an angle other than a quarter turn grows a `size` picture to (about what
+    /// vips_rotate makes); nil for a quarter turn or none, which keep the sides or swap them.
+    static func turnedSize(_ size: (width: Int, height: Int, bands: Int), rotation: UInt16) -> (width: Int, height: Int)? {
+        guard rotation % 90 != 0 else { return nil }
+        let angle = Double(rotation) * .pi / 180, c = abs(cos(angle)), s = abs(sin(angle))
+        let (w, h) = (Double(size.width), Double(size.height))
+        return (Int((w * c + h * s).rounded(.up)), Int((w * s + h * c).rounded(.up)))
+    }
+
     /// Maps a spec onto vips_thumbnail's arguments. An unconstrained side becomes a side
-    /// so large it never binds (what vipsthumbnail does for "256x" or "x256").
+    /// so large it never binds (what vipsthumbnail does for "256x" or "x256"); `stretch`,
+    /// which has both sides, is forced to the box.
     public static func thumbnailBox(_ spec: RenditionSpec, vector: Bool) -> (width: Int32, height: Int32, crop: Int32, size: Int32) {
         let unbounded: Int32 = 10_000_000
         let width = spec.width == 0 ? unbounded : Int32(spec.width)
         let height = spec.height == 0 ? unbounded : Int32(spec.height)
         let crop: Int32 = spec.fit == .fill ? Int32(spec.crop.rawValue) : 0
+        // Stretch is exactly the box, each side to its length (VIPS_SIZE_FORCE).
+        if spec.fit == .stretch { return (width, height, 0, 3) }
         // Vectors have no pixels to enlarge: they are drawn at the size asked for.
         let size: Int32 = spec.upscale || vector ? 0 : 2  // VIPS_SIZE_BOTH or VIPS_SIZE_DOWN
         return (width, height, crop, size)

@@ -44,6 +44,20 @@ public enum ImageFixtures {
         return pixels
     }
 
+    /// Four quadrants of one colour each, 3 bands: red top left, green top right, blue bottom
+    /// left, white bottom right; where a turn or a mirroring puts each corner shows at once.
+    public static func quadrants(width: Int, height: Int) -> [UInt8] {
+        var pixels = [UInt8](repeating: 0, count: width * height * 3)
+        for y in 0..<height {
+            for x in 0..<width {
+                let colour: [UInt8] = y < height / 2 ? (x < width / 2 ? [255, 0, 0] : [0, 255, 0])
+                                                     : (x < width / 2 ? [0, 0, 255] : [255, 255, 255])
+                pixels.replaceSubrange((y * width + x) * 3..<((y * width + x) * 3 + 3), with: colour)
+            }
+        }
+        return pixels
+    }
+
     /// Decodes an encoded image to 8-bit pixels.
     public static func decode(_ bytes: [UInt8]) throws(RenderError) -> (pixels: [UInt8], width: Int, height: Int, bands: Int) {
         try startLibvips()

@@ -308,7 +308,7 @@ extension Capabilities {
         let known: [(Capabilities, String)] = [
             (.descriptorPassing, "descriptor passing"), (.previews, "previews"), (.prefetch, "prefetch"),
             (.invalidate, "invalidation"), (.cancellation, "cancellation"), (.mediaInfo, "media info"),
-            (.zoom, "regions and tiles"), (.layout, "layout"),
+            (.zoom, "regions and tiles"), (.layout, "layout"), (.transforms, "transforms"),
         ]
         let names = known.filter { contains($0.0) }.map(\.1)
         return names.isEmpty ? "capabilities 0x\(String(rawValue, radix: 16))" : names.joined(separator: ", ")

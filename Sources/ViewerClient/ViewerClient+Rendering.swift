@@ -216,9 +216,11 @@ extension ViewerClient {
     private func start(_ request: RenderRequest, descriptor: Int32?) -> RenderRequestHandle {
         let call = RenderCall()
         let connection = connection()
+        // A daemon without `transforms` would ignore a rotation and refuse a stretch or a GIF.
+        var requires: Capabilities = descriptor == nil ? [] : .descriptorPassing
+        if request.spec.requiresTransforms { requires.insert(.transforms) }
         let id = connection.submit(.render(request), flags: descriptor == nil ? 0 : FrameFlags.descriptor,
-                                   descriptor: descriptor, requires: descriptor == nil ? [] : .descriptorPassing,
-                                   sink: call)
+                                   descriptor: descriptor, requires: requires, sink: call)
         return RenderRequestHandle(requestID: id, path: request.path, call: call, connection: connection, client: self)
     }
 }

@@ -76,7 +76,11 @@ public final class ViewerConnection {
     /// When the daemon runs as another user (`daemonIsAnotherUser`), the file is opened here
     /// and its descriptor passed; if it cannot be opened here, the path is sent as it is and
     /// the daemon's answer (`not-found`, `permission-denied`) stands.
+    ///
+    /// - Throws: `.unsupported` for a turned, recoloured, stretched or GIF spec when the
+    ///   daemon does not announce `transforms` (it would ignore or refuse them).
     public func render(_ request: RenderRequest) throws(ViewerClientError) -> RenderResult {
+        try requireTransforms(request.spec)
         if daemonIsAnotherUser, welcome.capabilities.contains(.descriptorPassing),
            let descriptor = try? Posix.openForReading(request.path) {
             defer { Posix.close(descriptor) }
@@ -91,7 +95,14 @@ public final class ViewerConnection {
     /// - Throws: `.unsupported` when the daemon does not announce descriptor passing.
     public func render(_ request: RenderRequest, descriptor: Int32) throws(ViewerClientError) -> RenderResult {
         guard welcome.capabilities.contains(.descriptorPassing) else { throw .unsupported(Capabilities.descriptorPassing.names) }
+        try requireTransforms(request.spec)
         return try Self.result(of: call(.render(request), descriptor: descriptor))
+    }
+
+    private func requireTransforms(_ spec: RenditionSpec) throws(ViewerClientError) {
+        guard !spec.requiresTransforms || welcome.capabilities.contains(.transforms) else {
+            throw .unsupported(Capabilities.transforms.names)
+        }
     }
 
     private static func result(of reply: Message) throws(ViewerClientError) -> RenderResult {

@@ -63,16 +63,20 @@ public struct Capabilities: OptionSet, Sendable, Hashable {
     /// A raw rendition asked for with `RenderRequest.sharedMemory` arrives as a sealed memfd
     /// attached to its RESULT or PREVIEW, not in the frame (bit 8; bit 7 is taken by batch layout).
     public static let sharedMemory = Capabilities(rawValue: 1 << 8)
+    /// RENDER's `rotation`, `mirror` and `colour` fields (tags 19-21), `fit` `stretch` and the
+    /// `gif` format: without it a server ignores the fields and refuses the values as malformed.
+    public static let transforms = Capabilities(rawValue: 1 << 9)
 }
 
 extension Capabilities: CustomStringConvertible {
     /// The names PROTOCOL.md gives the bits, and the number of any bit it does not name:
-    /// `[descriptor-passing, previews, bit 9]`.
+    /// `[descriptor-passing, previews, bit 10]`.
     public var description: String {
         let named: [(Capabilities, String)] = [(.descriptorPassing, "descriptor-passing"), (.previews, "previews"),
                                                (.prefetch, "prefetch"), (.invalidate, "invalidate"),
                                                (.cancellation, "cancellation"), (.mediaInfo, "media-info"),
-                                               (.zoom, "zoom"), (.layout, "layout"), (.sharedMemory, "shared-memory")]
+                                               (.zoom, "zoom"), (.layout, "layout"), (.sharedMemory, "shared-memory"),
+                                               (.transforms, "transforms")]
         var names = named.filter { contains($0.0) }.map(\.1)
         let known = named.reduce(Capabilities()) { $0.union($1.0) }
         for bit in 0..<64 where rawValue & ~known.rawValue & (1 << UInt64(bit)) != 0 { names.append("bit \(bit)") }

@@ -6,14 +6,15 @@ enum Tag {
         static let maxRequestBody: UInt16 = 3, maxResponseBody: UInt16 = 4
         static let capabilities: UInt16 = 5, maxOutstanding: UInt16 = 6
     }
-    /// RENDER, and the spec fields (2-10 and 14-16) of PREFETCH and STOP_PREFETCH. Senders
-    /// write fields in tag order, so the time, region and tile (later additions) come last.
+    /// RENDER, and the spec fields (2-10, 14-16 and 19-21) of PREFETCH and STOP_PREFETCH.
+    /// Senders write fields in tag order, so the later additions come last.
     enum Render {
         static let path: UInt16 = 1, width: UInt16 = 2, height: UInt16 = 3, fit: UInt16 = 4
         static let crop: UInt16 = 5, format: UInt16 = 6, quality: UInt16 = 7, background: UInt16 = 8
         static let page: UInt16 = 9, upscale: UInt16 = 10, priority: UInt16 = 11, delivery: UInt16 = 12
         static let allowLarger: UInt16 = 13, time: UInt16 = 14, region: UInt16 = 15, tile: UInt16 = 16
         static let sourceInfo: UInt16 = 17, sharedMemory: UInt16 = 18
+        static let rotation: UInt16 = 19, mirror: UInt16 = 20, colour: UInt16 = 21
     }
     /// PREFETCH and STOP_PREFETCH: tag 1 is the list of paths, 2-10 the spec, 11 the priority.
     enum Prefetch { static let paths: UInt16 = 1 }
@@ -75,6 +76,7 @@ extension Message {
             Self.putSpecAdditions(m.spec, into: &w)
             if m.sourceInfo { w.put(Tag.Render.sourceInfo, true) }
             if m.sharedMemory { w.put(Tag.Render.sharedMemory, true) }
+            Self.putTransforms(m.spec, into: &w)
         case .setPriority(let priority):
             w.put(Tag.SetPriority.priority, priority.rawValue)
         case .prefetch(let m), .stopPrefetch(let m):
@@ -82,6 +84,7 @@ extension Message {
             Self.putSpec(m.spec, into: &w)
             w.put(Tag.Render.priority, m.priority.rawValue)
             Self.putSpecAdditions(m.spec, into: &w)
+            Self.putTransforms(m.spec, into: &w)
         case .invalidate(let m):
             w.put(Tag.Invalidate.path, m.path)
             w.put(Tag.Invalidate.recursive, m.recursive)
@@ -227,7 +230,9 @@ extension Message {
             page: try r.integer(Tag.Render.page) ?? 0, upscale: try r.bool(Tag.Render.upscale) ?? false,
             timeMillis: try r.integer(Tag.Render.time),
             region: try structure(r, Tag.Render.region, PixelRegion.init(wire:)),
-            tile: try structure(r, Tag.Render.tile, TileAddress.init(wire:)))
+            tile: try structure(r, Tag.Render.tile, TileAddress.init(wire:)),
+            rotation: try r.integer(Tag.Render.rotation) ?? 0, mirror: try r.bool(Tag.Render.mirror) ?? false,
+            colour: try enumValue(ColourMode.self, r, Tag.Render.colour, "colour mode", default: .colour))
     }
 
     /// A field holding a fixed-size structure: nil when absent, malformed when `decode` refuses
@@ -243,6 +248,13 @@ extension Message {
         if let time = spec.timeMillis { w.put(Tag.Render.time, time) }
         if let region = spec.region { w.put(Tag.Render.region, bytes: region.bytes) }
         if let tile = spec.tile { w.put(Tag.Render.tile, bytes: tile.bytes) }
+    }
+
+    /// The spec's rotation, mirroring and colour (tags 19-21), each when it is not the default.
+    private static func putTransforms(_ spec: RenditionSpec, into w: inout FieldWriter) {
+        if spec.rotation != 0 { w.put(Tag.Render.rotation, spec.rotation) }
+        if spec.mirror { w.put(Tag.Render.mirror, true) }
+        if spec.colour != .colour { w.put(Tag.Render.colour, spec.colour.rawValue) }
     }
 
     private static func decodeLayout(_ r: FieldReader) throws(ProtocolError) -> LayoutRequest {

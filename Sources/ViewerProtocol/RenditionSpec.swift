@@ -4,6 +4,38 @@ public enum FitMode: UInt8, Sendable, CaseIterable {
     case fit = 0
     /// Covers the box and is cropped to exactly the box.
     case fill = 1
+    /// Exactly the box, each side scaled to its length: the aspect ratio is not kept (IIIF's
+    /// `w,h`). Needs both sides; always the box, larger than the source too (`upscale` plays
+    /// no part: the front that asks enforces its own upscaling rules).
+    case stretch = 2
+}
+
+/// The colours of a rendition (IIIF's quality), applied after the rotation.
+public enum ColourMode: UInt8, Sendable, CaseIterable {
+    /// The pixels' own colours.
+    case colour = 0
+    /// One band, the luminance (libvips' sRGB to B_W: 0.2 R + 0.7 G + 0.1 B of the linear light, sRGB-encoded).
+    case gray = 1
+    /// One band, every pixel black or white: the gray thresholded at mid-grey (128 and up white).
+    case bitonal = 2
+
+    public var name: String {
+        switch self {
+        case .colour: "colour"
+        case .gray: "gray"
+        case .bitonal: "bitonal"
+        }
+    }
+
+    /// The mode of `name` (`color` and `grey` too).
+    public init?(name: String) {
+        switch name.lowercased() {
+        case "colour", "color", "default": self = .colour
+        case "gray", "grey": self = .gray
+        case "bitonal": self = .bitonal
+        default: return nil
+        }
+    }
 }
 
 /// Where a `fill` crop is taken from.
@@ -20,6 +52,8 @@ public enum OutputFormat: UInt8, Sendable, CaseIterable {
     case jpeg = 1, webp = 2, png = 3, avif = 4
     /// 8-bit sRGB RGBA pixels, rows tightly packed (stride = width × 4).
     case raw = 5
+    /// libvips' cgif saver: a palette of at most 256 colours, binary transparency.
+    case gif = 6
 
     /// Quality used when a request leaves it 0 (imgproxy's defaults).
     public var defaultQuality: UInt8 {
@@ -27,7 +61,7 @@ public enum OutputFormat: UInt8, Sendable, CaseIterable {
         case .jpeg: 80
         case .webp: 79
         case .avif: 63
-        case .png, .raw: 100
+        case .png, .raw, .gif: 100
         }
     }
 
@@ -43,6 +77,7 @@ public enum OutputFormat: UInt8, Sendable, CaseIterable {
         case .png: "png"
         case .avif: "avif"
         case .raw: "raw"
+        case .gif: "gif"
         }
     }
 
@@ -84,11 +119,20 @@ public struct RenditionSpec: Hashable, Sendable {
     public var region: PixelRegion?
     /// One tile of the image's Deep Zoom pyramid (`TilePyramid`); the box is then the tile's.
     public var tile: TileAddress?
+    /// Degrees clockwise, 0-359, applied after the resize (and the mirroring): 90, 180 and 270
+    /// exactly (a `w`×`h` rendition becomes `h`×`w`), other angles with a bounding box that
+    /// grows, its corners transparent (or `background` for a format without alpha).
+    public var rotation: UInt16
+    /// Flipped left to right after the resize, before the rotation (IIIF's `!`).
+    public var mirror: Bool
+    /// The colours, after the rotation (IIIF's quality).
+    public var colour: ColourMode
 
     public init(width: UInt32, height: UInt32, fit: FitMode = .fit, crop: CropAnchor = .centre,
                 format: OutputFormat = .jpeg, quality: UInt8 = 0, background: UInt32 = 0xFFFFFF,
                 page: UInt32 = 0, upscale: Bool = false, timeMillis: UInt32? = nil,
-                region: PixelRegion? = nil, tile: TileAddress? = nil) {
+                region: PixelRegion? = nil, tile: TileAddress? = nil, rotation: UInt16 = 0, mirror: Bool = false,
+                colour: ColourMode = .colour) {
         self.width = width
         self.height = height
         self.fit = fit
@@ -101,19 +145,31 @@ public struct RenditionSpec: Hashable, Sendable {
         self.timeMillis = timeMillis
         self.region = region
         self.tile = tile
+        self.rotation = rotation
+        self.mirror = mirror
+        self.colour = colour
     }
+
+    /// Whether the rendition is turned, mirrored or recoloured (fields 19-21 of RENDER).
+    public var isTransformed: Bool { rotation != 0 || mirror || colour != .colour }
+
+    /// Whether only a server with `Capabilities.transforms` renders it as asked: turned,
+    /// mirrored, recoloured, stretched or GIF.
+    public var requiresTransforms: Bool { isTransformed || fit == .stretch || format == .gif }
 
     /// The canonical form: equivalent specs normalize to equal values (and equal keys).
     public func normalized() -> RenditionSpec {
         var spec = self
         // Fill needs both sides; with one unconstrained it is the same as fit.
         if spec.fit == .fill && (spec.width == 0 || spec.height == 0) { spec.fit = .fit }
+        // Stretch is always the box: upscale changes nothing.
+        if spec.fit == .stretch { spec.upscale = false }
         // A tile's size is the pyramid's: no box, no crop, never larger than the source.
         if spec.tile != nil {
             (spec.width, spec.height, spec.fit, spec.upscale, spec.region) = (0, 0, .fit, false, nil)
         }
         // A region is the crop: what fill cuts from it is its centre.
-        if spec.fit == .fit || spec.region != nil { spec.crop = .centre }
+        if spec.fit != .fill || spec.region != nil { spec.crop = .centre }
         if spec.quality == 0 || !spec.format.usesQuality { spec.quality = spec.format.defaultQuality }
         spec.quality = min(spec.quality, 100)
         // A background only matters where alpha is flattened.
@@ -124,6 +180,7 @@ public struct RenditionSpec: Hashable, Sendable {
 
     /// Checks the box against the limits; the message says what is wrong.
     public func validate(maxSide: UInt32) -> String? {
+        if rotation >= 360 { return "rotation: \(rotation) degrees is not 0 to 359" }
         if let tile {
             if region != nil { return "region and tile: give one of them, not both" }
             return tile.problem
@@ -135,6 +192,9 @@ public struct RenditionSpec: Hashable, Sendable {
             }
         }
         if width == 0 && height == 0 { return "the box is 0x0: give a width, a height or both" }
+        if fit == .stretch && (width == 0 || height == 0) {
+            return "stretch: the box \(width)x\(height) needs both a width and a height"
+        }
         if width > maxSide || height > maxSide {
             return "the box \(width)x\(height) exceeds the limit of \(maxSide) pixels a side"
         }

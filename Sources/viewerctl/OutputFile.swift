@@ -10,7 +10,7 @@ import Glibc
 /// A file's suffix names its format, as `vipsthumbnail -o x.webp` reads it: `-o out.webp`
 /// without `--format` writes WebP, never JPEG bytes under a `.webp` name. Standard output
 /// (`-o -`) and a name without a known suffix keep `--format`'s default (JPEG); a suffix that
-/// names an image format viewerd does not write (`.heic`, `.gif`, `.tif`, `.jxl`) is refused.
+/// names an image format viewerd does not write (`.heic`, `.tif`, `.jxl`) is refused.
 /// The file is opened before the render (`open`), so a path that cannot be written is named,
 /// with the system's words, before any work.
 ///
@@ -26,11 +26,11 @@ struct OutputFile {
 
     /// Suffixes (lowercased, without the dot) that name a format.
     static let suffixes: [String: OutputFormat] = [
-        "jpg": .jpeg, "jpeg": .jpeg, "jpe": .jpeg, "webp": .webp, "png": .png, "avif": .avif,
+        "jpg": .jpeg, "jpeg": .jpeg, "jpe": .jpeg, "webp": .webp, "png": .png, "avif": .avif, "gif": .gif,
     ]
 
     /// Suffixes of image formats viewerd reads but does not write.
-    static let unwritable: Set<String> = ["heic", "heif", "gif", "tif", "tiff", "jxl", "bmp", "jp2", "j2k", "svg", "pdf"]
+    static let unwritable: Set<String> = ["heic", "heif", "tif", "tiff", "jxl", "bmp", "jp2", "j2k", "svg", "pdf"]
 
     var isStandardOutput: Bool { path == "-" }
 
@@ -51,7 +51,7 @@ struct OutputFile {
     ///   `x.webp` is surely a mistake, and guessing which one was meant would hide it.
     func format(requested: OutputFormat?) throws(UsageError) -> OutputFormat {
         if let suffix, Self.unwritable.contains(suffix) {
-            throw UsageError("viewerd does not write .\(suffix) files; name the output .jpg, .webp, .png or .avif")
+            throw UsageError("viewerd does not write .\(suffix) files; name the output .jpg, .webp, .png, .avif or .gif")
         }
         switch (requested, suffixFormat) {
         case let (requested?, suffix?) where requested != suffix:

@@ -6,9 +6,9 @@ struct RenderCommand: Subcommand {
     static let name = "render"
     static let abstract = "Render files (or fetch them from the cache) and write the renditions."
     static let usage = """
-        viewerctl render PATH... --size WxH|N [--mode fit|fill] [--crop centre|attention|entropy]
-                         [--format jpeg|webp|png|avif|raw] [--quality 1-100] [--time SECONDS]
-                         [--region X,Y,W,H]
+        viewerctl render PATH... --size WxH|N [--mode fit|fill|stretch] [--crop centre|attention|entropy]
+                         [--format jpeg|webp|png|avif|gif|raw] [--quality 1-100] [--time SECONDS]
+                         [--region X,Y,W,H] [--rotate DEGREES] [--mirror] [--colour colour|gray|bitonal]
                          [--priority visible|high|normal|prefetch|background] [--cache-only]
                          -o|--output OUT|-
           Several PATHs need an OUT with %s, each one's name without its suffix (as
@@ -24,9 +24,14 @@ struct RenderCommand: Subcommand {
           --region: only that part of the image, W×H pixels at (X, Y) of the upright image at
           full size (as `viewerctl info` gives its size), fitted into the box; at a scale of 1
           it is exactly those pixels (e.g. --region 2000,1000,1000,1000 --size 500x500).
-          Without --format, OUT's suffix picks the format (.jpg/.jpeg, .webp, .png, .avif; JPEG
-          otherwise and for "-"); a --format that contradicts the suffix is refused, and so is
-          a suffix of a format viewerd does not write (.heic, .gif, .tif, .jxl ...).
+          --mode stretch: exactly WxH (both needed), the aspect ratio not kept, larger than
+          the image too. After the resize: --mirror flips it left to right, --rotate turns it
+          that many degrees clockwise (90, 180, 270 exactly: WxH becomes HxW; other angles
+          in a larger box, the corners transparent or the background), --colour gray or
+          bitonal (black and white) makes it one band.
+          Without --format, OUT's suffix picks the format (.jpg/.jpeg, .webp, .png, .avif,
+          .gif; JPEG otherwise and for "-"); a --format that contradicts the suffix is refused,
+          and so is a suffix of a format viewerd does not write (.heic, .tif, .jxl ...).
           A rendition carries only pixels (8-bit sRGB, upright), none of the source's metadata
           (see `viewerctl info --help`).
         """

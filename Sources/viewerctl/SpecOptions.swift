@@ -3,7 +3,8 @@ import ViewerProtocol
 
 /// The rendition options shared by `render` and `warm`.
 enum SpecOptions {
-    /// Parses `--size` (when not `required`, absent is 256x256), `--mode`, `--crop`, `--format`, `--quality`, `--time` and `--region`.
+    /// Parses `--size` (when not `required`, absent is 256x256), `--mode`, `--crop`, `--format`, `--quality`, `--time`,
+    /// `--region`, `--rotate`, `--mirror` and `--colour`.
     ///
     /// - Parameter output: where `render` writes; its suffix decides the format when
     ///   `--format` is absent (see `OutputFile`). Nil for `warm`, which writes nothing.
@@ -16,7 +17,8 @@ enum SpecOptions {
             switch mode {
             case "fit": spec.fit = .fit
             case "fill": spec.fit = .fill
-            default: throw UsageError("--mode takes fit or fill (got \(mode))")
+            case "stretch": spec.fit = .stretch
+            default: throw UsageError("--mode takes fit, fill or stretch (got \(mode))")
             }
         }
         if let crop = try arguments.option("--crop") {
@@ -39,6 +41,7 @@ enum SpecOptions {
             spec.timeMillis = UInt32((seconds * 1000).rounded())
         }
         if let region = try arguments.option("--region") { spec.region = try Self.region(region) }
+        try transforms(&arguments, into: &spec)
         // What the spec says of itself (a 0x0 box) is a usage error here; the largest side is
         // the daemon's to check (viewerd: 8192), as only it knows its limit.
         if let problem = spec.validate(maxSide: .max) { throw UsageError(problem) }
@@ -69,6 +72,22 @@ enum SpecOptions {
         guard let quality = try arguments.option("--quality", "-q") else { return (format, 0) }
         guard let q = UInt8(quality), (1...100).contains(q) else { throw UsageError("--quality takes 1-100") }
         return (format, q)
+    }
+
+    /// Parses `--rotate` (degrees clockwise, 0-359), `--mirror` and `--colour`, for `render`,
+    /// `warm` and `tile`.
+    static func transforms(_ arguments: inout Arguments, into spec: inout RenditionSpec) throws(UsageError) {
+        if let rotate = try arguments.option("--rotate") {
+            guard let degrees = UInt16(rotate), degrees < 360 else {
+                throw UsageError("--rotate takes degrees clockwise, 0 to 359 (got \(rotate))")
+            }
+            spec.rotation = degrees
+        }
+        spec.mirror = arguments.flag("--mirror")
+        if let name = try arguments.option("--colour") {
+            guard let colour = ColourMode(name: name) else { throw UsageError("--colour takes colour, gray or bitonal (got \(name))") }
+            spec.colour = colour
+        }
     }
 
     /// Parses `--priority` (`fallback` when absent), for `render`, `warm` and `tile`.

@@ -9,7 +9,8 @@ struct TileCommand: Subcommand {
     static let abstract = "Write one tile of an image's zoom pyramid, or print the pyramid (levels, sizes, grids)."
     static let usage = """
         viewerctl tile PATH LEVEL COLUMN ROW [--tile-size 256|512] [--overlap 0|1]
-                       [--format jpeg|webp|png|avif|raw] [--quality 1-100]
+                       [--format jpeg|webp|png|avif|gif|raw] [--quality 1-100]
+                       [--rotate DEGREES] [--mirror] [--colour colour|gray|bitonal]
                        [--priority visible|high|normal|prefetch|background] [--cache-only]
                        -o|--output OUT|-
         viewerctl tile PATH --pyramid [--tile-size 256|512] [--overlap 0|1] [--json]
@@ -20,7 +21,8 @@ struct TileCommand: Subcommand {
           --pyramid prints each level's size and its grid of columns x rows, from the upright
           size INFO gives; --json prints them as one object (path, width, height, tile_size,
           overlap, top, levels: level, width, height, columns, rows).
-          Without --format, OUT's suffix picks the format, as for render.
+          Without --format, OUT's suffix picks the format, as for render; --rotate, --mirror
+          and --colour turn and recolour the tile as render does a rendition.
         """
 
     enum Action {
@@ -56,6 +58,8 @@ struct TileCommand: Subcommand {
         let (format, quality) = try SpecOptions.encoding(&arguments, output: OutputFile(path: output))
         let priority = try SpecOptions.priority(&arguments, fallback: .visible)
         let cacheOnly = arguments.flag("--cache-only")
+        var transformed = RenditionSpec(width: 0, height: 0)
+        try SpecOptions.transforms(&arguments, into: &transformed)
         let words = try arguments.positionals()
         guard words.count == 4 else { throw UsageError("tile takes PATH LEVEL COLUMN ROW (or PATH --pyramid)") }
         guard let level = UInt8(words[1]) else { throw UsageError("LEVEL takes a level from 0 to 31 (got \(words[1]))") }
@@ -64,7 +68,8 @@ struct TileCommand: Subcommand {
         // The level's range, the grid's edges: the daemon knows the image's size and says.
         let tile = TileAddress(level: level, column: column, row: row, size: tileSize, overlap: overlap)
         if let problem = tile.problem { throw UsageError(problem) }
-        let spec = RenditionSpec(width: 0, height: 0, format: format, quality: quality, tile: tile)
+        let spec = RenditionSpec(width: 0, height: 0, format: format, quality: quality, tile: tile,
+                                 rotation: transformed.rotation, mirror: transformed.mirror, colour: transformed.colour)
         action = .tile(RenderRequest(path: absolute(words[0]), spec: spec, priority: priority,
                                      delivery: cacheOnly ? .cacheOnly : .final),
                        output: output)

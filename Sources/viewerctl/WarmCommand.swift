@@ -9,8 +9,9 @@ struct WarmCommand: Subcommand {
     static let name = "warm"
     static let abstract = "Render files ahead of time, at background priority (a folder, or several)."
     static let usage = """
-        viewerctl warm PATH... [--recursive] [--size WxH|N] [--mode fit|fill] [--crop centre|attention|entropy]
-                       [--format jpeg|webp|png|avif|raw] [--quality 1-100] [--time SECONDS]
+        viewerctl warm PATH... [--recursive] [--size WxH|N] [--mode fit|fill|stretch] [--crop centre|attention|entropy]
+                       [--format jpeg|webp|png|avif|gif|raw] [--quality 1-100] [--time SECONDS]
+                       [--rotate DEGREES] [--mirror] [--colour colour|gray|bitonal]
                        [--priority visible|high|normal|prefetch|background]
           --size as for render, default 256x256 (the desktop's large thumbnail).
           Renders every image and video (its poster frame) in the folders (their direct contents; all below with --recursive),

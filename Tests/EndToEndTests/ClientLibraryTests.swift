@@ -48,7 +48,7 @@ struct ClientLibraryTests {
         let relative = try await client.render(up + String(path.dropFirst()), spec: spec)
         #expect(relative.fromCache, "the same file as by URL: a hit")
         #expect((try await client.server).capabilities.description.contains("descriptor-passing"))
-        #expect(Capabilities(rawValue: 1 << 1 | 1 << 9).description == "[previews, bit 9]")
+        #expect(Capabilities(rawValue: 1 << 1 | 1 << 10).description == "[previews, bit 10]")
     }
 
     @Test("a cancelled task throws CancellationError and the daemon answers the next request")

@@ -70,6 +70,15 @@ struct ViewerctlSecondHourTests {
             }
             #expect(fields.contains("interpretation: srgb"), "\(name): \(fields)")
         }
+        // Stretched to the box, mirrored, turned and gray, as a GIF named by its suffix: the
+        // line says the turned size
+        let turned = try runTool(viewerctl, socket + ["render", photo, "--size", "60x30", "--mode", "stretch", "--mirror",
+                                                      "--rotate", "90", "--colour", "gray", "-o", daemon.directory + "/t.gif"])
+        #expect(turned.status == 0 && turned.stdout.contains(" 30x60 "), "\(turned.stdout) \(turned.stderr)")
+        let gif = try Data(contentsOf: URL(fileURLWithPath: daemon.directory + "/t.gif"))
+        #expect(gif.prefix(4) == Data("GIF8".utf8))
+        let badTurn = try runTool(viewerctl, socket + ["render", photo, "--size", "64", "--rotate", "360", "-o", "/dev/null"])
+        #expect(badTurn.status == 64 && badTurn.stderr.contains("--rotate takes degrees clockwise, 0 to 359"), "\(badTurn.stderr)")
         // raw is the pixels alone: width × height × 4 bytes
         let raw = try runTool(viewerctl, socket + ["render", photo, "--size", "64", "--format", "raw", "-o", daemon.directory + "/r.raw"])
         let size = raw.stdout.split(separator: " ")[1].split(separator: "x").compactMap { Int($0) }
@@ -91,7 +100,7 @@ struct ViewerctlSecondHourTests {
             (["render", "/x.jpg", "--size", "0x0", "-o", "/dev/null"],
              "viewerctl: the box is 0x0: give a width, a height or both; see viewerctl render --help"),
             (["render", "/x.jpg", "--size", "256", "-o", "x.heic"],
-             "viewerctl: viewerd does not write .heic files; name the output .jpg, .webp, .png or .avif; see viewerctl render --help"),
+             "viewerctl: viewerd does not write .heic files; name the output .jpg, .webp, .png, .avif or .gif; see viewerctl render --help"),
         ]
         for (arguments, expected) in cases {
             let result = try runTool(viewerctl, ["--socket", "/nonexistent/viewerd.sock"] + arguments)

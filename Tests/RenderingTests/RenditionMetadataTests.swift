@@ -137,7 +137,7 @@ enum PrivateMetadata {
 }
 
 /// What an encoded image carries besides its pixels, read from its container's structure:
-/// JPEG markers, PNG chunks, WebP's RIFF chunks, AVIF's items and colour boxes.
+/// JPEG markers, PNG chunks, WebP's RIFF chunks, AVIF's items and colour boxes, GIF's extensions.
 enum EmbeddedMetadata {
     /// The kinds of metadata found ("EXIF", "XMP", "IPTC", "ICC", a chunk's or marker's name).
     static func names(in bytes: [UInt8], format: OutputFormat) -> [String] {
@@ -146,8 +146,38 @@ enum EmbeddedMetadata {
         case .png: png(bytes)
         case .webp: webp(bytes)
         case .avif: isoItems(bytes, from: 0, to: bytes.count)
+        case .gif: gif(bytes)
         case .raw: []
         }
+    }
+
+    /// A GIF's comment and application extensions but NETSCAPE2.0's loop count (XMP and ICC
+    /// travel as application extensions), walked block by block to the trailer.
+    static func gif(_ b: [UInt8]) -> [String] {
+        guard b.count >= 13 else { return ["truncated"] }
+        var found: [String] = []
+        var i = 13 + (b[10] & 0x80 != 0 ? 3 << (Int(b[10] & 7) + 1) : 0)
+        func skipSubBlocks() { while i < b.count, b[i] != 0 { i += 1 + Int(b[i]) }; i += 1 }
+        while i < b.count, b[i] != 0x3B {
+            switch b[i] {
+            case 0x21 where i + 1 < b.count:
+                let label = b[i + 1]
+                i += 2
+                if label == 0xFE { found.append("comment") }
+                if label == 0xFF, i < b.count {
+                    let identifier = text(b, i + 1, Int(b[i]))
+                    if identifier != "NETSCAPE2.0" { found.append(identifier) }
+                }
+                skipSubBlocks()
+            case 0x2C where i + 10 <= b.count:
+                let packed = b[i + 9]
+                i += 10 + (packed & 0x80 != 0 ? 3 << (Int(packed & 7) + 1) : 0) + 1  // descriptor, table, LZW size
+                skipSubBlocks()
+            default:
+                return found + ["unparsed byte \(b[i])"]
+            }
+        }
+        return found
     }
 
     static func be(_ b: [UInt8], _ at: Int, _ n: Int) -> Int { (0..<n).reduce(0) { $0 << 8 | Int(b[at + $1]) } }

@@ -41,6 +41,13 @@ struct RenditionKeysTests {
             { s in s.background = 0 },
             { s in s.page = 1 },
             { s in s.upscale = true },
+            { s in s.fit = .stretch },
+            { s in s.format = .gif },
+            { s in s.rotation = 90 },
+            { s in s.rotation = 270 },
+            { s in s.mirror = true },
+            { s in s.colour = .gray },
+            { s in s.colour = .bitonal },
         ] as [(inout RenditionSpec) -> Void] {
             var spec = base
             change(&spec)
@@ -55,6 +62,35 @@ struct RenditionKeysTests {
     func keyLayout() {
         let key = RenditionSpec(width: 256, height: 192, format: .jpeg, background: 0x102030, page: 2).keyBytes
         #expect(key == [1, 0x00, 0x01, 0, 0, 0xC0, 0, 0, 0, 0, 1, 1, 80, 0x30, 0x20, 0x10, 0, 2, 0, 0, 0, 0])
+    }
+
+    @Test("rotation, mirror and colour are part of the key (version 3, flags 8, 16, 32) and survive the round trip; plain keys are as before")
+    func transformKeys() {
+        let plain = RenditionSpec(width: 256, height: 192, format: .jpeg, background: 0x102030, page: 2)
+        var turned = plain
+        (turned.rotation, turned.mirror, turned.colour) = (90, true, .gray)
+        // The 22 bytes of version 1 (keyLayout) but the version, then flags 8 | 16 | 32, the
+        // rotation u16 and the colour.
+        #expect(turned.keyBytes == [3] + Array(plain.keyBytes.dropFirst()) + [56, 90, 0, 1])
+        var tiled = turned
+        (tiled.tile, tiled.mirror, tiled.colour) = (TileAddress(level: 5, column: 1, row: 2), false, .bitonal)
+        var region = plain
+        (region.region, region.rotation) = (PixelRegion(x: 1, y: 2, width: 30, height: 40), 359)
+        var mirrored = plain
+        mirrored.mirror = true
+        for spec in [turned, tiled, region, mirrored] {
+            #expect(RenditionSpec(keyBytes: spec.keyBytes) == spec.normalized(), "\(spec)")
+        }
+        #expect(mirrored.keyBytes.count == 23)
+        // Stretch and GIF are new values of the version 1 bytes.
+        var stretched = plain
+        (stretched.fit, stretched.format) = (.stretch, .gif)
+        #expect(stretched.keyBytes.count == 22 && stretched.keyBytes[0] == 1 && stretched.keyBytes[9] == 2 && stretched.keyBytes[11] == 6)
+        #expect(RenditionSpec(keyBytes: stretched.keyBytes) == stretched.normalized())
+        // A colour mode the build does not know is no spec of it.
+        var unknown = turned.keyBytes
+        unknown[unknown.count - 1] = 9
+        #expect(RenditionSpec(keyBytes: unknown) == nil)
     }
 
     @Test("regions and tiles are part of the key (version 3) and survive the round trip through it")

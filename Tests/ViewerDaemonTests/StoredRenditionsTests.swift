@@ -119,6 +119,28 @@ struct StoredRenditionsTests {
         #expect(StoredRenditions.base(among: [stored(attention, 480, 400)], for: asked, original: squareOriginal) == nil)
     }
 
+    @Test("a turned, mirrored, recoloured, stretched or GIF rendition is neither derived, previewed nor answered larger, nor used so")
+    func noPlanningForTransforms() {
+        func variant(_ change: (inout RenditionSpec) -> Void, _ width: UInt32 = 200, format: OutputFormat = .jpeg) -> RenditionSpec {
+            var spec = box(width, width, format)
+            change(&spec)
+            return spec
+        }
+        let changes: [(inout RenditionSpec) -> Void] = [{ $0.rotation = 90 }, { $0.mirror = true }, { $0.colour = .gray },
+                                                         { $0.fit = .stretch }, { $0.format = .gif }]
+        for change in changes {
+            let large = stored(variant(change, 400), 400, 400), small = stored(variant(change, 100), 100, 100)
+            let asked = variant(change)
+            #expect(StoredRenditions.base(among: [large], for: asked, original: squareOriginal) == nil)
+            #expect(StoredRenditions.larger(among: [stored(variant(change, 220), 220, 220)], than: asked, original: squareOriginal) == nil)
+            #expect(StoredRenditions.smaller(among: [small], than: asked, original: squareOriginal, acceptingRaw: false) == nil)
+            // Nor is one of them a plain request's preview.
+            #expect(StoredRenditions.smaller(among: [small], than: box(200, 200), original: squareOriginal, acceptingRaw: false) == nil)
+        }
+        // The plain ones still are.
+        #expect(StoredRenditions.base(among: [stored(box(400, 400), 400, 400)], for: box(200, 200), original: squareOriginal) != nil)
+    }
+
     // MARK: allow_larger
 
     @Test("allow_larger: at least what the spec makes from the original, at most 25 % more a side")

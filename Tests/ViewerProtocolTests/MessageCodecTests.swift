@@ -39,6 +39,13 @@ struct MessageCodecTests {
                              source: MediaInfo(kind: .animated, width: 64, height: 48, frames: 5, format: "gif", hasAlpha: true),
                              bytes: [9])),
         .render(RenderRequest(path: "/a.jpg", spec: RenditionSpec(width: 64, height: 0, timeMillis: 0), sourceInfo: true)),
+        .render(RenderRequest(path: "/a.jpg", spec: RenditionSpec(width: 64, height: 32, fit: .stretch, format: .gif,
+                                                                region: PixelRegion(x: 1, y: 2, width: 3, height: 4),
+                                                                rotation: 359, mirror: true, colour: .bitonal),
+                              sharedMemory: true)),
+        .render(RenderRequest(path: "/a.jpg", spec: RenditionSpec(width: 0, height: 0, tile: TileAddress(level: 4, column: 1, row: 0),
+                                                                colour: .gray))),
+        .prefetch(PrefetchRequest(paths: ["/a.jpg"], spec: RenditionSpec(width: 10, height: 10, rotation: 180, mirror: true))),
         .preview(RenderResult(format: .webp, width: 10, height: 20, fromCache: false, bytes: [])),
         .error(ErrorReply(rawCode: 999, message: "from a newer server")),
         .cancelled,
@@ -384,6 +391,32 @@ struct MessageCodecTests {
         }
         #expect(throws: ProtocolError.invalidValue(field: "priority", detail: "unknown value 9")) {
             try decode(.prefetch) { w in w.put(1, bytes: []); w.put(11, UInt8(9)) }
+        }
+    }
+
+    @Test("the transforms go last, each only when not its default; a bad colour or a rotation of the wrong width is malformed")
+    func transformFields() throws {
+        let plain = Message.render(RenderRequest(path: "/a", spec: RenditionSpec(width: 1, height: 1))).body()
+        var spec = RenditionSpec(width: 1, height: 1)
+        spec.rotation = 90
+        let turned = Message.render(RenderRequest(path: "/a", spec: spec)).body()
+        // Tag 19, 2 bytes, 90: appended to the plain body, which is unchanged.
+        #expect(turned == plain + [19, 0, 2, 0, 0, 0, 90, 0])
+        spec.rotation = 0
+        spec.colour = .colour
+        #expect(Message.render(RenderRequest(path: "/a", spec: spec)).body() == plain)
+        #expect(throws: ProtocolError.invalidValue(field: "colour mode", detail: "unknown value 3")) {
+            try decode(.render) { w in w.put(1, "/a"); w.put(2, UInt32(1)); w.put(21, UInt8(3)) }
+        }
+        #expect(throws: ProtocolError.badFieldLength(tag: 19, length: 4)) {
+            try decode(.render) { w in w.put(1, "/a"); w.put(2, UInt32(1)); w.put(19, UInt32(90)) }
+        }
+        // A rotation past 359 is well formed: the daemon answers it invalid-argument (validate).
+        guard case .render(let far) = try decode(.render, { w in w.put(1, "/a"); w.put(2, UInt32(1)); w.put(19, UInt16(400)) })
+        else { Issue.record("not a RENDER"); return }
+        #expect(far.spec.rotation == 400 && far.spec.validate(maxSide: 8192) != nil)
+        #expect(throws: ProtocolError.invalidValue(field: "fit mode", detail: "unknown value 3")) {
+            try decode(.render) { w in w.put(1, "/a"); w.put(2, UInt32(1)); w.put(4, UInt8(3)) }
         }
     }
 

@@ -22,6 +22,11 @@ struct RenditionSpecTests {
         (RenditionSpec(width: 256, height: 256, format: .png, background: 0x123456), RenditionSpec(width: 256, height: 256, format: .png)),
         // Only 0xRRGGBB counts
         (RenditionSpec(width: 256, height: 256, background: 0xFF10_2030), RenditionSpec(width: 256, height: 256, background: 0x10_2030)),
+        // Stretch is always the box: no upscale, no crop
+        (RenditionSpec(width: 300, height: 20, fit: .stretch, crop: .entropy, upscale: true),
+         RenditionSpec(width: 300, height: 20, fit: .stretch)),
+        // GIF keeps alpha and ignores quality
+        (RenditionSpec(width: 64, height: 64, format: .gif, quality: 30, background: 0), RenditionSpec(width: 64, height: 64, format: .gif)),
     ]
 
     // Their keys: ViewerDaemonTests' RenditionKeysTests (the key layout is the store's).
@@ -38,6 +43,30 @@ struct RenditionSpecTests {
     @Test("quality 0 becomes the format's default", arguments: OutputFormat.allCases)
     func defaultQuality(_ format: OutputFormat) {
         #expect(RenditionSpec(width: 64, height: 64, format: format).normalized().quality == format.defaultQuality)
+    }
+
+    @Test("a rotation of 360 or more and a stretch with a free side are refused, naming the field")
+    func transformValidation() {
+        #expect(RenditionSpec(width: 64, height: 64, rotation: 359).validate(maxSide: 8192) == nil)
+        #expect(RenditionSpec(width: 64, height: 64, rotation: 360).validate(maxSide: 8192)?.hasPrefix("rotation:") == true)
+        #expect(RenditionSpec(width: 64, height: 0, fit: .stretch).validate(maxSide: 8192)?.hasPrefix("stretch:") == true)
+        #expect(RenditionSpec(width: 64, height: 1, fit: .stretch).validate(maxSide: 8192) == nil)
+        // A tile has no box: a stretch beside it is dropped, as fill is.
+        var tile = RenditionSpec(width: 0, height: 0, fit: .stretch)
+        tile.tile = TileAddress(level: 3, column: 0, row: 0)
+        #expect(tile.normalized().validate(maxSide: 8192) == nil)
+    }
+
+    @Test("transformed, stretched and GIF specs need the transforms capability; others do not")
+    func requiresTransforms() {
+        #expect(!RenditionSpec(width: 64, height: 64, fit: .fill, format: .avif).requiresTransforms)
+        for spec in [RenditionSpec(width: 64, height: 64, rotation: 90), RenditionSpec(width: 64, height: 64, mirror: true),
+                     RenditionSpec(width: 64, height: 64, colour: .bitonal), RenditionSpec(width: 64, height: 64, fit: .stretch),
+                     RenditionSpec(width: 64, height: 64, format: .gif)] {
+            #expect(spec.requiresTransforms, "\(spec)")
+        }
+        #expect(ColourMode(name: "grey") == .gray && ColourMode(name: "color") == .colour && ColourMode(name: "sepia") == nil)
+        #expect(OutputFormat(name: "GIF") == .gif)
     }
 
     @Test("validate rejects a 0x0 box")

@@ -19,7 +19,24 @@ enum {
     VS_FORMAT_PNG = 3,
     VS_FORMAT_AVIF = 4,
     VS_FORMAT_RAW = 5,
+    VS_FORMAT_GIF = 6,
 };
+
+/// Colour modes, matching ViewerProtocol.ColourMode raw values.
+enum {
+    VS_COLOUR_COLOUR = 0,
+    VS_COLOUR_GRAY = 1,
+    VS_COLOUR_BITONAL = 2,
+};
+
+/// What a rendition's pixels go through after the resize, before the save (transform.c), in
+/// IIIF's order: mirrored left to right, turned `rotation` degrees clockwise (0-359), then
+/// recoloured (`colour`, a VS_COLOUR_*). All zero: the pixels as they are.
+typedef struct {
+    int rotation;
+    int mirror;
+    int colour;
+} vs_transform;
 
 /// Crop anchors for fill mode (0 = no crop: fit inside the box).
 enum {
@@ -216,8 +233,13 @@ int vs_image_icc(VipsImage *image, const void **data, size_t *length);
 /// `cancel` may be NULL (not cancellable).
 /// `fast`: a tile of a level, cut by the hundred: JPEG's Huffman tables are not optimized
 /// (8 % larger, 40 % less time a tile).
+/// `transform` (may be NULL: none) is applied first: turned, then flattened (a format without
+/// alpha: the corners an angle opens take `background`), then recoloured, so that a bitonal
+/// JPEG is black and white to its edges. Gray and bitonal are saved with one band (and
+/// alpha, when the format keeps it); RAW always writes four.
 int vs_save_buffer(VipsImage *image, int format, int quality, uint32_t background, int fast, int profile_is_srgb,
-                   vs_cancel *cancel, void **buf, size_t *len, int *out_width, int *out_height);
+                   const vs_transform *transform, vs_cancel *cancel, void **buf, size_t *len, int *out_width,
+                   int *out_height);
 
 
 /// An HDR still (PQ or HLG: H.273 `transfer` 16 or 18, `primaries`, `peak_nits` 0 when

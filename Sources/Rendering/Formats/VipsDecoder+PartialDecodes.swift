@@ -78,12 +78,13 @@ extension VipsDecoder {
 
     /// The factor libvips' thumbnail shrinks a JPEG by on load for `box` (8.14's
     /// vips_thumbnail_find_jpegshrink): the shrink both sides of the upright box need, fit
-    /// taking the larger of the two and fill the smaller, leaving at least 2 for its resize.
+    /// taking the larger of the two and fill and stretch (VIPS_SIZE_FORCE) the smaller,
+    /// leaving at least 2 for its resize.
     static func libvipsJPEGShrink(_ header: SourceHeader, box: (width: Int32, height: Int32, crop: Int32, size: Int32)) -> Int {
         let turned = header.orientation >= 5 && header.orientation <= 8
         let targetWidth = Double(turned ? box.height : box.width), targetHeight = Double(turned ? box.width : box.height)
         let horizontal = Double(header.width) / targetWidth, vertical = Double(header.height) / targetHeight
-        var shrink = box.crop != 0 ? min(horizontal, vertical) : max(horizontal, vertical)
+        var shrink = box.crop != 0 || box.size == 3 ? min(horizontal, vertical) : max(horizontal, vertical)
         if box.size == 1 { shrink = min(1, shrink) }  // VIPS_SIZE_UP
         if box.size == 2 { shrink = max(1, shrink) }  // VIPS_SIZE_DOWN
         shrink = min(shrink, Double(header.width), Double(header.height))

@@ -74,9 +74,11 @@ struct RequestOutcomes: Sendable {
     }
 
     /// A job's failure, remembered when `FailurePolicy` blames the file. A region, a tile or a
-    /// derivation that fails says little about the file (an address, a scale, a stored base).
+    /// derivation that fails says little about the file (an address, a scale, a stored base),
+    /// nor does one turned, recoloured or saved as GIF (the transform or its encoder failed).
     func failed(_ error: RenderError, cause: FailureCause, of job: RenderJob) {
         let partial = job.derivedFrom != nil || job.spec.region != nil || job.spec.tile != nil
+            || job.spec.isTransformed || job.spec.format == .gif
         remember(error, cause: cause, of: job.source, stamp: Self.storableStamp(of: job), partial: partial)
     }
 

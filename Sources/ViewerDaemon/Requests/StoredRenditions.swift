@@ -93,7 +93,7 @@ struct StoredRenditions {
     /// than the box, and `base` any larger one, the stricter rules of the header aside.
     func storedPreview(for spec: RenditionSpec) -> Candidate? {
         let spec = spec.normalized()
-        guard spec.region == nil, spec.tile == nil, Self.base(among: candidates, for: spec, original: nil) == nil,
+        guard spec.region == nil, spec.tile == nil, Self.plannable(spec), Self.base(among: candidates, for: spec, original: nil) == nil,
               let candidate = Self.smaller(among: candidates, than: spec, original: nil, acceptingRaw: true),
               candidate.spec.format == spec.format else { return nil }
         return candidate
@@ -113,6 +113,15 @@ struct StoredRenditions {
 
     // MARK: The rules
 
+    /// Whether `spec`'s rendition may be planned from others stored of its file (derived, cut,
+    /// previewed, or answered slightly larger), and a stored one of it used so: not when it is
+    /// turned, mirrored or recoloured (the box is the unturned picture's, the stored one's pixels
+    /// are not the picture's), stretched (its sides are not the picture's proportions) or GIF
+    /// (a palette's pixels; the worker reads no GIF back).
+    static func plannable(_ spec: RenditionSpec) -> Bool {
+        !spec.isTransformed && spec.fit != .stretch && spec.format != .gif
+    }
+
     /// Whether `candidate`'s spec equals `spec` in everything but the box: then its pixels
     /// are what a direct render of `spec` gives, at another size.
     static func sameButBox(_ candidate: RenditionSpec, _ spec: RenditionSpec) -> Bool {
@@ -130,7 +139,7 @@ struct StoredRenditions {
     /// sides (the worker makes the derivation exactly that size).
     static func base(among candidates: [Candidate], for spec: RenditionSpec, original: SourceHeader?) -> Candidate? {
         let spec = spec.normalized()
-        guard !spec.upscale, spec.format != .raw, spec.fit == .fit || spec.crop == .centre else { return nil }
+        guard plannable(spec), !spec.upscale, spec.format != .raw, spec.fit == .fit || spec.crop == .centre else { return nil }
         return candidates.filter { candidate in
             guard sameButBox(candidate.spec, spec), derivable(candidate, to: spec) else { return false }
             guard let original else { return true }
@@ -145,6 +154,7 @@ struct StoredRenditions {
     /// and for `fill` the same aspect ratio as the box.
     static func larger(among candidates: [Candidate], than spec: RenditionSpec, original: SourceHeader) -> Candidate? {
         let spec = spec.normalized()
+        guard plannable(spec) else { return nil }
         return candidates.filter { candidate in
             guard sameButBox(candidate.spec, spec) else { return false }
             let (w, h) = (candidate.width, candidate.height)
@@ -165,9 +175,10 @@ struct StoredRenditions {
     static func smaller(among candidates: [Candidate], than spec: RenditionSpec, original: SourceHeader?,
                         acceptingRaw: Bool) -> Candidate? {
         let spec = spec.normalized()
+        guard plannable(spec) else { return nil }
         return candidates.filter { candidate in
             var picture = candidate.spec.normalized()
-            guard picture.format != .raw || (acceptingRaw && spec.format == .raw), picture.format != .avif,
+            guard plannable(picture), picture.format != .raw || (acceptingRaw && spec.format == .raw), picture.format != .avif,
                   candidate.width > 0, candidate.height > 0 else { return false }
             (picture.width, picture.height, picture.format, picture.quality) = (spec.width, spec.height, spec.format, spec.quality)
             guard picture.normalized() == spec else { return false }
@@ -189,7 +200,7 @@ struct StoredRenditions {
     /// of a pinch up to a scale of 0.43.
     static func regionBase(among candidates: [Candidate], for spec: RenditionSpec, original: SourceHeader) -> Candidate? {
         let spec = spec.normalized()
-        guard let region = spec.region, !spec.upscale, spec.format != .raw else { return nil }
+        guard let region = spec.region, plannable(spec), !spec.upscale, spec.format != .raw else { return nil }
         return candidates.filter { candidate in
             var whole = candidate.spec.normalized()
             guard whole.region == nil, whole.tile == nil, whole.fit == .fit, !whole.upscale else { return false }
@@ -213,6 +224,8 @@ struct StoredRenditions {
             return min(bw / Double(w), bh / Double(h)) < 1
         case .fill:
             return w * Int(spec.height) == h * Int(spec.width) && w > Int(spec.width)
+        case .stretch:
+            return false
         }
     }
 

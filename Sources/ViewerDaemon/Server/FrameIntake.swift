@@ -66,7 +66,7 @@ enum FrameIntake {
         Welcome(version: version, serverVersion: viewerdVersion, maxRequestBody: configuration.maxRequestBody,
                 maxResponseBody: configuration.maxResponseBody,
                 capabilities: [.descriptorPassing, .previews, .prefetch, .invalidate, .cancellation, .mediaInfo, .zoom,
-                               .layout, .sharedMemory],
+                               .layout, .sharedMemory, .transforms],
                 maxOutstanding: UInt32(configuration.maxOutstandingPerClient))
     }
 }

@@ -55,19 +55,21 @@ extension MediaInfoRecord {
 extension RenditionSpec {
     /// A stable byte encoding of the normalized spec, for the store's keys: version 1, 22
     /// bytes; version 2 (26 bytes) when a video time is asked, which follows as a u32; version
-    /// 3 when a region or a tile is asked: a byte of flags, then the time, region and tile
-    /// present. Specs without them keep the older versions, so renditions stored before still hit.
+    /// 3 when a region, a tile, a rotation, a mirroring or a colour mode is asked: a byte of
+    /// flags, then the parts present. Specs without them keep the older versions, so
+    /// renditions stored before still hit (`stretch` and `gif` are new values of old bytes).
     ///
     /// ```text
     /// 0  1 version        1 4 width       5 4 height    9 1 fit      10 1 crop   11 1 format
     /// 12 1 quality       13 4 background 17 4 page     21 1 upscale
-    /// version 2: 22 4 time ms; version 3: 22 1 flags (1 time, 2 region, 4 tile), then each
-    /// present: time u32, region (x, y, width, height u32), tile (level, overlap, size u16,
-    /// column, row u32); all little-endian
+    /// version 2: 22 4 time ms; version 3: 22 1 flags (1 time, 2 region, 4 tile, 8 rotation,
+    /// 16 mirror, 32 colour), then each present: time u32, region (x, y, width, height u32),
+    /// tile (level, overlap, size u16, column, row u32), rotation u16, colour u8 (mirror is
+    /// its flag alone); all little-endian
     /// ```
     public var keyBytes: [UInt8] {
         let spec = normalized()
-        let extended = spec.region != nil || spec.tile != nil
+        let extended = spec.region != nil || spec.tile != nil || spec.isTransformed
         var out: [UInt8] = [extended ? 3 : spec.timeMillis == nil ? 1 : 2]
         out.reserveCapacity(55)
         out.appendLittleEndian(spec.width)
@@ -80,11 +82,14 @@ extension RenditionSpec {
         out.appendLittleEndian(spec.page)
         out.append(spec.upscale ? 1 : 0)
         if extended {
-            out.append((spec.timeMillis != nil ? 1 : 0) | (spec.region != nil ? 2 : 0) | (spec.tile != nil ? 4 : 0))
+            out.append((spec.timeMillis != nil ? 1 : 0) | (spec.region != nil ? 2 : 0) | (spec.tile != nil ? 4 : 0)
+                       | (spec.rotation != 0 ? 8 : 0) | (spec.mirror ? 16 : 0) | (spec.colour != .colour ? 32 : 0))
         }
         if let time = spec.timeMillis { out.appendLittleEndian(time) }
         if let region = spec.region { out += region.bytes }
         if let tile = spec.tile { out += tile.bytes }
+        if spec.rotation != 0 { out.appendLittleEndian(spec.rotation) }
+        if spec.colour != .colour { out.append(spec.colour.rawValue) }
         return out
     }
 
@@ -103,15 +108,23 @@ extension RenditionSpec {
             guard b.count == 26 else { return nil }
             timeMillis = u32(22)
         default:
-            // Version 3: a byte of flags (1 time, 2 region, 4 tile), then each part present.
-            guard b.count >= 23, b[22] & ~7 == 0 else { return nil }
+            // Version 3: a byte of flags (1 time, 2 region, 4 tile, 8 rotation, 16 mirror,
+            // 32 colour), then each part present.
+            guard b.count >= 23, b[22] & ~63 == 0 else { return nil }
             var at = 23
             let flags = b[22]
             let expected = 23 + (flags & 1 != 0 ? 4 : 0) + (flags & 2 != 0 ? 16 : 0) + (flags & 4 != 0 ? 12 : 0)
+                + (flags & 8 != 0 ? 2 : 0) + (flags & 32 != 0 ? 1 : 0)
             guard b.count == expected else { return nil }
             if flags & 1 != 0 { timeMillis = u32(at); at += 4 }
             if flags & 2 != 0 { region = PixelRegion(wire: b[at..<(at + 16)]); at += 16 }
-            if flags & 4 != 0 { tile = TileAddress(wire: b[at..<(at + 12)]) }
+            if flags & 4 != 0 { tile = TileAddress(wire: b[at..<(at + 12)]); at += 12 }
+            if flags & 8 != 0 { rotation = UInt16(b[at]) | UInt16(b[at + 1]) << 8; at += 2 }
+            mirror = flags & 16 != 0
+            if flags & 32 != 0 {
+                guard let mode = ColourMode(rawValue: b[at]) else { return nil }
+                colour = mode
+            }
         }
     }
 }

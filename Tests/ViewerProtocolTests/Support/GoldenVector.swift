@@ -126,6 +126,10 @@ struct GoldenVector: CustomTestStringConvertible, Sendable {
             LayoutItem(index: 1, path: "/pictures/2026/a.jpg", outcome: .failed(ErrorReply(.corruptImage, "corrupt image"))),
             LayoutItem(index: 2, path: "/pictures/2026/c.heic", outcome: .pending),
         ]))),
+        GoldenVector("render-transform", requestID: 27, .render(RenderRequest(
+            path: "/pictures/a.jpg",
+            spec: RenditionSpec(width: 400, height: 300, fit: .stretch, format: .gif, rotation: 90, mirror: true, colour: .gray),
+            priority: .visible))),
     ]
 
     /// Every vector file back to back, as a peer would send them on one connection.

@@ -199,6 +199,24 @@ class ClientTests(DaemonTestCase):
         up = self.client.render(wide, 1500, 500, fit="fill", upscale=True)
         self.assertEqual((up.width, up.height), (1500, 500))
 
+    def test_transforms_turn_mirror_recolour_stretch_and_save_gif(self) -> None:
+        """PROTOCOL.md, "Turning, mirroring and colour": a quarter turn swaps the sides, each
+        transform is its own rendition, and stretch is exactly the box."""
+        self.assertTrue(self.client.connect().capabilities & p.Capability.TRANSFORMS)
+        source = self.image("turn.jpg", 400, 300)
+        plain = self.client.render(source, 200, 200)
+        turned = self.client.render(source, 200, 200, rotation=90, mirror=True, colour="gray")
+        self.assertEqual((plain.width, plain.height), (200, 150))
+        self.assertEqual((turned.width, turned.height, turned.from_cache), (150, 200, False))
+        self.assertNotEqual(turned.data, plain.data)
+        self.assertTrue(self.client.render(source, 200, 200, rotation=90, mirror=True, colour="gray").from_cache)
+        stretched = self.client.render(source, 333, 20, fit="stretch", format="gif")
+        self.assertEqual((stretched.format, stretched.width, stretched.height), (p.Format.GIF, 333, 20))
+        self.assertEqual(stretched.data[:4], b"GIF8")
+        with self.assertRaises(viewerd.ViewerError) as caught:
+            self.client.render(source, 200, 200, rotation=360)
+        self.assertEqual(caught.exception.name, "invalid-argument")
+
     def test_pipelining_100_requests_each_answered_exactly_once(self) -> None:
         sources = [self.image(f"pipe-{i % 5}.jpg", 400, 300) for i in range(5)]
         raw = RawConnection(self.daemon.socket)

@@ -16,7 +16,7 @@ VECTOR_ORDER = ["hello", "welcome", "render", "render-minimal", "result", "error
                 "info-reply-hdr",
                 "render-region", "render-tile", "render-source-info", "result-source", "result-partial",
                 "render-shared-memory", "result-shared-memory", "info-reply-placeholder", "layout", "layout-paths",
-                "layout-items"]
+                "layout-items", "render-transform"]
 # The vectors whose header carries the descriptor flag.
 FLAGGED = {"render-descriptor", "result-shared-memory"}
 
@@ -67,6 +67,8 @@ EXPECTED = {
         p.LayoutItem(0, "/pictures/2026/b.jpg", info=p.InfoReply(p.MediaKind.PHOTO, 4000, 3000, format="jpeg")),
         p.LayoutItem(1, "/pictures/2026/a.jpg", error=p.Error(301, "corrupt image")),
         p.LayoutItem(2, "/pictures/2026/c.heic", info_pending=True)])),
+    "render-transform": (27, p.Render("/pictures/a.jpg", p.Spec(400, 300, p.Fit.STRETCH, format=p.Format.GIF, rotation=90,
+                                                             mirror=True, colour=p.Colour.GRAY), p.Priority.VISIBLE)),
 }
 
 

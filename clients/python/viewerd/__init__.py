@@ -9,13 +9,13 @@ from .aio import AsyncClient, AsyncLayoutRequest, AsyncRenderRequest
 from .client import Cancelled, Client, LayoutRequest, RenderRequest
 from .pager import Pager
 from .errors import ERROR_NAMES, ConnectionLost, DaemonUnavailable, UntrustedSocket, ViewerError
-from .protocol import (Capability, Crop, Delivery, Fit, Format, InfoReply, LayoutItem, LayoutItems, LayoutOrder, MediaKind,
+from .protocol import (Capability, Colour, Crop, Delivery, Fit, Format, InfoReply, LayoutItem, LayoutItems, LayoutOrder, MediaKind,
                        Preview, Priority, Region, Result, TileAddress, Welcome)
 from .pyramid import Tile, TilePyramid
 from .socketpath import default_socket
 
 __all__ = ["AsyncClient", "AsyncLayoutRequest", "AsyncRenderRequest", "Cancelled", "Client", "LayoutRequest", "RenderRequest", "ERROR_NAMES",
-           "ConnectionLost", "DaemonUnavailable", "UntrustedSocket", "ViewerError", "Capability", "Crop", "Delivery", "Fit",
+           "ConnectionLost", "DaemonUnavailable", "UntrustedSocket", "ViewerError", "Capability", "Colour", "Crop", "Delivery", "Fit",
            "Format", "InfoReply", "LayoutItem", "LayoutItems", "LayoutOrder", "MediaKind", "Pager", "Preview", "Priority", "Region", "Result", "Tile", "TileAddress",
            "TilePyramid", "Welcome", "default_socket"]
 __version__ = "0.1.0"

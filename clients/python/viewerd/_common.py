@@ -47,11 +47,13 @@ def absolute(path: Union[str, "os.PathLike[str]"]) -> str:
 def make_spec(width: int = 0, height: int = 0, fit: FitLike = p.Fit.FIT, crop: Union[p.Crop, int, str] = p.Crop.CENTRE,
               format: Union[p.Format, int, str] = p.Format.JPEG, quality: int = 0, background: int = 0xFFFFFF,
               page: int = 0, upscale: bool = False, time: Optional[float] = None,
-              region: Optional[Tuple[int, int, int, int]] = None, tile: Optional[p.TileAddress] = None) -> p.Spec:
+              region: Optional[Tuple[int, int, int, int]] = None, tile: Optional[p.TileAddress] = None,
+              rotation: int = 0, mirror: bool = False, colour: Union[p.Colour, int, str] = p.Colour.COLOUR) -> p.Spec:
     """The spec the clients' keyword options describe; ``time`` in seconds."""
     return p.Spec(width, height, _enum(p.Fit, fit, "fit"), _enum(p.Crop, crop, "crop"),
                   _enum(p.Format, format, "format"), quality, background, page, upscale, _time_ms(time),
-                  p.Region(*region) if region is not None else None, tile)
+                  p.Region(*region) if region is not None else None, tile, rotation, mirror,
+                  _enum(p.Colour, colour, "colour"))
 
 
 def make_render(path: Optional[str], fd: Optional[int], spec: p.Spec, priority: Union[p.Priority, int, str],

@@ -266,11 +266,12 @@ class AsyncClient:
                            background: int = 0xFFFFFF, page: int = 0, upscale: bool = False, priority="normal",
                            delivery="final", allow_larger: bool = False, region: Optional[Tuple[int, int, int, int]] = None,
                            tile: Optional[p.TileAddress] = None, source_info: bool = False,
-                           time: Optional[float] = None) -> AsyncRenderRequest:
+                           time: Optional[float] = None, rotation: int = 0, mirror: bool = False,
+                           colour="colour") -> AsyncRenderRequest:
         """Sends a RENDER and returns at once; the options, the values they take and the
         resolving of a relative ``path`` are :meth:`viewerd.Client.start_render`'s."""
         spec = make_spec(width, height, fit, crop, format, quality, background, page, upscale,
-                         time, region, tile)
+                         time, region, tile, rotation, mirror, colour)
         message = make_render(path, fd, spec, priority, delivery, allow_larger, source_info)
         connection = await self._current()
         rid = connection.register()

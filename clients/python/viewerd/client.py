@@ -378,13 +378,18 @@ class Client:
                      page: int = 0, upscale: bool = False, priority="normal", delivery="final",
                      allow_larger: bool = False, region: Optional[Tuple[int, int, int, int]] = None,
                      tile: Optional[p.TileAddress] = None, source_info: bool = False,
-                     time: Optional[float] = None, shared_memory: bool = False) -> RenderRequest:
+                     time: Optional[float] = None, shared_memory: bool = False, rotation: int = 0,
+                     mirror: bool = False, colour="colour") -> RenderRequest:
         """Sends a RENDER of ``path``, or of the open file ``fd`` (passed to the daemon; ``path``
         then only names it), and returns at once. A relative ``path`` is resolved against the
         working directory, as viewerctl does (``os.getcwd()``, then ``..`` lexically).
 
-        ``fit`` is ``"fit"`` or ``"fill"``; ``crop`` (fill only) ``"centre"``, ``"attention"`` or
-        ``"entropy"``; ``format`` ``"jpeg"``, ``"webp"``, ``"png"``, ``"avif"`` or ``"raw"``;
+        ``fit`` is ``"fit"``, ``"fill"`` or ``"stretch"`` (exactly the box); ``crop`` (fill only)
+        ``"centre"``, ``"attention"`` or ``"entropy"``; ``format`` ``"jpeg"``, ``"webp"``,
+        ``"png"``, ``"avif"``, ``"gif"`` or ``"raw"``; ``rotation`` degrees clockwise (0-359),
+        ``mirror`` (left to right, before the rotation) and ``colour`` ``"colour"``, ``"gray"`` or
+        ``"bitonal"``, applied after the resize (a daemon without the ``transforms`` capability
+        ignores them);
         ``priority`` ``"visible"``, ``"high"``, ``"normal"``, ``"prefetch"`` or ``"background"``;
         ``delivery`` ``"final"``, ``"opportunistic"`` or ``"cache-only"`` (or the enums of
         :mod:`viewerd.protocol`): another value is a ValueError that lists these. ``time``: for a
@@ -399,7 +404,7 @@ class Client:
         >>> frame = client.start_render("clip.mp4", 320, 180, time=12.5, format="webp").result()
         """
         spec = make_spec(width, height, fit, crop, format, quality, background, page, upscale,
-                         time, region, tile)
+                         time, region, tile, rotation, mirror, colour)
         message = make_render(path, fd, spec, priority, delivery, allow_larger, source_info, shared_memory)
         connection = self._current()
         rid = connection.register()

@@ -77,6 +77,18 @@ class MessageType(_Named, enum.IntEnum):
 class Fit(_Named, enum.IntEnum):
     FIT = 0
     FILL = 1
+    #: Exactly the box, the aspect ratio not kept (IIIF's ``w,h``); both sides needed.
+    STRETCH = 2
+
+
+class Colour(_Named, enum.IntEnum):
+    """RENDER tag 21: the rendition's colours, after the rotation (IIIF's quality)."""
+
+    COLOUR = 0
+    #: One band, the luminance.
+    GRAY = 1
+    #: One band, black or white: the gray thresholded at mid-grey.
+    BITONAL = 2
 
 
 class Crop(_Named, enum.IntEnum):
@@ -91,6 +103,7 @@ class Format(_Named, enum.IntEnum):
     PNG = 3
     AVIF = 4
     RAW = 5
+    GIF = 6
 
 
 class Priority(_Named, enum.IntEnum):
@@ -118,6 +131,8 @@ class Capability(enum.IntFlag):
     LAYOUT = 0x80
     #: A raw rendition asked with ``shared_memory`` comes as a sealed memfd (bit 8).
     SHARED_MEMORY = 0x100
+    #: RENDER's rotation, mirror and colour (tags 19-21), fit ``stretch`` and ``gif`` (bit 9).
+    TRANSFORMS = 0x200
 
     def __str__(self) -> str:
         """The names announced, ``|``-separated (``previews|zoom``), a newer daemon's bits in
@@ -403,8 +418,8 @@ _TILE = struct.Struct("<BBHII")
 
 @dataclass
 class Spec:
-    """What a rendition is: RENDER's fields 2 to 10 and 14 to 16, shared with PREFETCH and
-    STOP_PREFETCH."""
+    """What a rendition is: RENDER's fields 2 to 10, 14 to 16 and 19 to 21, shared with
+    PREFETCH and STOP_PREFETCH."""
 
     width: int = 0
     height: int = 0
@@ -422,6 +437,12 @@ class Spec:
     region: Optional[Region] = None
     #: One tile of the pyramid instead of a box (tag 16); the box, fit and upscale are ignored.
     tile: Optional[TileAddress] = None
+    #: Degrees clockwise, 0-359, after the resize and the mirroring (tag 19).
+    rotation: int = 0
+    #: Flipped left to right after the resize, before the rotation (tag 20; IIIF's ``!``).
+    mirror: bool = False
+    #: Gray or bitonal after the rotation (tag 21).
+    colour: Colour = Colour.COLOUR
 
     def _write(self, w: _Writer) -> None:
         (w.u32(2, self.width).u32(3, self.height).u8(4, self.fit).u8(5, self.crop).u8(6, self.format)
@@ -438,6 +459,15 @@ class Spec:
             t = self.tile
             w.raw(16, _TILE.pack(t.level, t.overlap, t.size, t.column, t.row))
 
+    def _write_transforms(self, w: _Writer) -> None:
+        """Tags 19 to 21, each when not the default, after every other field."""
+        if self.rotation:
+            w.u16(19, self.rotation)
+        if self.mirror:
+            w.u8(20, 1)
+        if self.colour != Colour.COLOUR:
+            w.u8(21, self.colour)
+
     @classmethod
     def _read(cls, r: _Reader) -> "Spec":
         quality = r.u8(7, 0)
@@ -450,7 +480,8 @@ class Spec:
             level, overlap, size, column, row = _TILE.unpack(r.fixed(16, _TILE.size))
             tile = TileAddress(level, column, row, size, overlap)
         return cls(r.u32(2, 0), r.u32(3, 0), r.enum(4, Fit, 0), r.enum(5, Crop, 1), r.enum(6, Format, 1),
-                   quality, r.u32(8, 0xFFFFFF), r.u32(9, 0), r.bool(10), time_ms, region, tile)
+                   quality, r.u32(8, 0xFFFFFF), r.u32(9, 0), r.bool(10), time_ms, region, tile,
+                   r.u16(19, 0), r.bool(20), r.enum(21, Colour, 0))
 
 
 @dataclass
@@ -699,6 +730,7 @@ def encode_body(message: Message) -> Tuple[MessageType, bytes]:
             w.u8(17, 1)
         if message.shared_memory:
             w.u8(18, 1)
+        message.spec._write_transforms(w)
         return MessageType.RENDER, w.bytes()
     if isinstance(message, Rendition):
         w.u8(1, message.format).u32(2, message.width).u32(3, message.height).u8(4, int(message.from_cache))
@@ -722,6 +754,7 @@ def encode_body(message: Message) -> Tuple[MessageType, bytes]:
         message.spec._write(w)
         w.u8(11, message.priority)
         message.spec._write_additions(w)
+        message.spec._write_transforms(w)
         return (MessageType.PREFETCH if isinstance(message, Prefetch) else MessageType.STOP_PREFETCH), w.bytes()
     if isinstance(message, Invalidate):
         w.string(1, message.path).u8(2, int(message.recursive))
