@@ -18,7 +18,7 @@ SWIFT_TEST = $(SWIFT) test --no-color-diagnostics
 # camera RAW (issue 31), which is C++: its pkg-config file links -lstdc++, whose development
 # link (and the headers of raw_extents.cpp) only libstdc++-12-dev brings (a fresh machine has gcc,
 # not g++: make fresh-machine-check failed "cannot find -lstdc++" without it).
-APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev libjpeg62-turbo-dev pkg-config \
+APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev libjpeg62-turbo-dev libheif-dev pkg-config \
 	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libsystemd-dev libraw-dev libstdc++-12-dev
 # And to test (and bench): libvips-tools (vips, vipsthumbnail) as the reference the tests
 # compare against, systemd for systemd-analyze and systemd-socket-activate in the service
