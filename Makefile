@@ -17,9 +17,10 @@ SWIFT_TEST = $(SWIFT) test --no-color-diagnostics
 # libsystemd's sd-bus for the desktop's thumbnail service on D-Bus (issue 21), and LibRaw for
 # camera RAW (issue 31), which is C++: its pkg-config file links -lstdc++, whose development
 # link (and the headers of raw_extents.cpp) only libstdc++-12-dev brings (a fresh machine has gcc,
-# not g++: make fresh-machine-check failed "cannot find -lstdc++" without it), and libmicrohttpd
-# for viewerd-http's HTTP/1.1 transport (issue 33).
-APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev libjpeg62-turbo-dev pkg-config \
+# not g++: make fresh-machine-check failed "cannot find -lstdc++" without it), libheif's headers
+# (libvips-dev pulls them in; named because a HEIF's thumbnail item is decoded by libheif itself,
+# issue 32), and libmicrohttpd for viewerd-http's HTTP/1.1 transport (issue 33).
+APT_PACKAGES := libvips-dev liblmdb-dev libseccomp-dev libjpeg62-turbo-dev libheif-dev pkg-config \
 	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libsystemd-dev libraw-dev libstdc++-12-dev \
 	libmicrohttpd-dev
 # And to test (and bench): libvips-tools (vips, vipsthumbnail) as the reference the tests

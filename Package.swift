@@ -40,9 +40,12 @@ let package = Package(
         .target(name: "CToneMap"),
         // LibRaw (its thread-safe build), for camera RAW (issue 31).
         .systemLibrary(name: "CLibRaw", pkgConfig: "libraw_r", providers: [.apt(["libraw-dev"])]),
+        // libheif itself (libvips links it), for a HEIF's thumbnail item decoded once (issue 32:
+        // libvips' loader decoded it three times).
+        .systemLibrary(name: "CHeif", pkgConfig: "libheif", providers: [.apt(["libheif-dev"])]),
         // Fixed-arity wrappers of the variadic libvips calls we use (Swift cannot call `...`),
         // and the partial progressive JPEG decode.
-        .target(name: "CVipsShim", dependencies: ["CVips", "CJPEG", "CToneMap"]),
+        .target(name: "CVipsShim", dependencies: ["CVips", "CJPEG", "CHeif", "CToneMap"]),
         // FFmpeg's video decode (video.c): media info and poster frames as pixels in memory,
         // which Rendering hands to libvips; it knows nothing of libvips (docs/DECISIONS.md).
         // (pkg-config names libavformat alone: the other three are linked here.)

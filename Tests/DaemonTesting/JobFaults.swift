@@ -10,8 +10,8 @@ import Glibc
 /// Ends the worker in a way the test can tell from a sandbox kill: the act was not stopped.
 @Sendable func escaped() -> Never { _exit(99) }
 
-/// The act a job's file name asks for, after the source is open and before the render
-/// (`WorkerProcess.JobHook`):
+/// The act a job's file name asks for, after the source is open and before the render or the
+/// read of its media info (`WorkerProcess.JobHook`):
 /// - `viewerd-test-crash`: the worker aborts (a codec's crash); `viewerd-test-hang`: it hangs
 ///   (the job timeout, a kill mid-job);
 /// - `probe-*`: the sandbox tests' forbidden acts (issue 15, Tests/EndToEndTests/SandboxTests),

@@ -52,6 +52,31 @@ struct WorkerPoolTests {
         daemon.stop()
     }
 
+    @Test("an INFO read does not wait behind a busy preview lane: an idle render worker reads it (issue 32's cold LAYOUT)")
+    func infoOnIdleRenderWorker() throws {
+        // Given a daemon with two render workers, none started, and an INFO whose read hangs in
+        // the first worker to take it (its process the only one)
+        let daemon = try DaemonProcess(executable: DaemonProcess.testing, extraArguments: ["--workers", "2"])
+        defer { daemon.stop() }
+        let hanger = try Fixtures.write(daemon.directory + "/viewerd-test-hang.png", width: 300, height: 200)
+        let cold = try Fixtures.write(daemon.directory + "/cold.png", width: 120, height: 80)
+        let victim = try RawSocket.greeted(path: daemon.socketPath)
+        try victim.send(.info(InfoRequest(path: hanger)), id: 1)
+        try #require(eventually { daemon.workerPIDs().count == 1 })
+
+        // When another file's INFO comes, no render waiting
+        let bystander = try daemon.connect()
+        let info = try bystander.info(path: cold)
+
+        // Then it is read at once in a render worker (the preview lane alone read every INFO:
+        // workers_alive was 0 and the answer came after the hung read's timeout)
+        #expect(info.width == 120 && info.height == 80)
+        #expect(try bystander.stats()["workers_alive"] ?? 0 >= 1)
+        #expect(try bystander.stats()["info_reads"] == 2)
+        guard case .error(let error) = try victim.read().message else { Issue.record("expected ERROR"); return }
+        #expect(error.code == .timeout)
+    }
+
     @Test("8 clients asking for the same 20 assets at the same moment cause exactly 20 renders")
     func coalescing() async throws {
         let daemon = try DaemonProcess()

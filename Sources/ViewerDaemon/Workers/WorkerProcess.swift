@@ -158,7 +158,9 @@ public enum WorkerProcess {
         switch job.command {
         case .info(let id, let request):
             let info = Result { () throws(RenderError) in
-                try renderer.mediaInfo(SourceFile(descriptor: job.source, path: request.path))
+                let source = try SourceFile(descriptor: job.source, path: request.path)
+                try hook?(request.path)
+                return try renderer.mediaInfo(source)
             }
             switch info {
             case .success(let info): send(.info(id: id, info))
