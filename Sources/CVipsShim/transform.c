@@ -47,6 +47,13 @@ int shim_turn(VipsImage **image, const vs_transform *transform) {
         r = replace(image, t, r);
     }
     int rotation = transform->rotation;
+    if (!r && rotation != 0) {
+        // A turn reads its input out of order, and the loader may read the file top to bottom
+        // only (a PNG, a JPEG at its own size: "out of order read" past libvips' read-ahead):
+        // the pixels at the rendition's size, already made, are held in memory first.
+        VipsImage *held = vips_image_copy_memory(*image);
+        r = replace(image, held, held ? 0 : -1);
+    }
     if (!r && rotation % 90 == 0 && rotation != 0) {
         VipsAngle angle = rotation == 90 ? VIPS_ANGLE_D90 : rotation == 180 ? VIPS_ANGLE_D180 : VIPS_ANGLE_D270;
         t = NULL;

@@ -60,6 +60,18 @@ struct TransformTests {
         }
     }
 
+    @Test("a turn of a picture read top to bottom at its own size (a 1200-row PNG, past libvips' sequential read-ahead) renders: the IIIF validator's full/max/180")
+    func turnOfASequentialRead() throws {
+        let scratch = try Scratch()
+        let file = try scratch.pixels("tall.png", ImageFixtures.quadrants(width: 60, height: 1200), width: 60, height: 1200)
+        for rotation: UInt16 in [90, 180, 270, 45] {
+            var spec = RenditionSpec(width: 60, height: 1200, format: .png)
+            spec.rotation = rotation
+            let rendition = try Renderer().render(SourceFile(path: file), spec: spec)
+            #expect(rendition.width > 0 && rendition.height > 0, "\(rotation)°")
+        }
+    }
+
     @Test("mirroring flips left to right, before the rotation (IIIF's !90)")
     func mirrorThenTurn() throws {
         let scratch = try Scratch()
