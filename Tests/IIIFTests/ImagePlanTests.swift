@@ -64,13 +64,14 @@ struct ImagePlanTests {
         #expect(try size("^!2000,500", of: 1000, 1000) == [500, 500])
     }
 
-    @Test("max stays inside maxWidth, maxHeight and maxArea; ^max grows to them")
+    @Test("max stays inside maxWidth, maxHeight and maxArea; ^max is max (the validator's size_up: the region's size, not the limits')")
     func maxAndLimits() throws {
         #expect(try size("max", of: 8000, 3000) == [4000, 1500])
         #expect(try size("max", of: 3000, 6000) == [1500, 3000])
         let area = try resolve(size: "max", width: 3900, height: 2900)
         #expect(area.width * area.height <= 9_000_000 && area.width <= 3900 && abs(Double(area.width) / Double(area.height) - 3900.0 / 2900) < 0.01)
-        #expect(try size("^max", of: 400, 300) == [3464, 2598])
+        #expect(try size("^max", of: 400, 300) == [400, 300])
+        #expect(try size("^max", of: 8000, 3000) == [4000, 1500])
         #expect(try size("full", of: 8000, 3000, version: .v2) == [4000, 1500])
     }
 
