@@ -30,14 +30,28 @@ public enum Admission {
             return preflight(request)
         default:
             return .text(405, "method \(printable(request.method)) not allowed: only GET, HEAD and OPTIONS",
-                         headers: ["Allow": allowedMethods])
+                         headers: errorHeaders(["Allow": allowedMethods]))
         }
     }
 
     /// The answer past the limit of requests in flight from one address.
     public static func busy(limit: Int) -> HTTPResponse {
         .text(503, "too many requests in flight from this address (limit \(limit)): retry shortly",
-              headers: ["Retry-After": "1"])
+              headers: errorHeaders(["Retry-After": "1"]))
+    }
+
+    /// The answer to a request that arrives while the server stops.
+    public static func stopping() -> HTTPResponse {
+        .text(503, "the server is stopping: retry shortly", headers: errorHeaders(["Retry-After": "1", "Connection": "close"]))
+    }
+
+    /// What every error the transport answers itself carries: a browser's viewer on another
+    /// site may read its status (CORS), and no cache keeps it.
+    public static func errorHeaders(_ headers: HTTPHeaders = HTTPHeaders()) -> HTTPHeaders {
+        var headers = headers
+        headers.set("Access-Control-Allow-Origin", "*")
+        headers.set("Cache-Control", "no-store")
+        return headers
     }
 
     /// 204 with what a browser's preflight asks: any origin, the methods, the headers.
@@ -65,7 +79,7 @@ public enum Admission {
 
     /// The answer to a request with a body.
     public static func tooLarge() -> HTTPResponse {
-        .text(413, "request bodies are not accepted: only GET, HEAD and OPTIONS without a body")
+        .text(413, "request bodies are not accepted: only GET, HEAD and OPTIONS without a body", headers: errorHeaders())
     }
 
     /// "Accept, X-Custom": field names (RFC 9110 tokens) separated by commas and spaces.

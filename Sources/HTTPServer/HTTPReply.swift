@@ -120,6 +120,12 @@ public final class HTTPReply: Sendable {
                 state.stage = .queued
                 return response
             }
+            if state.gone {
+                // Abandoned before the handler returned (the server stops): answered, not
+                // suspended, for MHD must never stop with a connection suspended.
+                state.stage = .queued
+                return Admission.stopping()
+            }
             state.stage = .suspended
             MHD_suspend_connection(connection)
             return nil

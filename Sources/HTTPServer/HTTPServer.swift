@@ -113,6 +113,9 @@ final class ServerCore: Sendable {
     }
     private let state = Locked<State>(State())
 
+    /// `stop` has begun: nothing new is accepted or handed to the handler.
+    var isStopping: Bool { state.withLock { $0.stopped } }
+
     init(limits: HTTPServer.Limits, handler: @escaping @Sendable (HTTPRequest, HTTPReply) -> Void,
          completed: (@Sendable (HTTPServer.Completion) -> Void)?) {
         self.limits = limits
@@ -155,17 +158,18 @@ final class ServerCore: Sendable {
             return state.daemons
         }
         guard let daemons else { return }
-        // Quiesced, MHD accepts nothing more and hands the listening socket back; the
-        // connections open carry on, so the replies pending can still be sent.
-        let listening = daemons.map { MHD_quiesce_daemon($0) }
+        // Stopped, the accept policy refuses every new connection and a request that arrives
+        // on one open is answered 503 at once, never suspended (MHD panics when it stops with a
+        // connection suspended); the replies pending can still be sent meanwhile. Not
+        // MHD_quiesce_daemon: with a pool of epoll threads it aborted the process once
+        // ("Failed to remove listen FD from epoll set", make fresh-machine-check).
         let deadline = ContinuousClock.now + draining
         while ContinuousClock.now < deadline && unfinished.withLock({ $0 > 0 }) {
             Thread.sleep(forTimeInterval: 0.01)
         }
         // MHD must not stop with a connection suspended: those still waiting lose their client.
         connections.abandonAll()
-        for daemon in daemons { MHD_stop_daemon(daemon) }
-        for fd in listening where fd >= 0 { Posix.close(fd) }
+        for daemon in daemons { MHD_stop_daemon(daemon) }  // which closes the listening sockets
         connections.stopWatching()
     }
 

@@ -20,7 +20,7 @@ enum MHDCallbacks {
     static let acceptPolicy: MHD_AcceptPolicyCallback = { context, _, _ in
         guard let context else { return .NO }
         let core = MHDCallbacks.serverCore(context)
-        return core.connections.count < core.limits.connections ? .YES : .NO
+        return !core.isStopping && core.connections.count < core.limits.connections ? .YES : .NO
     }
 
     static let connectionChanged: MHD_NotifyConnectionCallback = { context, connection, socketContext, code in
@@ -79,6 +79,8 @@ enum MHDCallbacks {
         let request = reply.request
         if let answer = Admission.answer(to: request) {
             reply.send(answer)
+        } else if core.isStopping {
+            reply.send(Admission.stopping())
         } else if !core.admit(request.peer) {
             reply.send(Admission.busy(limit: core.limits.requestsInFlightPerAddress))
         } else {

@@ -63,7 +63,7 @@ extension Front {
     /// RENDERs the plan at `visible` priority (a person waits on every HTTP request); cancelled
     /// with the task, which the client's going away cancels.
     private static func render(_ need: RenderNeed, client: ViewerClient) async -> Result<RenderResult, IIIFDaemonError> {
-        let handle = client.request(need.path, spec: spec(need.plan), priority: .visible)
+        let handle = client.request(need.path, spec: spec(need.plan, source: (need.source.width, need.source.height)), priority: .visible)
         do {
             return .success(try await withTaskCancellationHandler { try await handle.result } onCancel: { handle.cancel() })
         } catch {
@@ -71,9 +71,13 @@ extension Front {
         }
     }
 
-    /// The daemon's spec of a IIIF plan: its exact size (`stretch` where IIIF changes the
-    /// aspect ratio), the region or the pyramid's tile, the turn, mirror and colours.
-    static func spec(_ plan: ImagePlan) -> RenditionSpec {
+    /// The daemon's spec of a IIIF plan: the pyramid's tile, or the exact size the rules
+    /// computed, the turn, mirror and colours. A whole image goes as a `fit` box of the side
+    /// that gives that size by the daemon's own rounding (the same as IIIF's: halves up), so
+    /// that it is the rendition a native client's box makes; a `fit` into both sides could let
+    /// the other side bind and come out a pixel short (1000×333 at `100,`: 99×33). A region
+    /// goes `stretch`: its scaled edges round on their own, so only the exact box is sure.
+    static func spec(_ plan: ImagePlan, source: (width: Int, height: Int)) -> RenditionSpec {
         let format: OutputFormat = switch plan.format {
         case .jpg: .jpeg
         case .png: .png
@@ -86,10 +90,25 @@ extension Front {
         case .gray: .gray
         case .bitonal: .bitonal
         }
-        return RenditionSpec(width: UInt32(clamping: plan.width), height: UInt32(clamping: plan.height),
-                             fit: plan.stretch ? .stretch : .fit, format: format, upscale: plan.upscale,
+        var box = (width: plan.width, height: plan.height, fit: FitMode.stretch)
+        if plan.tile == nil && plan.region == nil && !plan.stretch {
+            if scaled(source.height, plan.width, source.width) == plan.height {
+                box = (plan.width, 0, .fit)
+            } else if scaled(source.width, plan.height, source.height) == plan.width {
+                box = (0, plan.height, .fit)
+            }
+        }
+        return RenditionSpec(width: UInt32(clamping: box.width), height: UInt32(clamping: box.height),
+                             fit: box.fit, format: format, upscale: plan.upscale && box.fit == .fit,
                              timeMillis: plan.timeMillis, region: plan.tile == nil ? plan.region : nil, tile: plan.tile,
                              rotation: UInt16(clamping: plan.rotation), mirror: plan.mirror, colour: colour)
+    }
+
+    /// `side × target / other`, rounded halves up, as the daemon sizes the side that follows
+    /// (`Renderer.outputSize`).
+    private static func scaled(_ side: Int, _ target: Int, _ other: Int) -> Int {
+        guard other > 0 else { return 0 }
+        return max(1, (2 * side * target + other) / (2 * other))
     }
 
     /// What the rules make of a failed call: the daemon's ERROR by its code; anything else

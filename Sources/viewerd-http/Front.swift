@@ -44,7 +44,8 @@ final class Front: Sendable {
         case .healthz: serveHealth(reply: reply)
         case .metrics: serveMetrics(reply: reply)
         case .iiif: serveIIIF(request, reply: reply)
-        case .other: reply.send(.text(404, "not found: the routes are /iiif/3/…, /iiif/2/…, /metrics and /healthz"))
+        case .other: reply.send(.text(404, "not found: the routes are /iiif/3/…, /iiif/2/…, /metrics and /healthz",
+                                      headers: Admission.errorHeaders()))
         }
     }
 
