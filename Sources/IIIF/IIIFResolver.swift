@@ -74,7 +74,9 @@ struct IIIFResolver: Sendable {
             if errno == ENOENT || errno == ENOTDIR { return nil }
             throw .notFound
         }
-        guard real.hasPrefix(rootReal == "/" ? "/" : rootReal + "/") else { throw .notFound }
+        // Bytes, not Strings: Swift compares canonically equivalent spellings as equal, and a
+        // sibling directory spelled decomposed ("cafe\u{301}") would pass as the root ("café").
+        guard real.utf8.starts(with: (rootReal == "/" ? "/" : rootReal + "/").utf8) else { throw .notFound }
         var descriptor: Int32
         repeat { descriptor = Glibc.open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY) } while descriptor < 0 && errno == EINTR
         guard descriptor >= 0 else { throw .notFound }

@@ -5,7 +5,8 @@ import ViewerLog
 
 let usage = """
     usage: viewerd-http [--listen ADDR:PORT]... [--root NAME=DIR]... [--socket PATH] [--public-url URL]
-                        [--trusted-proxy ADDR]... [--sign-key HEX]... [--max-connections N]
+                        [--trusted-proxy ADDR]... [--sign-key HEX]... [--sign-key-file PATH]
+                        [--max-connections N]
                         [--max-connections-per-address N] [--timeout SECONDS] [--log-level LEVEL]
                         [--access-log PATH|-] [--version] [--help]
 
@@ -24,8 +25,10 @@ let usage = """
                            (default: from the request's Host)
       --trusted-proxy ADDR a proxy's address whose X-Forwarded-Host/-Proto/-Prefix are
                            believed; repeatable
-      --sign-key HEX       a key (hex) URLs must be signed with (HMAC-SHA256); repeatable,
-                           for rotation: any key listed is accepted
+      --sign-key HEX       a key (hex) URLs must be signed with (HMAC-SHA256 of the
+                           identifier); repeatable, for rotation: any key listed is accepted
+      --sign-key-file PATH the same keys, one per line (# comments), from a file: a key on
+                           the command line is visible to every local user in ps
       --max-connections N  connections open at once, over all sockets (default: 1000)
       --max-connections-per-address N
                            connections open at once from one address, and requests in
@@ -135,6 +138,19 @@ extension FrontOptions {
                     fail("--sign-key: expected at least 16 bytes as hexadecimal digits (32 or more)", status: 64)
                 }
                 options.signKeys.append(key)
+            case "--sign-key-file":
+                let path = value()
+                guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                    fail("--sign-key-file \(path): cannot be read", status: 64)
+                }
+                for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                    let key = line.trimmingCharacters(in: .whitespaces)
+                    if key.isEmpty || key.hasPrefix("#") { continue }
+                    guard let bytes = hexBytes(key), bytes.count >= 16 else {
+                        fail("--sign-key-file \(path), line \(number + 1): expected at least 16 bytes as hexadecimal digits", status: 64)
+                    }
+                    options.signKeys.append(bytes)
+                }
             case "--max-connections": options.limits.connections = count()
             case "--max-connections-per-address": perAddress = count()
             case "--timeout":

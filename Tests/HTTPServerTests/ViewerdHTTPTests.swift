@@ -124,7 +124,7 @@ struct ViewerdHTTPTests {
     }
 
     @Test("Usage errors exit 64 naming the option; --help exits 0", arguments: [
-        ["--listen", "localhost:80"], ["--root", "photos"], ["--root", "a=/nonexistent/dir"], ["--sign-key", "xyz"],
+        ["--listen", "localhost:80"], ["--root", "photos"], ["--root", "a=/nonexistent/dir"], ["--sign-key", "xyz"], ["--sign-key-file", "/nonexistent/keys"],
         ["--max-connections", "0"], ["--timeout", "soon"], ["--trusted-proxy", "proxy.example"], ["--bogus"],
     ])
     func usageErrors(arguments: [String]) throws {

@@ -57,6 +57,21 @@ struct IIIFResolverTests {
         #expect(response.body == reference.body && response.headers == reference.headers)
     }
 
+    @Test("a root is contained byte for byte: a sibling spelled with the same letters decomposed (NFD) is outside it")
+    func rootContainedByBytes() throws {
+        let manager = FileManager.default
+        let composed = tree.top.path + "/caf\u{E9}", decomposed = tree.top.path + "/cafe\u{301}"
+        try manager.createDirectory(atPath: composed, withIntermediateDirectories: true)
+        try manager.createDirectory(atPath: decomposed, withIntermediateDirectories: true)
+        // (Counted as entries: a Set of Strings would count the two spellings as one.)
+        try #require(try manager.contentsOfDirectory(atPath: tree.top.path).count == 4, "two directories, not one")
+        try Data("private".utf8).write(to: URL(fileURLWithPath: decomposed + "/private.jpg"))
+        try manager.createSymbolicLink(atPath: composed + "/link.jpg", withDestinationPath: decomposed + "/private.jpg")
+        let front = tree.front { $0.roots = ["c": composed] }
+        // Swift's String compares canonically equivalent spellings as equal: "cafe\u{301}/…" has the prefix "café/".
+        #expect(front.handle(get("/iiif/3/c%2Flink.jpg/info.json")).response?.status == 404)
+    }
+
     @Test("traversal, NUL, empty segments and over-long paths are 400 before any look", arguments: [
         "photos%2F..%2Foutside%2Fsecret.jpg", "photos%2F..%2F..%2Fetc%2Fpasswd", "photos%2F.%2F2024%2Fa.jpg",
         "photos%2F2024%2F%2Fa.jpg", "photos%2F", "photos%2F2024%2Fa.jpg%00.png", "photos%2F%2e%2e%2Fx",

@@ -145,9 +145,9 @@ class OptionValueTests(unittest.TestCase):
 
     def test_bad_names_list_the_valid_values(self) -> None:
         client = viewerd.Client("/nonexistent/viewerd.sock")  # never reached
-        cases = {"format": ("gif", "jpeg, webp, png, avif, raw"),
+        cases = {"format": ("tiff", "jpeg, webp, png, avif, raw, gif"),
                  "priority": ("urgent", "visible, high, normal, prefetch, background"),
-                 "fit": ("cover", "fit, fill"),
+                 "fit": ("cover", "fit, fill, stretch"),
                  "crop": ("middle", "centre, attention, entropy"),
                  "delivery": ("eventually", "final, opportunistic, cache-only")}
         for option, (value, valid) in cases.items():
@@ -157,7 +157,7 @@ class OptionValueTests(unittest.TestCase):
                 self.assertEqual(str(caught.exception), f"{option} must be one of {valid} (got {value!r})")
         with self.assertRaises(ValueError) as caught:
             client.start_render("/x.jpg", 256, format=9)
-        self.assertEqual(str(caught.exception), "format must be one of jpeg, webp, png, avif, raw (got 9)")
+        self.assertEqual(str(caught.exception), "format must be one of jpeg, webp, png, avif, raw, gif (got 9)")
         with self.assertRaises(ValueError) as caught:
             client.prefetch(["/x.jpg"], 256, priority="soon")
         self.assertIn("priority must be one of visible, high", str(caught.exception))
@@ -211,7 +211,8 @@ class PrintingTests(unittest.TestCase):
         both = p.Capability.PREVIEWS | p.Capability.ZOOM
         self.assertEqual(str(both), "previews|zoom")
         self.assertEqual(str(p.Capability(0)), "none")
-        self.assertEqual(str(p.Capability(0x202)), "previews|0x200")  # a newer daemon's bit
+        self.assertEqual(str(p.Capability(0x202)), "previews|transforms")
+        self.assertEqual(str(p.Capability(0x402)), "previews|0x400")  # a newer daemon's bit
         # A name prints as the string the options take back.
         self.assertIs(viewerd._common._enum(p.Delivery, str(p.Delivery.CACHE_ONLY), "delivery"), p.Delivery.CACHE_ONLY)
 
