@@ -135,7 +135,8 @@ final class Answers {
         } else {
             connection.enqueueRendition(.result, requestID: requestID, format: format, width: meta.width,
                                         height: meta.height, fromCache: true, source: source, payload: payload,
-                                        key: key, storedChecksum: StoreReader.recordedChecksum(ofServed: payload),
+                                        key: key, storedChecksum: format == .raw && connection.sharedMemoryAsked.contains(requestID)
+                                            ? StoreReader.recordedChecksum(ofServed: payload) : nil,
                                         kept: sharedRenditions)
         }
         return true
