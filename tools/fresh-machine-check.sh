@@ -257,6 +257,16 @@ host() {
     tar -C "$root" --numeric-owner --xattrs -xpf "$tarball"
     cp /etc/resolv.conf "$root/etc/resolv.conf"          # this network's, not the cached one's
     [ -e "$root/etc/hosts" ] || cp /etc/hosts "$root/etc/hosts"
+    # This network's certificate authorities too: a machine on a network that inspects TLS trusts
+    # its authority (the host here does, in /usr/local/share/ca-certificates), and without it pip
+    # cannot reach PyPI for the validator. Debian's ca-certificates, which the test packages pull
+    # in, adds what is in that directory to the bundle every TLS client reads; nothing else of the
+    # host's comes along.
+    if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+        mkdir -p "$root/usr/local/share/ca-certificates"
+        cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+        log "this network's certificate authorities: $(cd /usr/local/share/ca-certificates && ls -- *.crt | tr '\n' ' ')"
+    fi
     log "phase rootfs: $(basename "$tarball") unpacked in $((SECONDS - phase_started)) s"
 
     phase=clone; phase_started=$SECONDS
