@@ -77,7 +77,7 @@ let package = Package(
         // The IIIF Image API's rules (issue 33): URL to request, the plan for the daemon, info.json,
         // status, headers, caching, identifiers under roots, signed URLs. Passive: values in,
         // values out, no sockets; the resolver's stat and realpath are its only file-system reads.
-        .target(name: "IIIF", dependencies: ["HTTPMessage", "ViewerProtocol"]),
+        .target(name: "IIIF", dependencies: ["HTTPMessage", "ViewerProtocol", "Locking", "SystemCalls"]),
         // Wire format: frames, messages, codes. No I/O, no C.
         .target(name: "ViewerProtocol"),
         // ThumbHash, the placeholders of INFO_REPLY: encoded by the workers, decoded by the clients.

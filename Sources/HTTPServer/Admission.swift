@@ -7,6 +7,8 @@ import HTTPMessage
 ///   methods and headers a browser may use; anything else is 405 with `Allow`.
 /// - A request with a body (`Content-Length` above 0, or any `Transfer-Encoding`) is 413: nothing
 ///   viewerd-http serves takes one, and refusing it before it is read costs nothing.
+/// - A head past the limit of its bytes is 431 (414 for the target), naming the limit
+///   (`headLimit`).
 ///
 /// ```swift
 /// if let answer = Admission.answer(to: request) { reply.send(answer) } else { handler(request, reply) }
@@ -32,6 +34,25 @@ public enum Admission {
             return .text(405, "method \(printable(request.method)) not allowed: only GET, HEAD and OPTIONS",
                          headers: errorHeaders(["Allow": allowedMethods]))
         }
+    }
+
+    /// 414 when the request's target is past half of `limit` bytes, 431 when its target and
+    /// header fields together are past `limit`, each naming the size and the limit; nil when
+    /// the head is within it.
+    public static func headLimit(_ request: HTTPRequest, limit: Int) -> HTTPResponse? {
+        let target = request.target.utf8.count
+        if target > limit / 2 {
+            return .text(414, "the request target is \(target) bytes: the limit is \(limit / 2) bytes",
+                         headers: errorHeaders(["Connection": "close"]))
+        }
+        var bytes = target, fields = 0
+        for (name, value) in request.headers {
+            bytes += name.utf8.count + value.utf8.count + 4
+            fields += 1
+        }
+        guard bytes > limit else { return nil }
+        return .text(431, "the request's target and headers are \(bytes) bytes (\(fields) fields): the limit is \(limit) bytes",
+                     headers: errorHeaders(["Connection": "close"]))
     }
 
     /// The answer past the limit of requests in flight from one address.

@@ -26,9 +26,13 @@ final class Connection: @unchecked Sendable {  // mutable state under Connection
         case cut
     }
 
+    /// The peer's address block, which the per-address limits count by.
+    let block: String
+
     init(fd: Int32, peer: String) {
         self.fd = fd
         self.peer = peer
+        block = AddressBlock.of(peer)
         phase = .reading(since: .now)
     }
 }
@@ -58,12 +62,25 @@ final class ConnectionTable: Sendable {
 
     var count: Int { lock.withLock { $0.count } }
 
+    /// The connections open from each address block (`AddressBlock`).
+    private let blocks = Locked<[String: Int]>([:])
+
     func opened(_ connection: Connection) {
         lock.withLock { $0[ObjectIdentifier(connection)] = connection }
+        blocks.withLock { $0[connection.block, default: 0] += 1 }
     }
 
     func closed(_ connection: Connection) {
-        lock.withLock { $0[ObjectIdentifier(connection)] = nil }
+        guard lock.withLock({ $0.removeValue(forKey: ObjectIdentifier(connection)) }) != nil else { return }
+        blocks.withLock { counts in
+            let count = counts[connection.block, default: 1] - 1
+            counts[connection.block] = count > 0 ? count : nil
+        }
+    }
+
+    /// The connections open from `block`.
+    func connections(from block: String) -> Int {
+        blocks.withLock { $0[block, default: 0] }
     }
 
     func setTarget(_ connection: Connection, _ target: String) {

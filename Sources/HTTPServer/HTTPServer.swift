@@ -37,9 +37,16 @@ public final class HTTPServer: Sendable {
         public var connections: Int = 1000
         /// Connections open at once from one address (MHD's per-IP limit, for each socket).
         public var connectionsPerAddress: Int = 64
-        /// The memory of one connection (MHD's connection memory limit): the request line and
-        /// headers must fit in about half of it; past it MHD answers 431 (or 414 for the line).
-        public var headerBytes: Int = 32 * 1024
+        /// The bytes of a request's target and header fields (each field counted as sent, with
+        /// its `: ` and CRLF): past it the answer is 431 (414 when the target alone is past
+        /// half of it), naming the limit (`Admission.headLimit`).
+        public var headerBytes: Int = 16 * 1024
+        /// The memory of one connection (MHD's connection memory limit), which MHD reads a
+        /// request's head into: a head past about half of it never reaches viewerd-http, and
+        /// MHD answers 431 (or 414) itself, with a page of its own that names no limit. Kept
+        /// well above `headerBytes`, so that a head past the limit is ours to answer; it is
+        /// mapped lazily (MHD maps pools past 32 KiB), so only what a client sends is used.
+        public var connectionMemory: Int = 128 * 1024
         /// How long a connection may send or read nothing (MHD's connection timeout, whole seconds).
         public var idleTimeout: Duration = .seconds(10)
         /// How long a client may take to send a request's line and headers, from the connection's
@@ -132,7 +139,7 @@ final class ServerCore: Sendable {
             options.threads = UInt32(max(1, limits.threads))
             options.connection_limit = UInt32(max(1, limits.connections))
             options.per_address_limit = UInt32(max(1, limits.connectionsPerAddress))
-            options.memory_limit = max(4096, limits.headerBytes)
+            options.memory_limit = max(4096, limits.connectionMemory, 2 * limits.headerBytes)
             options.timeout_seconds = UInt32(max(1, (limits.idleTimeout.components.seconds + (limits.idleTimeout.components.attoseconds > 0 ? 1 : 0))))
             options.handler = MHDCallbacks.access
             options.context = Unmanaged.passUnretained(self).toOpaque()
@@ -174,19 +181,22 @@ final class ServerCore: Sendable {
     }
 
     /// Counts a request in flight from `peer`; false (and nothing counted) past the limit.
+    /// Counts a request in flight from `peer`'s block (`AddressBlock`); false past the limit.
     func admit(_ peer: String) -> Bool {
-        inFlight.withLock { counts in
-            let count = counts[peer, default: 0]
+        let block = AddressBlock.of(peer)
+        return inFlight.withLock { counts in
+            let count = counts[block, default: 0]
             guard count < limits.requestsInFlightPerAddress else { return false }
-            counts[peer] = count + 1
+            counts[block] = count + 1
             return true
         }
     }
 
     func release(_ peer: String) {
+        let block = AddressBlock.of(peer)
         inFlight.withLock { counts in
-            let count = counts[peer, default: 1] - 1
-            counts[peer] = count > 0 ? count : nil
+            let count = counts[block, default: 1] - 1
+            counts[block] = count > 0 ? count : nil
         }
     }
 }

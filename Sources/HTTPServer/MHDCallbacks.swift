@@ -17,10 +17,15 @@ enum MHDCallbacks {
     }
 
     /// Before MHD accepts: the limit over every socket (MHD's own is per daemon, split among its threads).
-    static let acceptPolicy: MHD_AcceptPolicyCallback = { context, _, _ in
+    /// Refuses a connection while stopping, past the connections over all sockets, and past
+    /// those from the peer's address block (an IPv6 /64: MHD's own per-address limit counts
+    /// whole addresses, of which one IPv6 host has 2^64).
+    static let acceptPolicy: MHD_AcceptPolicyCallback = { context, address, _ in
         guard let context else { return .NO }
         let core = MHDCallbacks.serverCore(context)
-        return !core.isStopping && core.connections.count < core.limits.connections ? .YES : .NO
+        guard !core.isStopping, core.connections.count < core.limits.connections else { return .NO }
+        guard let address, let peer = Endpoint.describe(address, withPort: false) else { return .YES }
+        return core.connections.connections(from: AddressBlock.of(peer)) < core.limits.connectionsPerAddress ? .YES : .NO
     }
 
     static let connectionChanged: MHD_NotifyConnectionCallback = { context, connection, socketContext, code in
@@ -77,7 +82,7 @@ enum MHDCallbacks {
             return core.queue(response, for: reply, on: connection)
         }
         let request = reply.request
-        if let answer = Admission.answer(to: request) {
+        if let answer = Admission.headLimit(request, limit: core.limits.headerBytes) ?? Admission.answer(to: request) {
             reply.send(answer)
         } else if core.isStopping {
             reply.send(Admission.stopping())

@@ -1,8 +1,9 @@
 import HTTPMessage
 
 /// The caching rules: a strong ETag naming the exact bytes, Last-Modified from the source,
-/// and the conditional requests answered 304 (RFC 9110 §13), all from the source's identity,
-/// before the daemon is asked for anything.
+/// and the conditional requests answered 304 (RFC 9110 §13), from the source's identity: an
+/// If-None-Match naming the ETag before the daemon is asked for anything, the other
+/// conditions once the request is known to be good for the image.
 enum IIIFCaching {
     /// `"` + 32 hex digits + `"`: SHA-256 (truncated to 128 bits) of the source's identity,
     /// the representation's own key (the normalized request, or info.json's id and media
@@ -14,16 +15,32 @@ enum IIIFCaching {
 
     /// Whether the client's copy is current, so the answer is 304: If-None-Match by weak
     /// comparison (`*` matches any), else If-Modified-Since against the whole second.
+    /// Conditions are evaluated only for a request whose answer would be a 200 (RFC 9110
+    /// §13.2.1): after the request was checked against the image, never before.
     static func notModified(_ headers: HTTPHeaders, entityTag: String, modifiedSeconds: Int64) -> Bool {
-        let matches = headers.values("If-None-Match")
-        if !matches.isEmpty {
-            let tags = matches.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpaces }
-            return tags.contains { tag in tag == "*" || (tag.hasPrefix("W/") ? tag.dropFirst(2) : tag) == Substring(entityTag) }
+        let tags = entityTags(headers)
+        if !tags.isEmpty {
+            return tags.contains { tag in tag == "*" || matches(tag, entityTag) }
         }
         if let since = headers["If-Modified-Since"], let seconds = HTTPDate.parse(since) {
             return modifiedSeconds <= seconds
         }
         return false
+    }
+
+    /// Whether If-None-Match names this very ETag: the one condition that holds before the
+    /// request is checked against the image, since an ETag is only ever sent with the 200 of
+    /// its own request (`*`, or a date, could make a 304 of what would be a 400).
+    static func namesEntityTag(_ headers: HTTPHeaders, _ entityTag: String) -> Bool {
+        entityTags(headers).contains { matches($0, entityTag) }
+    }
+
+    private static func entityTags(_ headers: HTTPHeaders) -> [Substring] {
+        headers.values("If-None-Match").flatMap { $0.split(separator: ",") }.map { $0.trimmingSpaces }
+    }
+
+    private static func matches(_ tag: Substring, _ entityTag: String) -> Bool {
+        (tag.hasPrefix("W/") ? tag.dropFirst(2) : tag) == Substring(entityTag)
     }
 }
 

@@ -30,6 +30,9 @@ public struct IIIFConfiguration: Sendable {
     public var cacheMaxAge: Int
     /// The daemon's renderer version: part of every ETag, so new renderers mean new ETags.
     public var rendererVersion: String
+    /// The directories an identifier without its suffix was looked up in, remembered while
+    /// they do not change (`IIIFListings`); nil: each such lookup reads the directory.
+    public var listings: IIIFListings?
 
     public init(roots: [String: String], publicURL: String? = nil, trustedProxies: Set<String> = [],
                 signKeys: [[UInt8]] = [], maxWidth: Int = 8192, maxHeight: Int = 8192, maxArea: Int = 8192 * 8192,

@@ -34,11 +34,16 @@ public enum IIIFDaemonError: Error, Sendable, Equatable {
     /// Not connected, or the connection broke.
     case unavailable(String)
 
-    /// The HTTP answer: the source's faults are 4xx, the daemon's state 503 (with
-    /// Retry-After), its faults 500.
+    /// Whether the answer is a 5xx: the daemon's state or fault, not the source's.
+    public var isDaemonsFault: Bool { problem.status >= 500 }
+
+    /// The HTTP answer: the source's faults are 4xx with the daemon's reason (it names the
+    /// client's own file), the daemon's state 503 (with Retry-After), its faults 500; these two
+    /// name the code only: their messages (socket paths, the store's errors) are the
+    /// operator's, in the front's log (`Front+IIIF.swift`), not a stranger's.
     var problem: IIIFProblem {
         switch self {
-        case .unavailable(let message): return IIIFProblem(503, "the daemon is unavailable: \(message)")
+        case .unavailable: return IIIFProblem(503, "the daemon is unavailable: retry shortly")
         case let .daemon(code, message):
             switch code {
             case .notFound, .notRegularFile: return .notFound
@@ -46,8 +51,8 @@ public enum IIIFDaemonError: Error, Sendable, Equatable {
             case .invalidArgument: return IIIFProblem(400, message)
             case .unsupportedFormat: return IIIFProblem(415, "not an image viewerd reads: \(message)")
             case .corruptImage, .tooLarge: return IIIFProblem(422, "\(code.name): \(message)")
-            case .busy, .shuttingDown, .timeout, .unreadable, .notCached: return IIIFProblem(503, "\(code.name): \(message)")
-            default: return IIIFProblem(500, "\(code.name): \(message)")
+            case .busy, .shuttingDown, .timeout, .unreadable, .notCached: return IIIFProblem(503, "\(code.name): retry shortly")
+            default: return IIIFProblem(500, "\(code.name): the daemon failed (its log says why)")
             }
         }
     }

@@ -15,6 +15,8 @@ struct IIIFExchange: Sendable {
     let base: String
     let source: ResolvedSource
     let kind: Kind
+    /// The request's headers: its conditions.
+    var requestHeaders: HTTPHeaders = [:]
 
     /// The representation's key in its ETag: what, besides the source and the renderer,
     /// decides its bytes.
@@ -34,13 +36,22 @@ struct IIIFExchange: Sendable {
         return nanoseconds >= 0 ? nanoseconds / 1_000_000_000 : (nanoseconds - 999_999_999) / 1_000_000_000
     }
 
-    /// A 304 when the client's copy is current (the identity suffices), else INFO.
-    func start(_ headers: HTTPHeaders) -> IIIFStep {
-        if IIIFCaching.notModified(headers, entityTag: entityTag, modifiedSeconds: modifiedSeconds) {
-            return .respond(HTTPResponse(status: 304, headers: cacheHeaders()))
-        }
+    /// A 304 when If-None-Match names this ETag (the identity suffices), else INFO.
+    func start() -> IIIFStep {
+        if IIIFCaching.namesEntityTag(requestHeaders, entityTag) { return notModified }
         return .info(InfoNeed(exchange: self))
     }
+
+    var notModified: IIIFStep { .respond(HTTPResponse(status: 304, headers: cacheHeaders())) }
+
+    /// Whether the conditions hold for the 200 this request is known to have.
+    var isNotModified: Bool {
+        IIIFCaching.notModified(requestHeaders, entityTag: entityTag, modifiedSeconds: modifiedSeconds)
+    }
+
+    /// What the front keeps an answer of this exchange under: its ETag names the bytes, its
+    /// base the URIs its headers carry.
+    var answerKey: String { entityTag + " " + base }
 
     /// What every success and every 304 carries.
     func cacheHeaders() -> HTTPHeaders {
@@ -56,6 +67,7 @@ struct IIIFExchange: Sendable {
         guard info.width > 0, info.height > 0 else { return .respond(IIIFFront.failure(IIIFProblem(422, "the image has no pixels"))) }
         switch kind {
         case .info(let linkedData):
+            if isNotModified { return notModified }
             let document = IIIFInfo(version: version, id: base, width: info.width, height: info.height, configuration: configuration,
                                     tiled: info.kind != .video)
             var headers = cacheHeaders()
@@ -65,6 +77,7 @@ struct IIIFExchange: Sendable {
         case .image(let request):
             do throws(IIIFProblem) {
                 let (plan, canonical) = try self.plan(request, info)
+                if isNotModified { return notModified }
                 return .render(RenderNeed(plan: plan, source: info, exchange: self, canonical: canonical))
             } catch {
                 return .respond(IIIFFront.failure(error))

@@ -5,7 +5,7 @@ import ViewerProtocol
 /// sockets, no daemon calls, no threads; the resolver's stat of the source is its only I/O.
 ///
 /// A request's life: `handle` answers at once (a 4xx, a redirect, a 304 from the source's
-/// identity alone) or asks the daemon's INFO of the resolved file (`.info`); that answer gives
+/// identity and the ETag the client names) or asks the daemon's INFO of the resolved file (`.info`); that answer gives
 /// info.json, or an `ImagePlan` to RENDER (`.render`); the render's answer gives the image.
 /// Every step ends in exactly one `HTTPResponse`, and every response carries
 /// `Access-Control-Allow-Origin: *`; errors are short text with `Cache-Control: no-store`.
@@ -24,7 +24,7 @@ public struct IIIFFront: Sendable {
 
     public init(_ configuration: IIIFConfiguration) {
         self.configuration = configuration
-        self.resolver = IIIFResolver(roots: configuration.roots)
+        self.resolver = IIIFResolver(roots: configuration.roots, listings: configuration.listings)
         self.signing = configuration.signKeys.isEmpty ? nil : IIIFSigning(keys: configuration.signKeys)
     }
 
@@ -82,8 +82,8 @@ public struct IIIFFront: Sendable {
             let source = try resolver.resolve(identifier)
             let linkedData = IIIFURL.prefersLinkedData(request.headers["Accept"])
             let exchange = IIIFExchange(configuration: configuration, version: version, base: base, source: source,
-                                        kind: .info(linkedData: linkedData))
-            return exchange.start(request.headers)
+                                        kind: .info(linkedData: linkedData), requestHeaders: request.headers)
+            return exchange.start()
         }
         guard parameters.count == 4 else {
             throw IIIFProblem(404, "not found: an image URL is {identifier}/{region}/{size}/{rotation}/{quality}.{format}, its identifier's slashes written %2F")
@@ -93,8 +93,9 @@ public struct IIIFFront: Sendable {
         let image = try IIIFImageRequest(version: version, region: values[0], size: values[1], rotation: values[2],
                                          qualityAndFormat: values[3], timeMillis: try IIIFURL.time(request.query))
         let source = try resolver.resolve(identifier)
-        let exchange = IIIFExchange(configuration: configuration, version: version, base: base, source: source, kind: .image(image))
-        return exchange.start(request.headers)
+        let exchange = IIIFExchange(configuration: configuration, version: version, base: base, source: source, kind: .image(image),
+                                    requestHeaders: request.headers)
+        return exchange.start()
     }
 
     /// CORS on everything.
@@ -144,7 +145,20 @@ public struct InfoNeed: Sendable {
     public var path: String { exchange.source.path }
     /// The source's identity when the front resolved it.
     public var identity: FileIdentity { exchange.source.identity }
+    /// What an answer to this request can be kept under (`IIIFMemory`): the ETag that names
+    /// its bytes and the base URI its headers carry.
+    public var answerKey: String { exchange.answerKey }
+    /// The file, open beneath its root: what the daemon is to read.
+    public var file: OpenSource? { exchange.source.file }
     let exchange: IIIFExchange
+
+    /// The answer when `kept` is the 200 the front keeps under `answerKey`: a kept answer
+    /// proves the request good for the image, so its conditions are evaluated (a 304), else
+    /// `kept` itself.
+    public func answer(kept: HTTPResponse) -> HTTPResponse {
+        guard exchange.isNotModified, case .respond(let notModified) = exchange.notModified else { return kept }
+        return notModified
+    }
 
     /// The next step: info.json, the image's plan to render, or the error.
     public func answer(_ info: Result<IIIFSourceInfo, IIIFDaemonError>) -> IIIFStep {
@@ -161,6 +175,10 @@ public struct RenderNeed: Sendable {
     public let plan: ImagePlan
     /// INFO's answer, which the plan was made from.
     public let source: IIIFSourceInfo
+    /// As `InfoNeed.answerKey`.
+    public var answerKey: String { exchange.answerKey }
+    /// As `InfoNeed.file`.
+    public var file: OpenSource? { exchange.source.file }
     let exchange: IIIFExchange
     let canonical: String
 

@@ -2,6 +2,7 @@ import HTTPMessage
 import HTTPServer
 import IIIF
 import ViewerClient
+import ViewerLog
 import ViewerProtocol
 
 /// The IIIF rules (`Sources/IIIF`, passive) run against the daemon: each `IIIFStep` the rules
@@ -10,9 +11,22 @@ import ViewerProtocol
 /// ordinary RENDER, so a tile a browser asks is the stored rendition a native pager's tile is,
 /// and a client that goes away cancels it (`HTTPReply.onClientGone`: the daemon drops the job
 /// if no other client waits on it).
+///
+/// What the front remembers (`IIIFMemory`) answers first, on the server's own thread: an
+/// error, a 304, an answer kept under its ETag, info.json from a kept INFO. Only a request
+/// that needs the daemon becomes a task, so a warm tile costs the file's stat and a lookup.
 extension Front {
     func serveIIIF(_ request: HTTPRequest, reply: HTTPReply) {
-        let client = client, metrics = metrics, configuration = iiifConfiguration
+        var known: (release: String, step: IIIFStep)?
+        if let release = memory.daemonRelease {
+            let step = recalled(rules(release).handle(request))
+            if case .respond(let response) = step {
+                reply.send(response)
+                return
+            }
+            known = (release, step)
+        }
+        let client = client, metrics = metrics, memory = memory
         let task = Task {
             // The daemon's release is part of every ETag (another release may render other
             // bytes); without a daemon there is nothing to serve but a 503.
@@ -20,24 +34,29 @@ extension Front {
             do {
                 release = try await client.server.serverVersion
             } catch {
-                reply.send(.text(503, "the daemon is unavailable: \(error)",
+                Log.warning("event=daemon-unavailable error=\(Log.quote("\(error)"))")
+                reply.send(.text(503, "the daemon is unavailable: retry shortly",
                                  headers: ["Retry-After": "1", "Cache-Control": "no-store", "Access-Control-Allow-Origin": "*"]))
                 return
             }
-            var configuration = configuration
-            configuration.rendererVersion = "viewerd " + release
-            var step = IIIFFront(configuration).handle(request)
+            memory.learned(daemonRelease: release)
+            var step = known?.release == release ? known!.step : self.recalled(self.rules(release).handle(request))
             while !Task.isCancelled {
                 switch step {
                 case .respond(let response):
                     reply.send(response)
                     return
                 case .info(let need):
-                    step = need.answer(await Self.info(need.path, client: client))
+                    let info = await Self.info(need.path, file: need.file, client: client)
+                    if case .success(let found) = info { memory.keep(found, path: need.path, identity: need.identity) }
+                    step = need.answer(info)
+                    if case .respond(let response) = step { memory.keep(response, key: need.answerKey) }
                 case .render(let need):
                     let rendered = await Self.render(need, client: client)
                     if case .success(let result) = rendered { metrics.recordRendition(fromCache: result.fromCache) }
-                    reply.send(need.answer(rendered.map { IIIFRendered(bytes: $0.bytes) }))
+                    let response = need.answer(rendered.map { IIIFRendered(bytes: $0.bytes) })
+                    memory.keep(response, key: need.answerKey)
+                    reply.send(response)
                     return
                 }
             }
@@ -45,15 +64,41 @@ extension Front {
         reply.onClientGone { task.cancel() }
     }
 
+    /// The rules, with the daemon's release in their ETags.
+    func rules(_ release: String) -> IIIFFront {
+        var configuration = iiifConfiguration
+        configuration.rendererVersion = "viewerd " + release
+        return IIIFFront(configuration)
+    }
+
+    /// `step` advanced as far as the front's memory takes it: a kept answer, or the step
+    /// after a kept INFO (info.json, the render, or the request's error).
+    func recalled(_ step: IIIFStep) -> IIIFStep {
+        guard case .info(let need) = step else { return step }
+        if let kept = memory.response(need.answerKey) {
+            metrics.recordRemembered()
+            return .respond(need.answer(kept: kept))
+        }
+        guard let info = memory.info(path: need.path, identity: need.identity) else { return step }
+        let next = need.answer(.success(info))
+        if case .respond(let response) = next { memory.keep(response, key: need.answerKey) }
+        return next
+    }
+
     /// The rules' configuration from the command line (the renderer version is the daemon's,
     /// added per request).
     var iiifConfiguration: IIIFConfiguration {
-        IIIFConfiguration(roots: Dictionary(options.roots.map { ($0.name, $0.directory) }, uniquingKeysWith: { first, _ in first }),
-                          publicURL: options.publicURL, trustedProxies: Set(options.trustedProxies), signKeys: options.signKeys)
+        var configuration = IIIFConfiguration(roots: Dictionary(options.roots.map { ($0.name, $0.directory) }, uniquingKeysWith: { first, _ in first }),
+                                              publicURL: options.publicURL, trustedProxies: Set(options.trustedProxies), signKeys: options.signKeys)
+        configuration.listings = listings
+        return configuration
     }
 
-    private static func info(_ path: String, client: ViewerClient) async -> Result<IIIFSourceInfo, IIIFDaemonError> {
+    /// The daemon's INFO of the file the resolver opened (its descriptor passed: the daemon
+    /// reads what the front checked, not whatever the path names by then).
+    private static func info(_ path: String, file: OpenSource?, client: ViewerClient) async -> Result<IIIFSourceInfo, IIIFDaemonError> {
         do {
+            if let file { return .success(IIIFSourceInfo(try await client.info(descriptor: file.descriptor, path: path))) }
             return .success(IIIFSourceInfo(try await client.info(path: path)))
         } catch {
             return .failure(daemonError(error))
@@ -63,7 +108,14 @@ extension Front {
     /// RENDERs the plan at `visible` priority (a person waits on every HTTP request); cancelled
     /// with the task, which the client's going away cancels.
     private static func render(_ need: RenderNeed, client: ViewerClient) async -> Result<RenderResult, IIIFDaemonError> {
-        let handle = client.request(need.path, spec: spec(need.plan, source: (need.source.width, need.source.height)), priority: .visible)
+        let spec = spec(need.plan, source: (need.source.width, need.source.height))
+        let handle: RenderRequestHandle
+        do {
+            handle = try need.file.map { try client.request(descriptor: $0.descriptor, path: need.path, spec: spec, priority: .visible) }
+                ?? client.request(need.path, spec: spec, priority: .visible)
+        } catch {
+            return .failure(daemonError(error))
+        }
         do {
             return .success(try await withTaskCancellationHandler { try await handle.result } onCancel: { handle.cancel() })
         } catch {
@@ -115,8 +167,11 @@ extension Front {
     /// (no daemon, a closed connection) is the daemon being unavailable.
     private static func daemonError(_ error: any Error) -> IIIFDaemonError {
         if case ViewerClientError.server(let reply) = error, let code = reply.code {
-            return .daemon(code, reply.message)
+            let failure = IIIFDaemonError.daemon(code, reply.message)
+            if failure.isDaemonsFault { Log.warning("event=daemon-error code=\(code.name) message=\(Log.quote(reply.message))") }
+            return failure
         }
+        Log.warning("event=daemon-unavailable error=\(Log.quote("\(error)"))")
         return .unavailable("\(error)")
     }
 }

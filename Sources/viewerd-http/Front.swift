@@ -1,6 +1,7 @@
 import Foundation
 import HTTPMessage
 import HTTPServer
+import IIIF
 import ViewerClient
 import ViewerLog
 import ViewerProtocol
@@ -29,6 +30,10 @@ final class Front: Sendable {
     let client: ViewerClient
     let metrics = Metrics()
     let accessLog: AccessLog?
+    /// The answers, INFO and release the front remembers (`--memory-cache`).
+    let memory: IIIFMemory
+    /// The directories identifiers without a suffix were looked up in.
+    let listings = IIIFListings()
 
     /// How long /healthz and /metrics wait for the daemon.
     static let daemonTimeout: Duration = .seconds(2)
@@ -37,6 +42,7 @@ final class Front: Sendable {
         self.options = options
         self.client = client
         self.accessLog = accessLog
+        self.memory = IIIFMemory(responseBytes: options.memoryCacheBytes)
     }
 
     func serve(_ request: HTTPRequest, reply: HTTPReply) {
@@ -73,12 +79,12 @@ final class Front: Sendable {
     /// The OpenMetrics text, the daemon's STATS included when it answers in time.
     func serveMetrics(reply: HTTPReply) {
         let client = client
-        let metrics = metrics
+        let metrics = metrics, memory = memory
         let task = Task {
             let stats = try? await Self.withTimeout(Self.daemonTimeout) { try await client.stats() }
             reply.send(HTTPResponse(status: 200, headers: ["Content-Type": "application/openmetrics-text; version=1.0.0; charset=utf-8",
                                                            "Cache-Control": "no-store"],
-                                    body: Array(metrics.text(daemon: stats).utf8)))
+                                    body: Array(metrics.text(daemon: stats, memory: memory.responseUsage).utf8)))
         }
         reply.onClientGone { task.cancel() }
     }

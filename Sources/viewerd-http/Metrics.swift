@@ -5,7 +5,8 @@ import ViewerProtocol
 ///
 /// Families: `viewerd_http_requests` (counter, by route and status), `viewerd_http_request_duration_seconds`
 /// (histogram, by route), `viewerd_http_response_bytes` (counter), `viewerd_http_renditions`
-/// (counter, by source: cache or rendered), `viewerd_daemon_up` and one gauge
+/// (counter, by source: cache or rendered), `viewerd_http_remembered` (counter: answers sent
+/// again from the front's memory), `viewerd_http_memory_bytes`, `viewerd_daemon_up` and one gauge
 /// `viewerd_daemon_NAME` for each of the daemon's STATS counters. `state` (a `Locked`) holds
 /// them all.
 final class Metrics: Sendable {
@@ -31,6 +32,7 @@ final class Metrics: Sendable {
         var bytes: UInt64 = 0
         var fromCache: UInt64 = 0
         var rendered: UInt64 = 0
+        var remembered: UInt64 = 0
     }
 
     private let state = Locked<State>(State())
@@ -56,9 +58,14 @@ final class Metrics: Sendable {
         }
     }
 
+    /// An answer the front kept, sent again without asking the daemon.
+    func recordRemembered() {
+        state.withLock { $0.remembered += 1 }
+    }
+
     /// The OpenMetrics text of every family, the daemon's counters (nil: it did not answer)
     /// included, ending in `# EOF`.
-    func text(daemon: StatsReply?) -> String {
+    func text(daemon: StatsReply?, memory: (bytes: Int, entries: Int) = (0, 0)) -> String {
         let state = state.withLock { $0 }
         var out = ""
         out += "# TYPE viewerd_http_requests counter\n"
@@ -86,6 +93,12 @@ final class Metrics: Sendable {
         out += "# HELP viewerd_http_renditions Renditions answered, from the daemon's store or rendered for the request.\n"
         out += "viewerd_http_renditions_total{source=\"cache\"} \(state.fromCache)\n"
         out += "viewerd_http_renditions_total{source=\"rendered\"} \(state.rendered)\n"
+        out += "# TYPE viewerd_http_remembered counter\n"
+        out += "# HELP viewerd_http_remembered Answers sent again from the front's memory (--memory-cache), without asking the daemon.\n"
+        out += "viewerd_http_remembered_total \(state.remembered)\n"
+        out += "# TYPE viewerd_http_memory_bytes gauge\n"
+        out += "# HELP viewerd_http_memory_bytes The bodies' bytes of the answers the front keeps.\n"
+        out += "viewerd_http_memory_bytes \(memory.bytes)\n"
         out += "# TYPE viewerd_daemon_up gauge\n"
         out += "# HELP viewerd_daemon_up Whether the daemon answered STATS for this scrape.\n"
         out += "viewerd_daemon_up \(daemon == nil ? 0 : 1)\n"

@@ -7,8 +7,8 @@ let usage = """
     usage: viewerd-http [--listen ADDR:PORT]... [--root NAME=DIR]... [--socket PATH] [--public-url URL]
                         [--trusted-proxy ADDR]... [--sign-key HEX]... [--sign-key-file PATH]
                         [--max-connections N]
-                        [--max-connections-per-address N] [--timeout SECONDS] [--log-level LEVEL]
-                        [--access-log PATH|-] [--version] [--help]
+                        [--max-connections-per-address N] [--timeout SECONDS] [--memory-cache MIB]
+                        [--log-level LEVEL] [--access-log PATH|-] [--version] [--help]
 
     Serves viewerd's renditions over HTTP/1.1 as the IIIF Image API (3.0 and 2.1): a client of
     the daemon, as viewerd-thumbnailer is. Put nginx (or any cache) in front for HTTP/2, TLS
@@ -37,6 +37,8 @@ let usage = """
       --timeout SECONDS    how long a connection may be idle, and how long a client may take
                            to send a request's headers (default: 10); a response must be
                            written within 60
+      --memory-cache MIB   the answers kept in memory to serve again without asking the
+                           daemon, each under the ETag of its bytes (default: 64; 0: none)
       --log-level LEVEL    debug, info, warning or error (default: $VIEWERD_LOG_LEVEL, else info)
       --access-log PATH|-  one line per request (method, route, status, bytes, duration,
                            peer) appended to PATH, or - for standard error (default: none)
@@ -70,6 +72,8 @@ struct FrontOptions: Sendable {
     /// The signing keys' bytes, in the order given.
     var signKeys: [[UInt8]] = []
     var limits = HTTPServer.Limits()
+    /// `--memory-cache`: the bytes of answers the front keeps.
+    var memoryCacheBytes = 64 << 20
     var level: LogLevel = .info
     /// `--access-log`: nil off, "-" standard error, else a path.
     var accessLog: String?
@@ -160,6 +164,12 @@ extension FrontOptions {
                 }
                 options.limits.idleTimeout = .milliseconds(Int64(seconds * 1000))
                 options.limits.requestTimeout = .milliseconds(Int64(seconds * 1000))
+            case "--memory-cache":
+                let text = value()
+                guard let mebibytes = Int(text), (0...65_536).contains(mebibytes) else {
+                    fail("--memory-cache \(text): expected whole MiB from 0 to 65536", status: 64)
+                }
+                options.memoryCacheBytes = mebibytes << 20
             case "--log-level": options.level = logLevel(value(), from: "--log-level")
             case "--access-log": options.accessLog = value()
             case "--help", "-h":

@@ -4,6 +4,7 @@
 import Dispatch
 import Foundation
 import HTTPServer
+import SystemCalls
 import ViewerClient
 import ViewerLog
 
@@ -36,6 +37,9 @@ do {
     failed("access-log-failed", String(describing: error))
 }
 
+// A connection and the file its request reads are a descriptor each: the soft limit's
+// default 1024 would run out before --max-connections' 1000.
+_ = Posix.raiseDescriptorLimit()
 let front = Front(options: options, client: ViewerClient(socketPath: options.socket, clientName: "viewerd-http"), accessLog: accessLog)
 /// The server over `sockets` with `front` as its handler. (A function, not top-level code: the
 /// handler runs on MHD's threads, not the main actor's.)

@@ -51,4 +51,27 @@ struct AdmissionTests {
         #expect(answer.status == 503 && answer.headers["Retry-After"] == "1")
         #expect(String(decoding: answer.body, as: UTF8.self).contains("limit 7"))
     }
+
+    @Test("the per-address limits count an IPv6 /64 as one address, an IPv4 address as itself")
+    func addressBlocks() {
+        #expect(AddressBlock.of("10.0.0.1") == "10.0.0.1")
+        #expect(AddressBlock.of("2001:db8:1:2:aaaa:bbbb:cccc:dddd") == "2001:db8:1:2::/64")
+        #expect(AddressBlock.of("2001:db8:1:2::1") == AddressBlock.of("2001:db8:1:2:ffff::9"))
+        #expect(AddressBlock.of("2001:db8:1:2::1") != AddressBlock.of("2001:db8:1:3::1"))
+        #expect(AddressBlock.of("::ffff:192.0.2.7") == "192.0.2.7")
+        #expect(AddressBlock.of("::1") == "0:0:0:0::/64")
+        #expect(AddressBlock.of("unknown") == "unknown")
+    }
+
+    @Test("a head past the limit is 431 naming its size and the limit; a target past half of it 414")
+    func headLimit() {
+        let small = HTTPRequest(method: "GET", target: "/a", headers: ["Host": "t"], peer: "127.0.0.1")
+        #expect(Admission.headLimit(small, limit: 100) == nil)
+        let large = HTTPRequest(method: "GET", target: "/a", headers: ["Host": "t", "X": String(repeating: "b", count: 200)], peer: "127.0.0.1")
+        let answer = Admission.headLimit(large, limit: 100)
+        #expect(answer?.status == 431)
+        #expect(answer.map { String(decoding: $0.body, as: UTF8.self) }?.contains("216 bytes (2 fields): the limit is 100 bytes") == true)
+        let long = HTTPRequest(method: "GET", target: "/" + String(repeating: "a", count: 60), headers: [:], peer: "127.0.0.1")
+        #expect(Admission.headLimit(long, limit: 100)?.status == 414)
+    }
 }

@@ -18,19 +18,23 @@ struct IIIFCachingTests {
         for (name, value) in headers { all.append(name, value) }
         let step = tree.front().handle(get(target, all))
         if let response = step.response { return response }
-        let render = try unwrap(try unwrap(step.infoNeed).answer(.success(photo)).renderNeed)
-        return render.answer(.success(IIIFRendered(bytes: [9])))
+        let next = try unwrap(step.infoNeed).answer(.success(photo))
+        if let response = next.response { return response }
+        return try unwrap(next.renderNeed).answer(.success(IIIFRendered(bytes: [9])))
     }
 
-    @Test("If-None-Match with the ETag, weak or in a list, or *, is 304 without asking the daemon")
+    @Test("If-None-Match with the ETag, weak or in a list, is 304 without asking the daemon; * after INFO")
     func ifNoneMatch() throws {
         let etag = try #require(try fetch().headers["ETag"])
-        for value in [etag, "W/\(etag)", "\"other\", \(etag)", "*"] {
+        for value in [etag, "W/\(etag)", "\"other\", \(etag)"] {
             let response = try #require(tree.front().handle(get(target, ["Host": "example.org", "If-None-Match": value])).response)
             #expect(response.status == 304 && response.body.isEmpty, "\(value)")
             #expect(response.headers["ETag"] == etag && response.headers["Cache-Control"]?.hasPrefix("public") == true)
         }
         #expect(try fetch(["If-None-Match": "\"other\""]).status == 200)
+        // * names no ETag: it holds once the request is known to be good for the image.
+        #expect(tree.front().handle(get(target, ["Host": "example.org", "If-None-Match": "*"])).response == nil)
+        #expect(try fetch(["If-None-Match": "*"]).status == 304)
         // Two header lines are one list.
         let split = tree.front().handle(HTTPRequest(method: "GET", target: target,
                                                     headers: ["Host": "example.org", "If-None-Match": "\"x\"", "if-none-match": etag]))
@@ -45,6 +49,21 @@ struct IIIFCachingTests {
         #expect(try fetch(["If-Modified-Since": "Fri, 01 Jan 2100 00:00:00 GMT"]).status == 304)
         #expect(try fetch(["If-Modified-Since": "not a date"]).status == 200)
         #expect(try fetch(["If-Modified-Since": lastModified, "If-None-Match": "\"other\""]).status == 200)
+    }
+
+    @Test("no condition makes a 304 of a request that is an error for the image (RFC 9110 §13.2.1)")
+    func noNotModifiedForAnError() throws {
+        let lastModified = try #require(try fetch().headers["Last-Modified"])
+        let outside = "/iiif/3/photos%2F2024%2Fa.jpg/7000,5000,10,10/max/0/default.jpg"
+        for condition: HTTPHeaders in [["If-None-Match": "*"], ["If-Modified-Since": lastModified],
+                                       ["If-Modified-Since": "Fri, 01 Jan 2100 00:00:00 GMT"]] {
+            var headers: HTTPHeaders = ["Host": "example.org"]
+            for (name, value) in condition { headers.append(name, value) }
+            let step = tree.front().handle(get(outside, headers))
+            #expect(step.response == nil, "answered before the image was known: \(condition)")
+            let answer = try #require(try unwrap(step.infoNeed).answer(.success(photo)).response)
+            #expect(answer.status == 400, "\(condition): \(answer.status)")
+        }
     }
 
     @Test("a changed source changes the ETag, and the old one no longer matches")

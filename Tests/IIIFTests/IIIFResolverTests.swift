@@ -37,6 +37,33 @@ struct IIIFResolverTests {
         #expect(info("photos%2F2024%2Fz").status == 404)
     }
 
+    @Test("remembered listings answer as reading the directory does, see a change, and read an unchanged one once")
+    func rememberedListings() throws {
+        let listings = IIIFListings()
+        let front = tree.front { $0.listings = listings }
+        func path(_ identifier: String) -> String? { front.handle(get("/iiif/3/\(identifier)/info.json")).infoNeed?.path }
+        #expect(path("photos%2F2024%2Fa")?.hasSuffix("/2024/a.jpg") == true)
+        #expect(path("photos%2F2024%2Fb")?.hasSuffix("/2024/b.png") == true)
+        #expect(path("photos%2F2024%2Fz") == nil)
+        // A file added changes the directory: seen at once.
+        try tree.write("root/2024/z.gif", "z")
+        #expect(path("photos%2F2024%2Fz")?.hasSuffix("/2024/z.gif") == true)
+        try tree.write("root/2024/b.jpg", "b jpeg")
+        #expect(path("photos%2F2024%2Fb")?.hasSuffix("/2024/b.jpg") == true)
+        // Unchanged, it is not read again: a name put in with the directory's modification
+        // time set back (which only its owner can do; done here to see the read skipped) is
+        // not seen.
+        let directory = tree.root + "/2024"
+        var before = stat()
+        stat(directory, &before)
+        try tree.write("root/2024/y.png", "y")
+        var times = [before.st_atim, before.st_mtim]
+        utimensat(AT_FDCWD, directory, &times, 0)
+        #expect(path("photos%2F2024%2Fy") == nil, "the directory was read again")
+        // Without listings every lookup reads (and so sees it).
+        #expect(tree.front().handle(get("/iiif/3/photos%2F2024%2Fy/info.json")).infoNeed?.path.hasSuffix("/2024/y.png") == true)
+    }
+
     @Test("outside the root, missing, a directory, an unknown root: one 404, the same bytes", arguments: [
         "photos%2Fout-link.jpg",             // a symlink to a file that exists outside
         "photos%2Fdangling.jpg",             // a symlink to a file that does not
@@ -88,5 +115,28 @@ struct IIIFResolverTests {
         try tree.write("root/2024/a.jpg", "a longer jpeg")
         let after = try #require(info("photos%2F2024%2Fa.jpg").infoNeed).identity
         #expect(before != after)
+    }
+
+    @Test("the file is opened beneath the root: a symlink out of it, as a swap after the check would put there, opens nothing")
+    func openedBeneathTheRoot() throws {
+        let rootReal = try #require(IIIFResolver.realPath(tree.root))
+        #expect(IIIFResolver.openBeneath(rootReal, "2024/a.jpg") != nil)
+        #expect(IIIFResolver.openBeneath(rootReal, "out-dir/secret.jpg") == nil, "a directory symlinked out of the root was followed")
+        #expect(IIIFResolver.openBeneath(rootReal, "out-link.jpg") == nil)
+        #expect(IIIFResolver.openBeneath(rootReal, "../outside/secret.jpg") == nil)
+    }
+
+    @Test("what the daemon is given is the file resolved, whatever its path names afterwards")
+    func descriptorIsTheFileResolved() throws {
+        let need = try #require(info("photos%2F2024%2Fa.jpg").infoNeed)
+        let file = try #require(need.file, "no descriptor: the daemon would open the path again")
+        try FileManager.default.removeItem(atPath: tree.root + "/2024/a.jpg")
+        try FileManager.default.createSymbolicLink(atPath: tree.root + "/2024/a.jpg", withDestinationPath: tree.outside + "/secret.jpg")
+        var status = stat()
+        #expect(fstat(file.descriptor, &status) == 0)
+        #expect(UInt64(status.st_ino) == need.identity.inode)
+        var bytes = [UInt8](repeating: 0, count: 16)
+        let count = pread(file.descriptor, &bytes, 16, 0)
+        #expect(String(decoding: bytes.prefix(max(0, count)), as: UTF8.self) == "a jpeg")
     }
 }
