@@ -13,6 +13,7 @@ import ViewerProtocol
 extension Front {
     func serveIIIF(_ request: HTTPRequest, reply: HTTPReply) {
         let client = client, metrics = metrics, configuration = iiifConfiguration
+        let priority = RequestPriority.of(request.headers)
         let task = Task {
             // The daemon's release is part of every ETag (another release may render other
             // bytes); without a daemon there is nothing to serve but a 503.
@@ -35,7 +36,7 @@ extension Front {
                 case .info(let need):
                     step = need.answer(await Self.info(need.path, client: client))
                 case .render(let need):
-                    let rendered = await Self.render(need, client: client)
+                    let rendered = await Self.render(need, priority: priority, client: client)
                     if case .success(let result) = rendered { metrics.recordRendition(fromCache: result.fromCache) }
                     reply.send(need.answer(rendered.map { IIIFRendered(bytes: $0.bytes) }))
                     return
@@ -60,10 +61,10 @@ extension Front {
         }
     }
 
-    /// RENDERs the plan at `visible` priority (a person waits on every HTTP request); cancelled
-    /// with the task, which the client's going away cancels.
-    private static func render(_ need: RenderNeed, client: ViewerClient) async -> Result<RenderResult, IIIFDaemonError> {
-        let handle = client.request(need.path, spec: spec(need.plan, source: (need.source.width, need.source.height)), priority: .visible)
+    /// RENDERs the plan at `priority`: the request's `Priority: u=N` (`RequestPriority`), else
+    /// `visible` (a person waits on it); cancelled with the task, which the client's going away cancels.
+    private static func render(_ need: RenderNeed, priority: Priority, client: ViewerClient) async -> Result<RenderResult, IIIFDaemonError> {
+        let handle = client.request(need.path, spec: spec(need.plan, source: (need.source.width, need.source.height)), priority: priority)
         do {
             return .success(try await withTaskCancellationHandler { try await handle.result } onCancel: { handle.cancel() })
         } catch {
