@@ -48,6 +48,8 @@ TEST_APT_PACKAGES := libvips-tools systemd e2fsprogs libheif-examples ffmpeg ffm
 # bench's http part and the torture's: wrk (warm tiles, 16 connections) and iipimage-server
 # (IIPImage, the cold tile walk's baseline behind the same nginx).
 TEST_APT_PACKAGES += nginx python3-pil python3-lxml python3-magic python3-bottle python3-pip wrk iipimage-server
+# For the web gallery's browser tests (Tests/Browser, issue 34): Debian's Chromium, its driver and Selenium.
+TEST_APT_PACKAGES += chromium chromium-driver python3-selenium
 ARGS ?=
 
 .PHONY: all deps test-deps build debug run test clean install uninstall
