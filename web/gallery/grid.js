@@ -155,7 +155,7 @@ export class Grid {
     if (!item || !item.id || cell.dataset.loaded) return;
     const box = bucket(Math.ceil(side * (window.devicePixelRatio || 1)));
     const urgency = distance <= 0 ? 0 : distance < 0.5 ? 2 : distance < 1 ? 3 : 5;
-    this.loader.want(index, iiif(item.id, box), urgency, (url) => {
+    this.loader.want(index, iiif(item, box), urgency, (url) => {
       this.remember(index, url);
       const current = this.cells.get(index);
       if (current) this.show(current, url, item);

@@ -75,4 +75,7 @@ export function bucket(side) {
   return 4096;
 }
 
-export const iiif = (id, box) => `/iiif/3/${id}/full/!${box},${box}/0/default.jpg`;
+/// The IIIF URL of `item` fitted into a `box` square; `max` when the box is not smaller than
+/// the image (IIIF 3 does not upscale without `^`).
+export const iiif = (item, box) =>
+  `/iiif/3/${item.id}/full/${box >= Math.max(item.width, item.height) ? "max" : `!${box},${box}`}/0/default.jpg`;

@@ -95,7 +95,7 @@ export class Pager {
     const known = this.screens.get(index);
     if (known) return done(known);
     const item = this.grid.items[index];
-    this.loader.want(`page:${index}`, iiif(item.id, this.box), urgency, (url) => {
+    this.loader.want(`page:${index}`, iiif(item, this.box), urgency, (url) => {
       this.screens.set(index, url);
       if (this.screens.size > 12) {
         const [oldest, old] = this.screens.entries().next().value;
