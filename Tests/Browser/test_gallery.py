@@ -28,7 +28,9 @@ def chromium():
     options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     try:
-        return webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)
+        browser = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)
+        browser.set_script_timeout(120)
+        return browser
     except Exception as error:  # noqa: BLE001 - any failure to start is the skip's reason
         raise unittest.SkipTest(f"Chromium cannot start here: {error}")
 
@@ -45,7 +47,12 @@ class GalleryTests(unittest.TestCase):
             subprocess.run(["vips", "xyz", os.path.join(cls.directory, "xyz.v"), str(width), str(height)], check=True)
             subprocess.run(["vips", "linear", os.path.join(cls.directory, "xyz.v"), os.path.join(cls.photos, f"p{i:03}.jpg"),
                             f"{1 + i % 5}", f"{i * 3}"], check=True)
-        cls.origin = http_support.Origin(os.path.join(cls.directory, "origin"), {"photos": cls.photos})
+        # 1,000 items for the fast scroll: copies of the first photos (cp, not vips: seconds).
+        cls.many = os.path.join(cls.directory, "many")
+        os.mkdir(cls.many)
+        for i in range(1000):
+            shutil.copyfile(os.path.join(cls.photos, f"p{i % 60:03}.jpg"), os.path.join(cls.many, f"m{i:04}.jpg"))
+        cls.origin = http_support.Origin(os.path.join(cls.directory, "origin"), {"photos": cls.photos, "many": cls.many})
         try:
             cls.browser = chromium()
         except BaseException:
@@ -80,6 +87,23 @@ class GalleryTests(unittest.TestCase):
                   "every visible cell's thumbnail")
         errors = [entry for entry in self.browser.get_log("browser") if entry["level"] == "SEVERE"]
         self.assertEqual(errors, [])
+
+
+    def test_fast_scroll_leaves_no_cell_blank_and_cancels(self) -> None:
+        self.browser.get(f"http://127.0.0.1:{self.origin.front.port}/gallery/many/")
+        self.wait("return window.gallery && window.gallery.complete", "the layout", 120)
+        # Every frame: scroll on, place the cells as that frame's update does, sample them.
+        frames = self.browser.execute_async_script("""
+            const done = arguments[0], g = window.gallery.grid, s = g.scroller;
+            const frames = []; const step = () => {
+              s.scrollTop += 120; g.update(); frames.push(g.sample());
+              if (s.scrollTop + s.clientHeight >= s.scrollHeight - 1 || frames.length > 2000) done(frames);
+              else requestAnimationFrame(step);
+            }; requestAnimationFrame(step);""")
+        self.assertGreater(len(frames), 20)
+        self.assertTrue(all(frame["shown"] > 0 for frame in frames))
+        self.assertEqual([frame for frame in frames if frame["blank"]], [], "frames with a visible cell without its placeholder")
+        self.assertGreater(self.browser.execute_script("return window.gallery.loader.stats.aborted"), 0)
 
 
 if __name__ == "__main__":
