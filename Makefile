@@ -48,6 +48,8 @@ TEST_APT_PACKAGES := libvips-tools systemd e2fsprogs libheif-examples ffmpeg ffm
 # bench's http part and the torture's: wrk (warm tiles, 16 connections) and iipimage-server
 # (IIPImage, the cold tile walk's baseline behind the same nginx).
 TEST_APT_PACKAGES += nginx python3-pil python3-lxml python3-magic python3-bottle python3-pip wrk iipimage-server
+# For the web gallery's browser tests (Tests/Browser, issue 34): Debian's Chromium, its driver and Selenium.
+TEST_APT_PACKAGES += chromium chromium-driver python3-selenium
 ARGS ?=
 
 .PHONY: all deps test-deps build debug run test clean install uninstall
@@ -105,6 +107,7 @@ test: test-deps
 	$(WATCH_TESTS) $(SWIFT_TEST) --skip-build
 	VIEWERD_BUILD_DIR="$$($(SWIFT_BUILD) --show-bin-path)" $(WATCH_TESTS) python3 -m unittest discover -s clients/python/tests -v
 	@$(MAKE) --no-print-directory http-tests
+	@$(MAKE) --no-print-directory browser-tests
 	@$(MAKE) --no-print-directory desktop-conformance
 
 ## http-check: only the HTTP front's end-to-end tests (Tests/HTTP, issue 33), after a debug build:
@@ -124,6 +127,13 @@ http-check: test-deps
 http-tests: $(IIIF_VALIDATOR)
 	VIEWERD_BUILD_DIR="$$($(SWIFT_BUILD) --show-bin-path)" PYTHONPATH="$(abspath $(VALIDATOR_PYTHONPATH))" \
 	  $(WATCH_TESTS) $(HTTP_PYTHON) -m unittest discover -s Tests/HTTP -v
+
+## browser-tests: the web gallery in Debian's headless Chromium (Tests/Browser, issue 34) against a
+## real viewerd and viewerd-http on loopback; skipped, saying why, only where Chromium cannot start
+.PHONY: browser-tests
+browser-tests:
+	VIEWERD_BUILD_DIR="$$($(SWIFT_BUILD) --show-bin-path)" \
+	  $(WATCH_TESTS) $(HTTP_PYTHON) -m unittest discover -s Tests/Browser -v
 
 ## The IIIF validator, pinned by its hash (Tests/HTTP/requirements.txt), installed into the build
 ## tree once (again when that file changes; make clean removes it). Its dependencies are Debian's

@@ -27,6 +27,7 @@ extension Front {
             known = (release, step)
         }
         let client = client, metrics = metrics, memory = memory
+        let priority = RequestPriority.of(request.headers)
         let task = Task {
             // The daemon's release is part of every ETag (another release may render other
             // bytes); without a daemon there is nothing to serve but a 503.
@@ -52,7 +53,7 @@ extension Front {
                     step = need.answer(info)
                     if case .respond(let response) = step { memory.keep(response, key: need.answerKey) }
                 case .render(let need):
-                    let rendered = await Self.render(need, client: client)
+                    let rendered = await Self.render(need, priority: priority, client: client)
                     if case .success(let result) = rendered { metrics.recordRendition(fromCache: result.fromCache) }
                     let response = need.answer(rendered.map { IIIFRendered(bytes: $0.bytes) })
                     memory.keep(response, key: need.answerKey)
@@ -105,14 +106,14 @@ extension Front {
         }
     }
 
-    /// RENDERs the plan at `visible` priority (a person waits on every HTTP request); cancelled
-    /// with the task, which the client's going away cancels.
-    private static func render(_ need: RenderNeed, client: ViewerClient) async -> Result<RenderResult, IIIFDaemonError> {
+    /// RENDERs the plan at `priority`: the request's `Priority: u=N` (`RequestPriority`), else
+    /// `visible` (a person waits on it); cancelled with the task, which the client's going away cancels.
+    private static func render(_ need: RenderNeed, priority: Priority, client: ViewerClient) async -> Result<RenderResult, IIIFDaemonError> {
         let spec = spec(need.plan, source: (need.source.width, need.source.height))
         let handle: RenderRequestHandle
         do {
-            handle = try need.file.map { try client.request(descriptor: $0.descriptor, path: need.path, spec: spec, priority: .visible) }
-                ?? client.request(need.path, spec: spec, priority: .visible)
+            handle = try need.file.map { try client.request(descriptor: $0.descriptor, path: need.path, spec: spec, priority: priority) }
+                ?? client.request(need.path, spec: spec, priority: priority)
         } catch {
             return .failure(daemonError(error))
         }

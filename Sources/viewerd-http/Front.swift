@@ -8,7 +8,7 @@ import ViewerProtocol
 
 /// Where a request goes, by its path alone (the metrics' and the access log's `route`).
 enum Route: String, Sendable {
-    case healthz, metrics, iiif
+    case healthz, metrics, iiif, gallery, media
     /// Anything else: 404.
     case other
 
@@ -17,6 +17,8 @@ enum Route: String, Sendable {
         case "/healthz": self = .healthz
         case "/metrics": self = .metrics
         case _ where path.hasPrefix("/iiif/"): self = .iiif
+        case _ where path == "/gallery" || path.hasPrefix("/gallery/"): self = .gallery
+        case _ where path.hasPrefix("/media/"): self = .media
         default: self = .other
         }
     }
@@ -50,7 +52,9 @@ final class Front: Sendable {
         case .healthz: serveHealth(reply: reply)
         case .metrics: serveMetrics(reply: reply)
         case .iiif: serveIIIF(request, reply: reply)
-        case .other: reply.send(.text(404, "not found: the routes are /iiif/3/…, /iiif/2/…, /metrics and /healthz",
+        case .gallery: serveGallery(request, reply: reply)
+        case .media: serveMedia(request, reply: reply)
+        case .other: reply.send(.text(404, "not found: the routes are /iiif/3/…, /iiif/2/…, /gallery/, /media/…, /metrics and /healthz",
                                       headers: Admission.errorHeaders()))
         }
     }

@@ -6,7 +6,7 @@ import ViewerLog
 let usage = """
     usage: viewerd-http [--listen ADDR:PORT]... [--root NAME=DIR]... [--socket PATH] [--public-url URL]
                         [--trusted-proxy ADDR]... [--sign-key HEX]... [--sign-key-file PATH]
-                        [--max-connections N]
+                        [--max-connections N] [--web-dir DIR]
                         [--max-connections-per-address N] [--timeout SECONDS] [--memory-cache MIB]
                         [--log-level LEVEL] [--access-log PATH|-] [--version] [--help]
 
@@ -29,6 +29,8 @@ let usage = """
                            identifier); repeatable, for rotation: any key listed is accepted
       --sign-key-file PATH the same keys, one per line (# comments), from a file: a key on
                            the command line is visible to every local user in ps
+      --web-dir DIR        the web gallery's files are DIR/gallery/ (default: the source
+                           tree's web/ when run from its build, else /usr/share/viewerd/web)
       --max-connections N  connections open at once, over all sockets (default: 1000)
       --max-connections-per-address N
                            connections open at once from one address, and requests in
@@ -46,7 +48,10 @@ let usage = """
 
     Routes: /iiif/3/{identifier}/{region}/{size}/{rotation}/{quality}.{format},
     /iiif/3/{identifier}/info.json, /iiif/3/{identifier} (303 to its info.json), the same
-    under /iiif/2/; /metrics (OpenMetrics text); /healthz (200 "ok" when the daemon answers).
+    under /iiif/2/; /gallery/ (the web gallery: /gallery/ROOT/PATH is a folder's album,
+    /gallery/api/layout/ROOT/PATH its layout as JSON); /media/ROOT/PATH (a file's bytes, with
+    Range); a thumbnail's "Priority: u=0..7" header (RFC 9218) sets its priority at the
+    daemon (none: visible); /metrics (OpenMetrics text); /healthz (200 "ok" when the daemon answers).
 
     Logs go to standard error (the journal, under systemd), a line
     "level=info event=listening address=ADDR:PORT" for each socket.
@@ -77,6 +82,24 @@ struct FrontOptions: Sendable {
     var level: LogLevel = .info
     /// `--access-log`: nil off, "-" standard error, else a path.
     var accessLog: String?
+    /// `--web-dir`: the directory whose `gallery/` holds the gallery's page.
+    var webDirectory = FrontOptions.defaultWebDirectory()
+
+    /// The source tree's `web` when this executable is in its build (`.build/…`), so a
+    /// checkout serves its own page; else the installed one.
+    static func defaultWebDirectory() -> String {
+        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
+            while directory.path != "/" {
+                if directory.lastPathComponent == ".build" {
+                    let web = directory.deletingLastPathComponent().appendingPathComponent("web")
+                    if FileManager.default.fileExists(atPath: web.appendingPathComponent("gallery/index.html").path) { return web.path }
+                }
+                directory = directory.deletingLastPathComponent()
+            }
+        }
+        return "/usr/share/viewerd/web"
+    }
 }
 
 func fail(_ text: String, status: Int32) -> Never {
@@ -172,6 +195,13 @@ extension FrontOptions {
                 options.memoryCacheBytes = mebibytes << 20
             case "--log-level": options.level = logLevel(value(), from: "--log-level")
             case "--access-log": options.accessLog = value()
+            case "--web-dir":
+                let directory = value()
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: directory + "/gallery", isDirectory: &isDirectory), isDirectory.boolValue else {
+                    fail("--web-dir \(directory): has no gallery/ directory", status: 64)
+                }
+                options.webDirectory = directory
             case "--help", "-h":
                 print(usage, terminator: "")
                 exit(0)
