@@ -243,8 +243,9 @@ install:
 	# The desktop's thumbnail service, activated by the session bus (issue 21).
 	for service in dbus/*.service; do \
 	  sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' "$$service" > $(DBUSDIR)/$$(basename "$$service"); chmod 0644 $(DBUSDIR)/$$(basename "$$service"); done
-	install -d $(DESTDIR)$(PREFIX)/lib/sysusers.d
+	install -d $(DESTDIR)$(PREFIX)/lib/sysusers.d $(DESTDIR)$(PREFIX)/lib/tmpfiles.d
 	install -m 0644 systemd/sysusers.d/viewerd.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/viewerd.conf
+	install -m 0644 systemd/tmpfiles.d/viewerd.conf $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/viewerd.conf
 	if [ -e systemd/viewerd.conf ]; then install -d $(DESTDIR)/etc/viewerd && \
 	  { [ -e $(DESTDIR)/etc/viewerd/viewerd.conf ] || install -m 0644 systemd/viewerd.conf $(DESTDIR)/etc/viewerd/; }; fi
 	# viewerd-http.service's options (its roots), kept when already there as viewerd.conf is.
@@ -261,10 +262,39 @@ uninstall:
 	rm -rf $(DOCDIR)
 	for unit in systemd/*.service systemd/*.socket; do rm -f $(UNITDIR)/$$(basename "$$unit"); done
 	for unit in systemd/user/*; do rm -f $(USERUNITDIR)/$$(basename "$$unit"); done
-	rm -f $(DESTDIR)$(PREFIX)/lib/sysusers.d/viewerd.conf
+	rm -f $(DESTDIR)$(PREFIX)/lib/sysusers.d/viewerd.conf $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/viewerd.conf
 
 clean:
 	rm -rf .build
+
+.PHONY: deb deb-check
+
+## deb: the Debian packages (issue 35, debian/): viewerd (the daemon, viewerctl, the units,
+## sysusers and tmpfiles, /etc/viewerd/viewerd.conf), viewerd-desktop (viewerd-thumbnailer and its
+## D-Bus and user unit files), viewerd-http and python3-viewerd, in DEB_DIR with the .changes,
+## then lintian on them (no error, no warning: each remaining one is overridden in debian/ with
+## its reason). The Swift runtime is linked in (--static-swift-stdlib): they install on Debian 12
+## without the toolchain. Builds with dpkg-buildpackage, which needs debhelper, dh-python and
+## build-essential; the Swift build is kept in DEB_DIR/swift, so the next `make deb` builds
+## only what changed. DEB_VERSION gives the packages another version (deb-check's older build).
+DEB_DIR ?= .build/deb
+DEB_VERSION ?=
+DEB_APT_PACKAGES := build-essential debhelper dpkg-dev dh-python python3-all lintian
+deb: deps
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(DEB_APT_PACKAGES)"
+	SWIFT="$(SWIFT)" tools/build-deb.sh $(DEB_DIR) $(DEB_VERSION)
+
+## deb-check: the packages as a user gets them (tools/deb-check.sh), in a fresh Debian 12 root
+## (debootstrap minbase, cached in DEB_CHECK_DIR, no Swift toolchain): install a build of this
+## tree as an older version, render through the socket-activated system service, upgrade to
+## `make deb`'s packages, render again (a hit), remove, purge, and nothing left but the viewerd
+## user and group. Run as root; builds both versions first.
+DEB_CHECK_DIR ?= /var/tmp/viewerd-deb-check
+DEB_PREVIOUS_VERSION ?= $(shell dpkg-parsechangelog -S Version 2>/dev/null)~prev
+deb-check: deb
+	@$(MAKE) --no-print-directory apt-install PACKAGES=debootstrap
+	SWIFT="$(SWIFT)" tools/build-deb.sh $(DEB_DIR)/previous $(DEB_PREVIOUS_VERSION)
+	DEB_CHECK_DIR=$(DEB_CHECK_DIR) tools/deb-check.sh $(DEB_DIR)/previous $(DEB_DIR)
 
 .PHONY: bench bench-smoke
 

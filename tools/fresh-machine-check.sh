@@ -132,7 +132,8 @@ inside() {
 # In the namespace, before the root is entered: mounts, pivot_root, then the inside stage.
 # ---------------------------------------------------------------------------------------------
 
-enter() {
+# The mounts a root needs before pivot_root (tools/deb-check.sh enters its root with these too).
+mount_root_basics() {
     local root=$1
     mount --make-rprivate /
     mount --bind "$root" "$root"                          # pivot_root needs a mount point
@@ -145,14 +146,24 @@ enter() {
     mount -t tmpfs -o nosuid,nodev,mode=1777 tmpfs "$root/tmp"
     mount -t tmpfs -o nosuid,nodev,mode=0755 tmpfs "$root/run"   # as on a booted machine
     mkdir -p "$root/run/lock"
-    mkdir -p "$root/opt/swift"
-    mount --bind "$FRESH_SWIFT" "$root/opt/swift"
-    mount -o remount,bind,ro "$root/opt/swift"
-    cd "$root"
+}
+
+# Makes $1 this namespace's root; the host's tree goes.
+pivot_into() {
+    cd "$1"
     mkdir -p .old-root
     pivot_root . .old-root
     umount -l /.old-root
     rmdir /.old-root
+}
+
+enter() {
+    local root=$1
+    mount_root_basics "$root"
+    mkdir -p "$root/opt/swift"
+    mount --bind "$FRESH_SWIFT" "$root/opt/swift"
+    mount -o remount,bind,ro "$root/opt/swift"
+    pivot_into "$root"
     # A login's environment and nothing of ours: no terminal, no VIEWERD_*, no XDG_RUNTIME_DIR
     # (so the socket is /tmp/viewerd-0/viewerd.sock, as for root on a server).
     exec env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/bash LANG=C.UTF-8 PATH="$INSIDE_PATH" \
@@ -287,6 +298,9 @@ host() {
     fi
     phase=done
 }
+
+# Sourced (tools/deb-check.sh reuses pristine_tarball and the mount helpers): define, do not run.
+[ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 
 case "${1:-}" in
     --inside) inside ;;
