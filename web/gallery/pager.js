@@ -1,7 +1,8 @@
 import { bucket, iiif } from "./loader.js";
 import { ZoomView } from "./zoom.js";
+import { placeholderURL } from "./thumbhash.js";
 
-// The full-screen pager: the grid's thumbnail at once, the screen-sized rendition next, deep
+// The full-screen pager: the grid's thumbnail (else the placeholder) at once, the screen-sized rendition next, deep
 // zoom (ZoomView) on wheel, pinch or double-click; swipe, arrow keys and the wheel page; the
 // neighbours' screen renditions are prefetched and aborted once passed. A video shows its
 // poster and plays the original from /media/ by ranges.
@@ -21,7 +22,9 @@ export class Pager {
     element.querySelector(".close").onclick = () => this.close();
     element.querySelector(".previous").onclick = () => this.go(this.index - 1);
     element.querySelector(".next").onclick = () => this.go(this.index + 1);
-    element.addEventListener("keydown", (event) => this.key(event));
+    // On the document: a swipe or a click on the photo leaves the focus on the body, and the
+    // keys must still page.
+    document.addEventListener("keydown", (event) => { if (this.isOpen) this.key(event); });
     element.addEventListener("wheel", (event) => this.wheel(event), { passive: false });
     this.swipe();
   }
@@ -65,7 +68,7 @@ export class Pager {
       video.controls = true;
       video.preload = "metadata";
       video.src = item.media;
-      video.poster = this.grid.thumbs.get(index) || "";
+      video.poster = this.grid.thumbs.get(index) || (item.placeholder ? placeholderURL(item.placeholder) : "");
       video.setAttribute("aria-label", `Video ${item.name}`);
       this.stage.append(video);
       this.video = video;
@@ -74,7 +77,8 @@ export class Pager {
       const image = document.createElement("img");
       image.className = "page";
       image.alt = item.name;
-      image.src = this.screens.get(index) || this.grid.thumbs.get(index) || "";
+      // Something at once: the screen rendition, else the grid's thumbnail, else the placeholder.
+      image.src = this.screens.get(index) || this.grid.thumbs.get(index) || (item.placeholder ? placeholderURL(item.placeholder) : "");
       this.stage.append(image);
       this.image = image;
       this.want(index, 0, (url) => { if (this.index === index) image.src = url; });

@@ -70,3 +70,11 @@ export function paintPlaceholder(canvas, base64) {
   canvas.height = height;
   canvas.getContext("2d").putImageData(new ImageData(rgba, width, height), 0, 0);
 }
+
+/// A base64 ThumbHash as a data: URL of its small PNG, for an <img> (the pager's first image
+/// of a page whose thumbnail the grid never loaded).
+export function placeholderURL(base64) {
+  const canvas = document.createElement("canvas");
+  paintPlaceholder(canvas, base64);
+  return canvas.toDataURL();
+}

@@ -55,7 +55,9 @@ export class ZoomView {
   render() {
     const dpr = devicePixelRatio || 1;
     const css = this.scale / dpr; // CSS px per image px
-    this.base.style.transform = `translate(${-this.ox * css}px, ${-this.oy * css}px)`;
+    // Positions on whole device pixels: at 1:1 each tile's pixels are the screen's, not resampled.
+    const snap = (v) => Math.round(v * dpr) / dpr;
+    this.base.style.transform = `translate(${snap(-this.ox * css)}px, ${snap(-this.oy * css)}px)`;
     this.base.style.width = `${this.item.width * css}px`;
     this.base.style.height = `${this.item.height * css}px`;
     this.info.then((info) => {
@@ -91,7 +93,7 @@ export class ZoomView {
               image.onload = () => { image.dataset.loaded = "1"; this.loadedTiles++; };
             });
           }
-          image.style.transform = `translate(${(x - this.ox) * css}px, ${(y - this.oy) * css}px)`;
+          image.style.transform = `translate(${snap((x - this.ox) * css)}px, ${snap((y - this.oy) * css)}px)`;
           image.style.width = `${w * css}px`;
           image.style.height = `${h * css}px`;
         }
