@@ -38,6 +38,8 @@ struct AdmissionTests {
         #expect(plain.headers["Access-Control-Allow-Origin"] == "*")
         #expect(plain.headers["Access-Control-Allow-Methods"] == "GET, HEAD, OPTIONS")
         #expect(plain.headers["Access-Control-Allow-Headers"] == Admission.allowedHeaders)
+        // The gallery's fetches carry Priority: a page on another origin must be let send it.
+        #expect(plain.headers["Access-Control-Allow-Headers"]?.contains("Priority") == true)
 
         let asking = HTTPRequest(method: "OPTIONS", target: "/", headers: ["Access-Control-Request-Headers": "x-requested-with, range"])
         #expect(Admission.answer(to: asking)?.headers["Access-Control-Allow-Headers"] == "x-requested-with, range")
