@@ -7,7 +7,8 @@ and against another photo, which must differ); a fast scroll leaves no cell blan
 daemon counts the cancels of the cells that left; the pager swipes 50 pages, each with an
 image at once and the screen rendition last; a zoom to full scale shows tiles that match a
 direct region render pixel for pixel (and not the blurred screen rendition); a video plays
-its original by ranges. No test may leave an error in the page's console."""
+its original by ranges; a million items scroll to the end with a few hundred elements; a
+phone's width holds rows of photos. No test may leave an error in the page's console."""
 from __future__ import annotations
 
 import io
@@ -205,6 +206,49 @@ class GalleryTests(unittest.TestCase):
         while self.cancels() == before and time.monotonic() < deadline:
             time.sleep(0.1)
         self.assertGreater(self.cancels() - before, 0, f"{aborted} aborted in the page, no cancel in the daemon's STATS")
+
+    def test_a_million_items_scroll_to_the_end_with_few_elements(self) -> None:
+        """Immich #16788: a page as tall as 888,198 photos passes Chromium's 2^24 px and its end
+        cannot be reached. The grid's spacer is capped and the scroll mapped onto the content."""
+        self.album("photos")
+        seen = self.browser.execute_script("""
+            const g = window.gallery.grid, s = g.scroller, total = 1000000, items = new Array(total);
+            for (let i = 0; i < total; i++) items[i] = { index: i, name: `x${i}.jpg`, kind: 'photo',
+              width: i % 3 ? 400 : 300, height: i % 3 ? 300 : 400, placeholder: g.items[i % 60].placeholder };
+            g.setItems(items, total);
+            const seen = { height: g.layout.height, spacer: s.scrollHeight, most: 0, elements: 0 };
+            for (let step = 0; step <= 50; step++) {
+              s.scrollTop = (s.scrollHeight - s.clientHeight) * step / 50; g.update();
+              seen.most = Math.max(seen.most, g.cells.size);
+              seen.elements = Math.max(seen.elements, document.querySelectorAll('.cell').length);
+              if (g.sample().blank) seen.blank = step;
+            }
+            const last = g.cells.get(total - 1), view = s.getBoundingClientRect();
+            seen.last = last ? last.getBoundingClientRect().bottom <= view.bottom + 1 && last.getBoundingClientRect().top >= view.top : false;
+            return seen;""")
+        self.assertGreater(seen["height"], 2 ** 24, "the album is not taller than Chromium's limit: the test proves nothing")
+        self.assertLess(seen["spacer"], 2 ** 24)
+        self.assertTrue(seen["last"], "the millionth item is not in view at the end of the scroll")
+        self.assertLess(seen["most"], 300, "cells are not recycled")
+        self.assertEqual(seen["elements"], seen["most"])
+        self.assertNotIn("blank", seen)
+
+    def test_a_phones_width(self) -> None:
+        self.browser.set_window_size(400, 800)
+        try:
+            self.album("photos")
+            rows = self.browser.execute_script("""
+                const g = window.gallery.grid, rows = new Map();
+                for (const c of g.cells.values()) { const b = c.getBoundingClientRect();
+                  if (b.right > innerWidth + 0.5 || b.left < 0) return 'a cell past the screen: ' + b.left + '..' + b.right;
+                  rows.set(Math.round(b.top), (rows.get(Math.round(b.top)) || 0) + 1); }
+                return [...rows.values()];""")
+            self.assertIsInstance(rows, list, rows)
+            self.assertGreater(sum(rows) / len(rows), 1.5, "a phone's row should hold more than one photo")
+            hidden = self.browser.execute_script("return getComputedStyle(document.querySelector('#pager .next')).display")
+            self.assertEqual(hidden, "none", "the pager's arrow buttons take a phone's screen: it swipes")
+        finally:
+            self.browser.set_window_size(*WINDOW)
 
     def test_pager_swipes_fifty_pages(self) -> None:
         from selenium.webdriver.common.action_chains import ActionChains
