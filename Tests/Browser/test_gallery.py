@@ -91,7 +91,7 @@ class GalleryTests(unittest.TestCase):
         cls.photos = os.path.join(cls.directory, "photos")
         os.mkdir(cls.photos)
         for i in range(60):
-            blocks(os.path.join(cls.photos, f"p{i:03}.jpg"), (400, 300) if i % 3 else (300, 400), 50, i)
+            blocks(os.path.join(cls.photos, f"p{i:03}.jpg"), (800, 600) if i % 3 else (600, 800), 100, i)
         for i, (width, height) in enumerate([(320, 240), (240, 320)]):
             subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i", f"testsrc=size={width}x{height}:rate=25",
                             "-t", "4", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-movflags", "+faststart",
@@ -185,6 +185,27 @@ class GalleryTests(unittest.TestCase):
             self.assertLess(mine, 16, f"{cell['name']}: the cell is not its photo (mean difference {mine:.1f})")
             self.assertGreater(theirs, 2 * mine + 20, f"{cell['name']}: as close to {other_name} ({theirs:.1f}) as to itself ({mine:.1f})")
 
+    def test_thumbnails_follow_the_device_pixel_ratio(self) -> None:
+        """What srcset would do: at twice the density (browser zoom, a HiDPI screen) the cells in
+        view ask their thumbnails again, sharp enough for the new pixels."""
+        visible = """const g = window.gallery.grid, view = g.scroller.getBoundingClientRect();
+            const shown = [...g.cells.values()].filter((c) => { const b = c.getBoundingClientRect();
+              return b.top >= view.top && b.bottom <= view.bottom; });
+            const widths = shown.map((c) => { const images = c.querySelectorAll('img.thumb'), last = images[images.length - 1];
+              return last && last.complete ? last.naturalWidth / c.getBoundingClientRect().width : 0; });
+            return widths.length && widths.every((w) => w > 0) ? widths : null;"""
+        self.album("photos")
+        before = self.wait(visible, "the thumbnails at 1 device pixel per CSS pixel")
+        self.assertTrue(all(0.95 <= ratio < 1.7 for ratio in before), before)  # the box a size up from the cell
+        self.browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                     {"width": 0, "height": 0, "deviceScaleFactor": 2, "mobile": False})
+        try:
+            after = self.wait(visible.replace("every((w) => w > 0)", "every((w) => w >= 1.9)"),
+                              "the thumbnails again at 2 device pixels per CSS pixel", 30)
+            self.assertTrue(all(ratio >= 1.9 for ratio in after), after)
+        finally:
+            self.browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
     def test_fast_scroll_leaves_no_cell_blank_and_cancels_in_the_daemon(self) -> None:
         before = self.cancels()
         self.album("many", 120)
@@ -272,7 +293,7 @@ class GalleryTests(unittest.TestCase):
         width = self.wait("""const p = window.gallery.pager, image = p.stage.querySelector('img.page');
             return p.screens.has(50) && image.src === p.screens.get(50) && image.complete && image.naturalWidth;""",
                           "page 50's screen rendition")
-        self.assertEqual(width, 300 if 50 % 3 == 0 else 400)  # the photo whole (the box is over its size)
+        self.assertEqual(width, 600 if 50 % 3 == 0 else 800)  # the photo whole (the box is over its size)
         # Pages swiped past are no longer wanted: nothing but the neighbours in the loader.
         keys = self.browser.execute_script("const l = window.gallery.loader;"
                                            "return [...l.running.keys(), ...l.waiting.keys()].filter((k) => String(k).startsWith('page:'));")

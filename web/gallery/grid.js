@@ -18,6 +18,7 @@ export class Grid {
     this.total = 0;
     this.cells = new Map(); // index -> element
     this.thumbs = new Map(); // index -> blob URL (the pager reuses them)
+    this.boxes = new Map(); // index -> the box its thumbnail was asked in
     this.frames = { sampled: 0, blank: 0 };
     this.focusIndex = 0;
     scroller.addEventListener("scroll", () => this.schedule());
@@ -27,6 +28,11 @@ export class Grid {
       if (cell) this.onOpen(Number(cell.dataset.index));
     });
     layer.addEventListener("keydown", (event) => this.key(event));
+    // What srcset would do: when the device pixel ratio changes (browser zoom, another
+    // screen), the cells in view ask their thumbnails again at the new density.
+    const watch = () => matchMedia(`(resolution: ${devicePixelRatio}dppx)`)
+      .addEventListener("change", () => { watch(); this.update(); }, { once: true });
+    watch();
   }
 
   setItems(items, total) {
@@ -146,38 +152,45 @@ export class Grid {
     if (item.kind === "video") cell.classList.add("video");
     if (item.kind === "error") cell.classList.add("error");
     const known = this.thumbs.get(index);
-    if (known) this.show(cell, known, item);
+    if (known) this.show(cell, known, item, this.boxes.get(index));
     return cell;
   }
 
   request(index, cell, distance, side) {
     const item = this.items[index];
-    if (!item || !item.id || cell.dataset.loaded) return;
+    if (!item || !item.id) return;
     const box = bucket(Math.ceil(side * (window.devicePixelRatio || 1)));
+    if (Number(cell.dataset.loaded || 0) >= box) return; // as sharp as the screen needs
     const urgency = distance <= 0 ? 0 : distance < 0.5 ? 2 : distance < 1 ? 3 : 5;
     this.loader.want(index, iiif(item, box), urgency, (url) => {
-      this.remember(index, url);
+      this.remember(index, url, box);
       const current = this.cells.get(index);
-      if (current) this.show(current, url, item);
+      if (current) this.show(current, url, item, box);
     });
   }
 
-  remember(index, url) {
+  remember(index, url, box) {
     this.thumbs.set(index, url);
+    this.boxes.set(index, box);
     if (this.thumbs.size > 1500) {
       const [oldest, old] = this.thumbs.entries().next().value;
       if (!this.cells.has(oldest)) URL.revokeObjectURL(old);
       this.thumbs.delete(oldest);
+      this.boxes.delete(oldest);
     }
   }
 
-  show(cell, url, item) {
-    cell.dataset.loaded = "1";
+  /// Shows `url` (asked in `box`) over what the cell shows; a softer one it replaces goes once
+  /// the sharper has loaded. `loaded` is the box, or Infinity for the photo whole ("max").
+  show(cell, url, item, box) {
+    const previous = cell.querySelector("img.thumb");
+    cell.dataset.loaded = box >= Math.max(item.width, item.height) ? "Infinity" : String(box);
     const image = document.createElement("img");
     image.className = "thumb";
     image.alt = item.name;
     image.src = url;
     image.decoding = "async";
+    if (previous) image.onload = () => { previous.remove(); if (previous.src !== url) URL.revokeObjectURL(previous.src); };
     cell.append(image);
   }
 
