@@ -310,7 +310,7 @@ bench: test-deps
 ## Debian's headless Chromium against the release viewerd and viewerd-http, beside the same page
 ## as static files served by Debian's nginx; a table and bench-results/browser-<UTC time>.json.
 ## About 5 minutes after the build, and a few minutes once to make its 10,000-photo album (kept in
-## ~/.cache/viewerd-browser-bench, 2.5 GB).
+## ~/.cache/viewerd-browser-bench, 1.8 GB).
 bench-browser: test-deps
 	$(SWIFT_BUILD) -c release --product viewerd
 	$(SWIFT_BUILD) -c release --product viewerd-http
