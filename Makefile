@@ -296,13 +296,25 @@ deb-check: deb
 	SWIFT="$(SWIFT)" tools/build-deb.sh $(DEB_DIR)/previous $(DEB_PREVIOUS_VERSION)
 	DEB_CHECK_DIR=$(DEB_CHECK_DIR) tools/deb-check.sh $(DEB_DIR)/previous $(DEB_DIR)
 
-.PHONY: bench bench-smoke
+.PHONY: bench bench-smoke bench-browser
 
-## bench: the benchmarks of BENCHMARKS.md (fetches its corpus; about 13 minutes on 2 cores after the build)
+## bench: the benchmarks of BENCHMARKS.md (fetches its corpus; about 13 minutes on 2 cores after the build),
+## then the browser part
 bench: test-deps
 	$(SWIFT_BUILD) -c release
 	bench/fetch-corpus.sh
 	.build/release/viewerd-bench
+	$(HTTP_PYTHON) bench/browser-bench.py --build-dir .build/release
+
+## bench-browser: only the browser part (bench/browser-bench.py, issue 34): the web gallery in
+## Debian's headless Chromium against the release viewerd and viewerd-http, beside the same page
+## as static files served by Debian's nginx; a table and bench-results/browser-<UTC time>.json.
+## About 5 minutes after the build, and a few minutes once to make its 10,000-photo album (kept in
+## ~/.cache/viewerd-browser-bench, 1.8 GB).
+bench-browser: test-deps
+	$(SWIFT_BUILD) -c release --product viewerd
+	$(SWIFT_BUILD) -c release --product viewerd-http
+	$(HTTP_PYTHON) bench/browser-bench.py --build-dir .build/release
 
 ## bench-smoke: the bench harness on a tiny generated corpus (well under a minute; no figures)
 bench-smoke: test-deps

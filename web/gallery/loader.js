@@ -1,7 +1,7 @@
 // Image requests with a priority and a way out: at most `limit` in flight, the nearest to the
-// viewport first; each sent with `Priority: u=N` (RFC 9218), which viewerd-http passes to the
-// daemon; aborted (AbortController: the connection closes, the front cancels the render) when
-// its cell or page is no longer wanted.
+// viewport first (the newest among equals); each sent with `Priority: u=N` (RFC 9218), which
+// viewerd-http passes to the daemon; aborted (AbortController: the connection closes, the front
+// cancels the render) when its cell or page is no longer wanted.
 export class Loader {
   constructor(limit = 6) {
     this.limit = limit;
@@ -35,8 +35,10 @@ export class Loader {
 
   pump() {
     while (this.running.size < this.limit && this.waiting.size) {
+      // Among equals the newest: in a scroll those are the cells that came into view last, the
+      // ones that stay longest; the oldest are about to leave and their thumbnail would come late.
       let best = null;
-      for (const job of this.waiting.values()) if (!best || job.urgency < best.urgency) best = job;
+      for (const job of this.waiting.values()) if (!best || job.urgency <= best.urgency) best = job;
       this.waiting.delete(best.key);
       this.start(best);
     }
