@@ -129,6 +129,11 @@ class GalleryTests(unittest.TestCase):
     def base(self) -> str:
         return f"http://127.0.0.1:{self.origin.front.port}"
 
+    every_visible_thumbnail = """const g = window.gallery.grid, view = g.scroller.getBoundingClientRect();
+        return [...g.cells.values()].filter((c) => { const b = c.getBoundingClientRect();
+          return b.bottom > view.top && b.top < view.bottom; })
+          .every((c) => c.dataset.loaded && c.querySelector('img.thumb').complete);"""
+
     def wait(self, script: str, what: str, seconds: float = 60, *arguments):
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
@@ -184,6 +189,34 @@ class GalleryTests(unittest.TestCase):
             mine, theirs = difference(shown, own), difference(shown, other)
             self.assertLess(mine, 16, f"{cell['name']}: the cell is not its photo (mean difference {mine:.1f})")
             self.assertGreater(theirs, 2 * mine + 20, f"{cell['name']}: as close to {other_name} ({theirs:.1f}) as to itself ({mine:.1f})")
+
+    def test_a_new_window_of_the_layout_keeps_the_cells_in_view(self) -> None:
+        """The layout's background windows arrive while the first screen loads: each must leave
+        the cells already made (and their images) as they are, not make them again."""
+        self.album("photos")
+        self.wait(self.every_visible_thumbnail, "every visible cell's thumbnail")
+        kept = self.browser.execute_script("""
+            const g = window.gallery.grid, before = new Map(g.cells), started = window.gallery.loader.stats.started;
+            g.setItems(g.items, g.total);  // what each background window does
+            return { same: [...before].every(([index, cell]) => g.cells.get(index) === cell),
+                     requests: window.gallery.loader.stats.started - started, cells: before.size };""")
+        self.assertGreater(kept["cells"], 10)
+        self.assertTrue(kept["same"], "the cells were made again")
+        self.assertEqual(kept["requests"], 0, "thumbnails asked again")
+
+    def test_the_loader_starts_the_newest_of_equally_urgent_requests(self) -> None:
+        """In a fast scroll the oldest waiting cells are the ones about to leave the view."""
+        self.album("photos")
+        order = self.browser.execute_async_script("""
+            const done = arguments[0];
+            import('/gallery/assets/loader.js').then(({ Loader, iiif }) => {
+              const items = window.gallery.grid.items, loader = new Loader(1), started = [];
+              const start = loader.start.bind(loader);
+              loader.start = (job) => { started.push(job.key); start(job); };
+              let left = 3;
+              for (const key of [0, 1, 2]) loader.want(key, iiif(items[key], 128), 0, () => { if (!--left) done(started); });
+            });""")
+        self.assertEqual(order, [0, 2, 1])
 
     def test_thumbnails_follow_the_device_pixel_ratio(self) -> None:
         """What srcset would do: at twice the density (browser zoom, a HiDPI screen) the cells in

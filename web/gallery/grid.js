@@ -56,8 +56,14 @@ export class Grid {
     const view = this.scroller.clientHeight;
     this.layer.style.height = `${view}px`;
     this.spacer.style.height = `${Math.max(0, Math.min(MAX_SCROLL, this.layout.height + 2 * GAP) - view)}px`;
-    for (const cell of this.cells.values()) cell.remove();
-    this.cells.clear();
+    // The cells whose item is unchanged stay (update() moves them): a background window of the
+    // layout, or a resize, must not make the first screen's cells and images again.
+    for (const [index, cell] of this.cells) {
+      if (cell.item === this.items[index]) continue;
+      this.loader.drop(index);
+      cell.remove();
+      this.cells.delete(index);
+    }
     if (anchor) this.scrollToIndex(anchor);
     this.update();
   }
@@ -132,6 +138,7 @@ export class Grid {
   makeCell(index) {
     const item = this.items[index];
     const cell = document.createElement("button");
+    cell.item = item;
     cell.className = "cell";
     cell.dataset.index = index;
     cell.setAttribute("role", "listitem");
