@@ -17,14 +17,9 @@ struct DaemonExclusionTests {
         posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        var cArguments = argv.map { strdup($0) } + [nil]
-        defer { cArguments.forEach { free($0) } }
         var environment: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=/usr/bin:/bin"), nil]
         defer { environment.forEach { free($0) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, argv[0], &actions, nil, &cArguments, &environment)
-        guard rc == 0 else { throw DaemonProcess.Failure("posix_spawn \(argv[0]): \(rc)") }
-        return pid
+        return try ChildSpawn.spawn(argv[0], argv, actions: &actions, environment: &environment)
     }
 
     /// Runs viewerd with `arguments`, expecting it to refuse and exit; one that is still
@@ -78,11 +73,7 @@ struct DaemonExclusionTests {
         // waitpid for it, which stalls every other Process of the test run.
         let activator = try Self.spawn(["/usr/bin/systemd-socket-activate", "-l", socketPath, DaemonProcess.executable("viewerd"),
                                         "--config", "/dev/null", "--cache-dir", directory + "/activated-cache"], log: log)
-        defer {
-            kill(activator, SIGTERM)
-            var status: Int32 = 0
-            waitpid(activator, &status, 0)
-        }
+        defer { ChildSpawn.stop(activator) }
         #expect(eventually(.seconds(10)) { FileManager.default.fileExists(atPath: socketPath) })
         _ = try ViewerConnection(socketPath: socketPath).ping()
         var before = stat()

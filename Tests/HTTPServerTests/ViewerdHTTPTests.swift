@@ -28,12 +28,7 @@ struct ViewerdHTTPTests {
             posix_spawn_file_actions_addopen(&actions, 2, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
             let script = "export LISTEN_PID=$$ LISTEN_FDS=1 LISTEN_FDNAMES=http; exec \"$0\" \"$@\""
             let argv = ["/bin/sh", "-c", script, ViewerdHTTPTests.executable] + arguments
-            var cArguments = argv.map { strdup($0) } + [nil]
-            defer { for argument in cArguments { free(argument) } }
-            var pid: pid_t = 0
-            let rc = posix_spawn(&pid, "/bin/sh", &actions, nil, &cArguments, environ)
-            guard rc == 0 else { throw SystemError("posix_spawn", Errno(rawValue: rc)) }
-            self.pid = pid
+            self.pid = try ChildSpawn.spawn("/bin/sh", argv, actions: &actions, environment: environ)
         }
 
         var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
