@@ -223,6 +223,8 @@ DOCDIR = $(DESTDIR)$(PREFIX)/share/doc/viewerd
 DBUSDIR = $(DESTDIR)$(PREFIX)/share/dbus-1/services
 # viewerd-http's --web-dir (its default when installed: /usr/share/viewerd/web).
 WEBDIR = $(DESTDIR)$(PREFIX)/share/viewerd/web
+# The page's files; its README is for the developers.
+GALLERY_FILES = $(filter-out %/README.md,$(wildcard web/gallery/*))
 
 INSTALL_BINARIES = .build/release/viewerd .build/release/viewerctl .build/release/viewerd-thumbnailer .build/release/viewerd-http
 
@@ -238,7 +240,7 @@ install:
 	install -m 0644 completion/viewerctl.fish $(FISHCOMPLETIONDIR)/viewerctl.fish
 	install -m 0644 README.md protocol/PROTOCOL.md $(DOCDIR)/
 	install -d $(WEBDIR)/gallery
-	install -m 0644 web/gallery/* $(WEBDIR)/gallery/
+	install -m 0644 $(GALLERY_FILES) $(WEBDIR)/gallery/
 	# The units name /usr/local/bin: point them at this PREFIX.
 	for unit in systemd/*.service systemd/*.socket; do \
 	  sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' "$$unit" > $(UNITDIR)/$$(basename "$$unit"); chmod 0644 $(UNITDIR)/$$(basename "$$unit"); done
