@@ -205,8 +205,8 @@ sanitize: test-deps
 	torture/sanitize.sh thread $(SANITIZE_BUILD_PATH)-thread
 	torture/sanitize.sh address $(SANITIZE_BUILD_PATH)-address
 
-## install: binaries, units, D-Bus service files, man pages, bash, zsh and fish completion, a commented
-## default config.
+## install: binaries, units, D-Bus service files, man pages, bash, zsh and fish completion, the web
+## gallery, a commented default config.
 ## Copies what `make build` made and builds nothing (no deps, no swift): `make && sudo make
 ## install`. Under sudo, Debian's secure_path has no swift, and a build as root would leave
 ## root-owned files in .build.
@@ -221,6 +221,10 @@ ZSHCOMPLETIONDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHCOMPLETIONDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 DOCDIR = $(DESTDIR)$(PREFIX)/share/doc/viewerd
 DBUSDIR = $(DESTDIR)$(PREFIX)/share/dbus-1/services
+# viewerd-http's --web-dir (its default when installed: /usr/share/viewerd/web).
+WEBDIR = $(DESTDIR)$(PREFIX)/share/viewerd/web
+# The page's files; its README is for the developers.
+GALLERY_FILES = $(filter-out %/README.md,$(wildcard web/gallery/*))
 
 INSTALL_BINARIES = .build/release/viewerd .build/release/viewerctl .build/release/viewerd-thumbnailer .build/release/viewerd-http
 
@@ -235,6 +239,8 @@ install:
 	install -m 0644 completion/_viewerctl $(ZSHCOMPLETIONDIR)/_viewerctl
 	install -m 0644 completion/viewerctl.fish $(FISHCOMPLETIONDIR)/viewerctl.fish
 	install -m 0644 README.md protocol/PROTOCOL.md $(DOCDIR)/
+	install -d $(WEBDIR)/gallery
+	install -m 0644 $(GALLERY_FILES) $(WEBDIR)/gallery/
 	# The units name /usr/local/bin: point them at this PREFIX.
 	for unit in systemd/*.service systemd/*.socket; do \
 	  sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' "$$unit" > $(UNITDIR)/$$(basename "$$unit"); chmod 0644 $(UNITDIR)/$$(basename "$$unit"); done
@@ -259,7 +265,8 @@ uninstall:
 	rm -f $(MANDIR)/man1/viewerd-thumbnailer.1 $(BINDIR)/viewerd-http $(MANDIR)/man1/viewerd-http.1
 	for service in dbus/*.service; do rm -f $(DBUSDIR)/$$(basename "$$service"); done
 	rm -f $(COMPLETIONDIR)/viewerctl $(ZSHCOMPLETIONDIR)/_viewerctl $(FISHCOMPLETIONDIR)/viewerctl.fish
-	rm -rf $(DOCDIR)
+	rm -rf $(DOCDIR) $(WEBDIR)
+	rmdir $(DESTDIR)$(PREFIX)/share/viewerd 2>/dev/null || true
 	for unit in systemd/*.service systemd/*.socket; do rm -f $(UNITDIR)/$$(basename "$$unit"); done
 	for unit in systemd/user/*; do rm -f $(USERUNITDIR)/$$(basename "$$unit"); done
 	rm -f $(DESTDIR)$(PREFIX)/lib/sysusers.d/viewerd.conf $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/viewerd.conf

@@ -10,8 +10,10 @@
 #      unit's ListenStream= and runs its ExecStart= as its User= (systemd is not PID 1 in a root);
 #   4. the admin edits /etc/viewerd/viewerd.conf; apt install ./*.deb of the CURRENT build (an
 #      upgrade): the edit is kept, and the same render is a hit from the store the previous
-#      package wrote;
-#   5. apt remove (the conffiles and the store stay), apt purge; then the root's listing again:
+#      package wrote; viewerd-http serves the packaged web gallery (GET /gallery/ over loopback);
+#   5. apt install ./*.deb of the PREVIOUS build again (a downgrade): the same render answers,
+#      rendered or from the store, and the daemon logs no damaged store;
+#   6. apt remove (the conffiles and the store stay), apt purge; then the root's listing again:
 #      nothing left but the viewerd user and group (Debian leaves system users in place).
 #
 # Usage (as root): tools/deb-check.sh PREVIOUS_DIR CURRENT_DIR, each holding a build's .deb files.
@@ -87,12 +89,46 @@ stop_service() {
     ok "viewerd exited 0 on SIGTERM"
 }
 
+# viewerd-http on a free loopback port against the running service, with its default --web-dir
+# (the packaged /usr/share/viewerd/web): GET /gallery/ must answer the packaged page, /healthz
+# "ok" (the front reached the daemon).
+check_gallery() {
+    local page=/usr/share/viewerd/web/gallery/index.html address="" tries=0 pid
+    dpkg -L viewerd-http | grep -q -x "$page" || fail "viewerd-http's package has no $page"
+    viewerd-http --listen 127.0.0.1:0 --socket /run/viewerd/viewerd.sock >"$CHECK_DIR/viewerd-http.log" 2>&1 &
+    pid=$!
+    until [ -n "$address" ]; do
+        tries=$((tries + 1))
+        [ "$tries" -lt 100 ] && kill -0 "$pid" 2>/dev/null || { cat "$CHECK_DIR/viewerd-http.log"; fail "viewerd-http did not listen"; }
+        sleep 0.1
+        address=$(sed -n 's/.*event=listening address=\([0-9.:]*\).*/\1/p' "$CHECK_DIR/viewerd-http.log")
+    done
+    python3 - "http://$address" "$page" <<'EOF_PY' || { kill "$pid"; cat "$CHECK_DIR/viewerd-http.log"; fail "GET /gallery/ or /healthz"; }
+import sys, urllib.request
+base, page = sys.argv[1], sys.argv[2]
+with urllib.request.urlopen(base + "/gallery/", timeout=10) as answer:
+    body = answer.read()
+    assert answer.status == 200, answer.status
+    assert body == open(page, "rb").read(), "/gallery/ is not the packaged index.html"
+    print(f"deb-check:   GET {base}/gallery/: {answer.status}, {len(body)} bytes, {answer.headers['Content-Type']}")
+with urllib.request.urlopen(base + "/healthz", timeout=10) as answer:
+    body = answer.read().decode().strip()
+    assert (answer.status, body) == (200, "ok"), (answer.status, body)
+    print(f"deb-check:   GET {base}/healthz: {answer.status} {body}")
+EOF_PY
+    kill -TERM "$pid"
+    local status=0; wait "$pid" || status=$?
+    [ "$status" -eq 0 ] || fail "viewerd-http exited with status $status on SIGTERM"
+    ok "viewerd-http serves the packaged gallery from its default --web-dir, and exited 0 on SIGTERM"
+}
+
 render() {
     local line
     line=$(viewerctl --socket /run/viewerd/viewerd.sock render "$PHOTO" --size 256 -o "/tmp/thumb-$1.jpg" 2>&1) ||
         { tail -n 20 "$CHECK_DIR/viewerd.log"; fail "viewerctl render: $line"; }
     log "  viewerctl render $PHOTO --size 256: $line"
-    case "$line" in *"($2)"*) ok "the render says ($2)" ;; *) fail "expected ($2)" ;; esac
+    # $2: what the line must say in parentheses, an extended regex (rendered|from cache: either)
+    if grep -q -E "\(($2)\)" <<<"$line"; then ok "the render says ($2)"; else fail "expected ($2)"; fi
 }
 
 inside() {
@@ -153,9 +189,27 @@ inside() {
     render 2 "from cache"
     if ls -d /var/cache/viewerd/store.broken-* >/dev/null 2>&1; then fail "the upgrade moved the store aside"; fi
     ok "the store the previous package wrote is the one in use (no store.broken-*)"
+    check_gallery
     stop_service
 
-    log "== 5. remove, then purge"
+    log "== 5. downgrade: apt install --allow-downgrades ./previous/*.deb"
+    apt-get install -y -qq --no-install-recommends --allow-downgrades ./previous/*.deb 2>&1 |
+        grep -v -E '^(Selecting|Preparing|Unpacking|\(Reading)' || true
+    versions | sed 's/^/deb-check:   /'
+    local previous; previous=$(dpkg-deb -f previous/viewerd_*.deb Version)
+    [ "$(dpkg-query -W -f='${Version}' viewerd)" = "$previous" ] || fail "viewerd is not at $previous after the downgrade"
+    local logged; logged=$(wc -l <"$CHECK_DIR/viewerd.log")
+    start_service
+    render 3 "rendered|from cache"
+    stop_service
+    # The store the newer package wrote is either read (the same schema) or moved aside whole
+    # (a newer one), never read as damaged.
+    local store_faults
+    store_faults=$(tail -n "+$((logged + 1))" "$CHECK_DIR/viewerd.log" | grep -E 'event=store-(read|write)-failed|corrupt' || true)
+    [ -z "$store_faults" ] || { echo "$store_faults"; fail "the older daemon reported a damaged store"; }
+    ok "the older daemon answered from the newer package's store: $(ls -d /var/cache/viewerd/store* | tr '\n' ' ')"
+
+    log "== 6. remove, then purge"
     apt-get remove -y -qq $PACKAGES 2>&1 | grep -v '^(Reading' || true
     [ ! -e /usr/bin/viewerd ] || fail "/usr/bin/viewerd is still there after the removal"
     [ -e /etc/viewerd/viewerd.conf ] || fail "the removal took the conffile"
