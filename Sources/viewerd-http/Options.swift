@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import IIIF
 import ViewerClient
 import ViewerLog
 
@@ -30,7 +31,8 @@ let usage = """
       --sign-key-file PATH the same keys, one per line (# comments), from a file: a key on
                            the command line is visible to every local user in ps
       --web-dir DIR        the web gallery's files are DIR/gallery/ (default: the source
-                           tree's web/ when run from its build, else /usr/share/viewerd/web)
+                           tree's web/ when run from its build, PREFIX/share/viewerd/web when
+                           installed in PREFIX/bin, else /usr/share/viewerd/web)
       --max-connections N  connections open at once, over all sockets (default: 1000)
       --max-connections-per-address N
                            connections open at once from one address, and requests in
@@ -85,20 +87,12 @@ struct FrontOptions: Sendable {
     /// `--web-dir`: the directory whose `gallery/` holds the gallery's page.
     var webDirectory = FrontOptions.defaultWebDirectory()
 
-    /// The source tree's `web` when this executable is in its build (`.build/…`), so a
-    /// checkout serves its own page; else the installed one.
+    /// Beside this executable (WebDirectory.default): its source tree's, its PREFIX's, the package's.
     static func defaultWebDirectory() -> String {
-        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
-            while directory.path != "/" {
-                if directory.lastPathComponent == ".build" {
-                    let web = directory.deletingLastPathComponent().appendingPathComponent("web")
-                    if FileManager.default.fileExists(atPath: web.appendingPathComponent("gallery/index.html").path) { return web.path }
-                }
-                directory = directory.deletingLastPathComponent()
-            }
+        guard let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else {
+            return WebDirectory.packaged
         }
-        return "/usr/share/viewerd/web"
+        return WebDirectory.default(executable: executable)
     }
 }
 

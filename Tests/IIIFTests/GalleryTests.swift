@@ -8,6 +8,21 @@ import ViewerProtocol
 /// directory beside it): what is served, the ranges, and one 404 whatever is outside.
 @Suite("Gallery and media")
 struct GalleryTests {
+    @Test("the page's default directory: the build's source tree, then PREFIX/share beside PREFIX/bin, then the package's")
+    func defaultWebDirectory() {
+        let pages: Set<String> = ["/src/viewerd/web", "/usr/local/share/viewerd/web", "/opt/v/share/viewerd/web"]
+        let has = { pages.contains($0) }
+        #expect(WebDirectory.default(executable: "/src/viewerd/.build/x86_64-unknown-linux-gnu/debug/viewerd-http", hasPage: has)
+                == "/src/viewerd/web")
+        // make install's PREFIX=/usr/local: its own page, not the package's (which may be absent or older).
+        #expect(WebDirectory.default(executable: "/usr/local/bin/viewerd-http", hasPage: has) == "/usr/local/share/viewerd/web")
+        #expect(WebDirectory.default(executable: "/opt/v/bin/viewerd-http", hasPage: has) == "/opt/v/share/viewerd/web")
+        #expect(WebDirectory.default(executable: "/usr/bin/viewerd-http", hasPage: has) == WebDirectory.packaged)
+        #expect(WebDirectory.default(executable: "/home/me/tools/viewerd-http", hasPage: has) == WebDirectory.packaged)
+        // A build whose tree has no page (a copied binary) falls through to the installed ones.
+        #expect(WebDirectory.default(executable: "/elsewhere/.build/release/viewerd-http", hasPage: has) == WebDirectory.packaged)
+    }
+
     let tree: TemporaryTree
     let web: String
 
