@@ -221,7 +221,7 @@ ZSHCOMPLETIONDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHCOMPLETIONDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 DOCDIR = $(DESTDIR)$(PREFIX)/share/doc/viewerd
 DBUSDIR = $(DESTDIR)$(PREFIX)/share/dbus-1/services
-# viewerd-http's --web-dir (its default when installed: /usr/share/viewerd/web).
+# viewerd-http's --web-dir (its default when installed in PREFIX/bin: PREFIX/share/viewerd/web).
 WEBDIR = $(DESTDIR)$(PREFIX)/share/viewerd/web
 # The page's files; its README is for the developers.
 GALLERY_FILES = $(filter-out %/README.md,$(wildcard web/gallery/*))

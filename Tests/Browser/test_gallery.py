@@ -96,6 +96,11 @@ class GalleryTests(unittest.TestCase):
             subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i", f"testsrc=size={width}x{height}:rate=25",
                             "-t", "4", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-movflags", "+faststart",
                             os.path.join(cls.photos, f"v{i}.mp4")], check=True)
+        # A folder whose name a URL must encode (a space, an accent), its photos' names too.
+        cls.summer = os.path.join(cls.photos, "Summer 2024 été")
+        os.mkdir(cls.summer)
+        for i, name in enumerate(["a b.jpg", "ü #1.jpg", "100%.jpg"]):
+            blocks(os.path.join(cls.summer, name), (800, 600), 100, 500 + i)
         # 1,000 items for the fast scroll: copies of the first photos (cp: seconds), each its own file.
         cls.many = os.path.join(cls.directory, "many")
         os.mkdir(cls.many)
@@ -260,6 +265,19 @@ class GalleryTests(unittest.TestCase):
         while self.cancels() == before and time.monotonic() < deadline:
             time.sleep(0.1)
         self.assertGreater(self.cancels() - before, 0, f"{aborted} aborted in the page, no cancel in the daemon's STATS")
+
+    def test_a_folder_whose_name_is_encoded_in_the_url(self) -> None:
+        """A folder named "Summer 2024 été" is reached from its parent's link, its photos shown:
+        the page once asked the layout of "Summer%202024%20%C3%A9t%C3%A9" and got a 404."""
+        from selenium.webdriver.common.by import By
+        self.album("photos")
+        self.browser.find_element(By.LINK_TEXT, "Summer 2024 été").click()
+        self.wait("return window.gallery && window.gallery.complete && location.pathname.includes('Summer')", "the folder's layout")
+        self.assertEqual(self.browser.find_element(By.ID, "count").text, "3 items")
+        self.assertEqual(self.browser.find_element(By.ID, "crumbs").text, "Gallery / photos / Summer 2024 été")
+        self.wait(self.every_visible_thumbnail, "the folder's thumbnails")
+        names = self.browser.execute_script("return [...window.gallery.grid.cells.values()].map((c) => c.querySelector('img.thumb').alt).sort()")
+        self.assertEqual(names, sorted(["a b.jpg", "ü #1.jpg", "100%.jpg"]))
 
     def test_a_million_items_scroll_to_the_end_with_few_elements(self) -> None:
         """Immich #16788: a page as tall as 888,198 photos passes Chromium's 2^24 px and its end

@@ -4,17 +4,12 @@ import { Pager } from "./pager.js";
 
 // The page's start: /gallery/ lists the roots, /gallery/ROOT/PATH is that folder's album. The
 // layout comes in windows: a small first one (the first screen's sizes and placeholders at
-// once), then large ones in the background until the folder is whole. The first is about three
-// screens of cells at the grid's row height (the view and the overscan below it), no more: a
-// cold LAYOUT costs the daemon an INFO per item for its placeholder (200 items took twice as
-// long as 90 in make bench-browser).
-const FIRST_ROW = innerWidth < 600 ? 110 : 180;
-const FIRST_WINDOW = Math.min(1000, Math.max(50, Math.ceil((3 * innerWidth * innerHeight) / (FIRST_ROW * FIRST_ROW))));
+// once), asked by index.html's inline script before the modules load (its size is said there),
+// then large ones in the background until the folder is whole.
 const WINDOW = 5000;
+const { segments, order, firstWindow, api } = window.galleryStart;
 
 const $ = (id) => document.getElementById(id);
-const segments = location.pathname.replace(/^\/gallery\/?/, "").split("/").filter(Boolean);
-const order = new URLSearchParams(location.search).get("order") === "modified" ? "modified" : "name";
 
 function message(text) {
   $("message").hidden = false;
@@ -32,8 +27,8 @@ function crumbs() {
   }
 }
 
-async function json(url) {
-  const response = await fetch(url);
+async function json(url, asked = fetch(url)) {
+  const response = await asked;
   if (!response.ok) throw new Error(`${response.status}: ${(await response.text()).trim()}`);
   return response.json();
 }
@@ -51,8 +46,7 @@ async function album() {
   const grid = new Grid($("scroller"), $("grid"), $("spacer"), loader, (index) => pager.open(index));
   pager = new Pager($("pager"), grid, loader);
   window.gallery = { grid, pager, loader };
-  const api = "/gallery/api/layout/" + segments.map(encodeURIComponent).join("/");
-  const first = await json(`${api}?offset=0&limit=${FIRST_WINDOW}&order=${order}`);
+  const first = await json(`${api}?offset=0&limit=${firstWindow}&order=${order}`, window.galleryStart.first);
   links(first.folders, location.pathname.replace(/\/$/, ""));
   const items = new Array(first.total);
   const place = (answer) => { for (const item of answer.items) items[item.index] = item; };
