@@ -32,13 +32,9 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import datetime
-import grp
 import json
 import os
-import pwd
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -49,8 +45,8 @@ from typing import Dict, List, Optional
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "Tests", "HTTP"))
+import http_support  # noqa: E402 (Tests/HTTP: the origin and nginx as the tests start them)
 
-NGINX = "/usr/sbin/nginx"
 ROOT = "album"
 ALBUM_SIZE = 10_000
 # Six shapes of camera and phone photos, ten variants of each.
@@ -341,7 +337,6 @@ def layout_file(target: str) -> str:
 def snapshot(port: int, targets: List[str], directory: str) -> Dict[str, int]:
     """Every target fetched once through viewerd-http and written under `directory` at its path
     (decoded, as nginx maps $uri to a file)."""
-    import http_support
 
     def fetch(target: str) -> int:
         status, _, body = http_support.get(port, target, timeout=300)
@@ -364,29 +359,18 @@ def snapshot(port: int, targets: List[str], directory: str) -> Dict[str, int]:
     return {"files": len(sizes), "bytes": sum(sizes)}
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class StaticNginx:
+class StaticNginx(http_support.NginxProcess):
     """Debian's nginx in the foreground with a prefix of its own (as Tests/HTTP/test_nginx.py
     starts it), serving `root` on a loopback port: as many workers as cores, no access log."""
 
     def __init__(self, directory: str, root: str) -> None:
-        self.directory = directory
-        self.log = os.path.join(directory, "error.log")
-        for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
-            os.makedirs(os.path.join(directory, name), exist_ok=True)
-        user = ""
-        if os.geteuid() == 0:  # as root the workers would switch to "nobody"
-            user = f"user {pwd.getpwuid(os.geteuid()).pw_name} {grp.getgrgid(os.getegid()).gr_name};\n"
-        for _ in range(3):  # the port is chosen before nginx binds it: another may take it
-            self.port = free_port()
-            d = directory
-            with open(os.path.join(d, "nginx.conf"), "w", encoding="utf-8") as f:
-                f.write(f"""{user}worker_processes {os.cpu_count() or 1};
+        super().__init__(directory)
+        self.start(lambda port: self._configure(port, root))
+
+    def _configure(self, port: int, root: str) -> None:
+        d = self.directory
+        with open(os.path.join(d, "nginx.conf"), "w", encoding="utf-8") as f:
+            f.write(f"""{self.user_line()}worker_processes {os.cpu_count() or 1};
 pid {d}/nginx.pid;
 error_log {d}/error.log notice;
 events {{ worker_connections 256; }}
@@ -395,13 +379,8 @@ http {{
     access_log off;
     sendfile on;
     tcp_nopush on;
-    client_body_temp_path {d}/body;
-    proxy_temp_path {d}/proxy;
-    fastcgi_temp_path {d}/fastcgi;
-    uwsgi_temp_path {d}/uwsgi;
-    scgi_temp_path {d}/scgi;
-    server {{
-        listen 127.0.0.1:{self.port};
+{self.temporary_paths()}    server {{
+        listen 127.0.0.1:{port};
         root {root};
         index index.html;
         # A layout window is the file named by its query (bench/browser-bench.py, layout_file).
@@ -411,44 +390,7 @@ http {{
     }}
 }}
 """)
-            if self._start():
-                return
-        raise RuntimeError(f"nginx did not start: {self.read_log()}")
 
-    def _start(self) -> bool:
-        with open(os.path.join(self.directory, "nginx.out"), "ab") as out:
-            self.process = subprocess.Popen([NGINX, "-p", self.directory, "-c", "nginx.conf", "-e", self.log,
-                                             "-g", "daemon off;"], stdout=out, stderr=out, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                return False
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return True
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        return False
-
-    def read_log(self) -> str:
-        try:
-            with open(self.log, encoding="utf-8", errors="replace") as f:
-                return f.read()[-2000:]
-        except OSError:
-            return ""
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGQUIT)
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-
-# The run --------------------------------------------------------------------------------------
 
 def median_loads(browser, url: str, runs: int) -> Dict:
     loads = [first_screen(browser, url) for _ in range(runs)]
@@ -492,7 +434,6 @@ def main() -> int:
         global ALBUM_SIZE, SCROLL_START, SCROLL_SECONDS, PAGER_OFFSET, PAGER_PAGES, HEAP_ITEMS
         ALBUM_SIZE, SCROLL_START, SCROLL_SECONDS, PAGER_OFFSET, PAGER_PAGES, HEAP_ITEMS = 600, 200, 3.0, 40, 6, 500
     os.environ["VIEWERD_BUILD_DIR"] = os.path.abspath(arguments.build_dir)
-    import http_support
     import viewerd
 
     began = time.monotonic()

@@ -3,8 +3,10 @@ $VIEWERD_BUILD_DIR (make test and make http-check set it; else .build/debug), a 
 client, and readers of the logfmt and nginx log lines the tests look into."""
 from __future__ import annotations
 
+import grp
 import http.client
 import os
+import pwd
 import re
 import shlex
 import signal
@@ -13,7 +15,7 @@ import subprocess
 import sys
 import time
 import unittest
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -161,3 +163,80 @@ def get(port: int, target: str, headers: Optional[Dict[str, str]] = None, method
         return response.status, response.headers, response.read()
     finally:
         connection.close()
+
+
+NGINX = "/usr/sbin/nginx"
+
+
+def free_port() -> int:
+    """A loopback port free now (another may take it before it is bound: callers retry)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class NginxProcess:
+    """Debian's nginx in the foreground with a prefix of its own (`directory`): its temporary
+    paths there, its error log `directory/error.log`. A caller gives `start` what writes
+    `directory/nginx.conf` for a port; `user_line` and `temporary_paths` are the lines every
+    such configuration needs."""
+
+    TEMPORARY = ("body", "proxy", "fastcgi", "uwsgi", "scgi")
+
+    def __init__(self, directory: str) -> None:
+        if not os.access(NGINX, os.X_OK):
+            raise AssertionError(f"{NGINX} is missing: make test-deps installs Debian's nginx")
+        self.directory = directory
+        self.log = os.path.join(directory, "error.log")
+        self.process: Optional[subprocess.Popen] = None
+        for name in self.TEMPORARY:
+            os.makedirs(os.path.join(directory, name), exist_ok=True)
+
+    @staticmethod
+    def user_line() -> str:
+        """As root, nginx's workers would switch to "nobody", who cannot enter these directories."""
+        if os.geteuid() != 0:
+            return ""
+        return f"user {pwd.getpwuid(os.geteuid()).pw_name} {grp.getgrgid(os.getegid()).gr_name};\n"
+
+    def temporary_paths(self) -> str:
+        return "".join(f"    {name}_temp_path {self.directory}/{name};\n".replace("body_temp", "client_body_temp")
+                       for name in self.TEMPORARY)
+
+    def start(self, configure: Callable[[int], None]) -> None:
+        """`configure(port)`, then nginx, until it listens on that port; three ports tried (the
+        port is chosen before nginx binds it: another may take it)."""
+        for _ in range(3):
+            self.port = free_port()
+            configure(self.port)
+            if self._run():
+                return
+        raise AssertionError(f"nginx did not start:\n{self.read_log()}")
+
+    def _run(self) -> bool:
+        with open(os.path.join(self.directory, "nginx.out"), "ab") as out:
+            self.process = subprocess.Popen([NGINX, "-p", self.directory, "-c", "nginx.conf", "-e", self.log,
+                                             "-g", "daemon off;"], stdout=out, stderr=out, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return False
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return True
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        return False
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGQUIT)  # graceful
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def read_log(self) -> str:
+        return support.Daemon.read_log(self)

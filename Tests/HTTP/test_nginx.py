@@ -10,14 +10,10 @@ with a short freshness: the origins' own Cache-Control is ignored there, so that
 expires within the test."""
 from __future__ import annotations
 
-import grp
 import json
 import os
-import pwd
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -28,7 +24,6 @@ import http_support
 from http_support import Origin, get, support
 
 SITE = os.path.join(http_support.REPO, "deploy", "nginx", "viewerd.conf")
-NGINX = "/usr/sbin/nginx"
 # Seconds an entry is fresh in the test's rendering (the origins' Cache-Control ignored).
 FRESH = 3
 # Images, each its own identifier: enough that both origins get some whatever the ports hash
@@ -74,80 +69,31 @@ def render_site(text: str, port: int, origins: List[str], directory: str) -> str
     return text
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class Nginx:
+class Nginx(http_support.NginxProcess):
     """Debian's nginx in the foreground with a prefix, configuration and temporary paths of its
     own under `directory`, serving the rendered site."""
 
     def __init__(self, directory: str, origins: List[str]) -> None:
-        if not os.access(NGINX, os.X_OK):
-            raise AssertionError(f"{NGINX} is missing: make test-deps installs Debian's nginx")
-        self.directory = directory
-        self.log = os.path.join(directory, "error.log")
+        super().__init__(directory)
         self.access_log = os.path.join(directory, "access.log")
+        os.makedirs(os.path.join(directory, "cache"), exist_ok=True)
         with open(SITE, encoding="utf-8") as f:
             site = f.read()
-        for attempt in range(3):  # the port is chosen before nginx binds it: another may take it
-            self.port = free_port()
-            self._configure(render_site(site, self.port, origins, directory))
-            if self._start():
-                return
-        raise AssertionError(f"nginx did not start:\n{self.read_log()}")
+        self.start(lambda port: self._configure(render_site(site, port, origins, directory)))
 
     def _configure(self, site: str) -> None:
-        for name in ("cache", "body", "proxy", "fastcgi", "uwsgi", "scgi"):
-            os.makedirs(os.path.join(self.directory, name), exist_ok=True)
         with open(os.path.join(self.directory, "viewerd.conf"), "w", encoding="utf-8") as f:
             f.write(site)
-        # As root, nginx's workers would switch to "nobody", who cannot enter these directories.
-        user = ""
-        if os.geteuid() == 0:
-            user = f"user {pwd.getpwuid(os.geteuid()).pw_name} {grp.getgrgid(os.getegid()).gr_name};\n"
         d = self.directory
         with open(os.path.join(d, "nginx.conf"), "w", encoding="utf-8") as f:
-            f.write(f"{user}worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log notice;\n"
+            f.write(f"{self.user_line()}worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log notice;\n"
                     f"events {{ worker_connections 256; }}\n"
-                    f"http {{\n    access_log off;\n"
-                    f"    client_body_temp_path {d}/body;\n    proxy_temp_path {d}/proxy;\n"
-                    f"    fastcgi_temp_path {d}/fastcgi;\n    uwsgi_temp_path {d}/uwsgi;\n    scgi_temp_path {d}/scgi;\n"
+                    f"http {{\n    access_log off;\n{self.temporary_paths()}"
                     f"    include {d}/viewerd.conf;\n}}\n")
-
-    def _start(self) -> bool:
-        check = subprocess.run([NGINX, "-t", "-p", self.directory, "-c", "nginx.conf", "-e", self.log],
+        check = subprocess.run([http_support.NGINX, "-t", "-p", d, "-c", "nginx.conf", "-e", self.log],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         if check.returncode != 0:
             raise AssertionError(f"nginx -t refuses the rendered site:\n{check.stdout.decode()}")
-        with open(os.path.join(self.directory, "nginx.out"), "ab") as out:
-            self.process = subprocess.Popen([NGINX, "-p", self.directory, "-c", "nginx.conf", "-e", self.log,
-                                             "-g", "daemon off;"], stdout=out, stderr=out, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                return False
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return True
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        return False
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGQUIT)  # graceful
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-    def read_log(self) -> str:
-        return support.Daemon.read_log(self)
 
     def records(self, target: str) -> List[Dict[str, str]]:
         """The access log's lines of requests for `target`, parsed."""
