@@ -98,3 +98,10 @@ public struct HTTPResponse: Sendable {
         return HTTPResponse(status: status, headers: headers, body: Array((reason + "\n").utf8))
     }
 }
+
+extension HTTPHeaders {
+    /// The request headers a cross-origin page may send, for every preflight's
+    /// Access-Control-Allow-Headers (the transport's and the IIIF front's). Priority: the
+    /// gallery sends `Priority: u=N` (RFC 9218) with every image.
+    public static let corsRequestHeaders = "Accept, If-None-Match, If-Modified-Since, Range, Priority"
+}

@@ -20,9 +20,7 @@ public enum Admission {
     /// The request headers a cross-origin page may send (a preflight that asks for others
     /// gets them too when they are plain field names: nothing here depends on a header a
     /// browser hides, and the answer is public).
-    /// Priority: the gallery sends `Priority: u=N` (RFC 9218) with every image, so a page on
-    /// another origin preflights it.
-    public static let allowedHeaders = "Accept, If-None-Match, If-Modified-Since, Range, Priority"
+    public static let allowedHeaders = HTTPHeaders.corsRequestHeaders
 
     /// The answer for a request the handler must not see, or nil to hand it on.
     public static func answer(to request: HTTPRequest) -> HTTPResponse? {

@@ -116,7 +116,7 @@ public struct IIIFFront: Sendable {
     static func preflight() -> HTTPResponse {
         var headers = commonHeaders()
         headers.append("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
-        headers.append("Access-Control-Allow-Headers", "Accept, If-None-Match, If-Modified-Since, Range, Priority")
+        headers.append("Access-Control-Allow-Headers", HTTPHeaders.corsRequestHeaders)
         headers.append("Access-Control-Max-Age", "86400")
         headers.append("Allow", "GET, HEAD, OPTIONS")
         return HTTPResponse(status: 204, headers: headers)

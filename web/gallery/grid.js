@@ -17,8 +17,7 @@ export class Grid {
     this.items = [];
     this.total = 0;
     this.cells = new Map(); // index -> element
-    this.thumbs = new Map(); // index -> blob URL (the pager reuses them)
-    this.boxes = new Map(); // index -> the box its thumbnail was asked in
+    this.thumbs = new Map(); // index -> { url, box }: its blob URL and the box asked (the pager reuses them)
     this.frames = { sampled: 0, blank: 0 };
     this.focusIndex = 0;
     scroller.addEventListener("scroll", () => this.schedule());
@@ -159,7 +158,7 @@ export class Grid {
     if (item.kind === "video") cell.classList.add("video");
     if (item.kind === "error") cell.classList.add("error");
     const known = this.thumbs.get(index);
-    if (known) this.show(cell, known, item, this.boxes.get(index));
+    if (known) this.show(cell, known.url, item, known.box);
     return cell;
   }
 
@@ -176,14 +175,15 @@ export class Grid {
     });
   }
 
+  /// The blob URL of the thumbnail `index` has, if any.
+  thumbnail(index) { return this.thumbs.get(index)?.url; }
+
   remember(index, url, box) {
-    this.thumbs.set(index, url);
-    this.boxes.set(index, box);
+    this.thumbs.set(index, { url, box });
     if (this.thumbs.size > 1500) {
       const [oldest, old] = this.thumbs.entries().next().value;
-      if (!this.cells.has(oldest)) URL.revokeObjectURL(old);
+      if (!this.cells.has(oldest)) URL.revokeObjectURL(old.url);
       this.thumbs.delete(oldest);
-      this.boxes.delete(oldest);
     }
   }
 

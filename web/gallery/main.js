@@ -4,7 +4,7 @@ import { Pager } from "./pager.js";
 
 // The page's start: /gallery/ lists the roots, /gallery/ROOT/PATH is that folder's album. The
 // layout comes in windows: a small first one (the first screen's sizes and placeholders at
-// once), asked by index.html's inline script before the modules load (its size is said there),
+// once), asked by start.js before the modules load (its size is said there),
 // then large ones in the background until the folder is whole.
 const WINDOW = 5000;
 const { segments, order, firstWindow, api } = window.galleryStart;

@@ -2,10 +2,10 @@ import { bucket, iiif } from "./loader.js";
 import { ZoomView } from "./zoom.js";
 import { placeholderURL } from "./thumbhash.js";
 
-// The full-screen pager: the grid's thumbnail (else the placeholder) at once, the screen-sized rendition next, deep
-// zoom (ZoomView) on wheel, pinch or double-click; swipe, arrow keys and the wheel page; the
-// neighbours' screen renditions are prefetched and aborted once passed. A video shows its
-// poster and plays the original from /media/ by ranges.
+// The full-screen pager: the grid's thumbnail (else the placeholder) at once, the screen-sized
+// rendition next, deep zoom (ZoomView) on wheel, pinch or double-click; swipe, arrow keys and
+// the wheel page; the neighbours' screen renditions are prefetched and aborted once passed. A
+// video shows its poster and plays the original from /media/ by ranges.
 export class Pager {
   constructor(element, grid, loader) {
     Object.assign(this, { element, grid, loader });
@@ -68,7 +68,7 @@ export class Pager {
       video.controls = true;
       video.preload = "metadata";
       video.src = item.media;
-      video.poster = this.grid.thumbs.get(index) || (item.placeholder ? placeholderURL(item.placeholder) : "");
+      video.poster = this.atOnce(index);
       video.setAttribute("aria-label", `Video ${item.name}`);
       this.stage.append(video);
       this.video = video;
@@ -77,8 +77,7 @@ export class Pager {
       const image = document.createElement("img");
       image.className = "page";
       image.alt = item.name;
-      // Something at once: the screen rendition, else the grid's thumbnail, else the placeholder.
-      image.src = this.screens.get(index) || this.grid.thumbs.get(index) || (item.placeholder ? placeholderURL(item.placeholder) : "");
+      image.src = this.screens.get(index) || this.atOnce(index);
       this.stage.append(image);
       this.image = image;
       this.want(index, 0, (url) => { if (this.index === index) image.src = url; });
@@ -93,6 +92,12 @@ export class Pager {
       const neighbour = this.grid.items[other];
       if (neighbour?.id && !this.screens.has(other)) this.want(other, 4, () => {});
     }
+  }
+
+  /// What a page shows before its screen rendition: the grid's thumbnail, else the placeholder.
+  atOnce(index) {
+    const item = this.grid.items[index];
+    return this.grid.thumbnail(index) || (item.placeholder ? placeholderURL(item.placeholder) : "");
   }
 
   want(index, urgency, done) {
